@@ -1,0 +1,58 @@
+# One entry point for every job. `make synth` and `make test` work on a fresh clone, offline.
+SHELL := /bin/bash
+.DEFAULT_GOAL := synth
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PY_STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+# The CDK CLI must not phone home: synthesis and tests run without a network.
+export CDK_DISABLE_VERSION_CHECK := 1
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+CDK := npx --no-install cdk --no-notices
+
+.PHONY: install synth test lint typecheck unit deploy diff build-models serve-local bench snapshot-update clean
+
+$(PY_STAMP): requirements.txt requirements-build.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip==26.3
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(PY_STAMP) $(NODE_STAMP)
+
+synth: install
+	$(CDK) synth --quiet
+	@echo "Templates written to cdk.out/"
+
+lint: $(PY_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: $(PY_STAMP)
+	$(PY) -m mypy
+
+unit: install
+	$(PY) -m pytest
+
+test: lint typecheck unit
+
+snapshot-update: install
+	$(PY) -m pytest tests/cdk --snapshot-update
+
+deploy: install
+	$(CDK) deploy --all --require-approval never
+
+diff: install
+	$(CDK) diff --all
+
+build-models: $(PY_STAMP)
+	$(PY) -m model_build build --catalog models.yaml --out build/models $(BUILD_ARGS)
+
+clean:
+	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache
