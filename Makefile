@@ -9,6 +9,7 @@ PY_STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 # The CDK CLI must not phone home: synthesis and tests run without a network.
 export CDK_DISABLE_VERSION_CHECK := 1
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 CDK := npx --no-install cdk --no-notices
 
