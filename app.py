@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""CDK entry point: the only place that reads context, environment and files.
+
+Bad settings or a bad model catalog stop synthesis with one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# jsii prints a multi-line banner on stderr for Node versions it no longer tests; keep errors one line.
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from model_build.catalog import CatalogError, load_catalog
+from stacks.settings import CONTEXT_KEYS, Settings, SettingsError
+from stacks.triton_mme_stack import TritonMmeStack
+
+
+def read_settings(app: cdk.App) -> Settings:
+    return Settings.from_context({key: app.node.try_get_context(key) for key in CONTEXT_KEYS})
+
+
+def main() -> int:
+    app = cdk.App()
+    try:
+        settings = read_settings(app)
+        # The catalog is validated here so a broken catalog fails before anything is deployed.
+        load_catalog(settings.model_catalog)
+    except (SettingsError, CatalogError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    TritonMmeStack(
+        app,
+        settings.stack_name,
+        settings=settings,
+        env=cdk.Environment(region=settings.region) if settings.region else None,
+        description="SageMaker GPU multi-model endpoint served by NVIDIA Triton, with GPU-based autoscaling",
+    )
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

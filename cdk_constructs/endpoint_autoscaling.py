@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_applicationautoscaling as autoscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+INSTANCE_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
+SERVICE_LINKED_ROLE = (
+    "aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
+    "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
+)
+
+
+class EndpointAutoscaling(Construct):
+    """Target tracking on the variant's GPU utilization, optionally also on invocations per instance.
+
+    With two policies the variant scales out when either asks and scales in only when both agree.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        endpoint_name: str,
+        variant_name: str,
+        min_capacity: int,
+        max_capacity: int,
+        gpu_utilization_target: float,
+        scale_in_cooldown: Duration,
+        scale_out_cooldown: Duration,
+        invocations_per_instance_target: int = 0,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        # Naming the service-linked role makes Application Auto Scaling create it when missing;
+        # otherwise the L2 would add an unused role of its own.
+        scaling_role = iam.Role.from_role_arn(
+            self,
+            "ServiceLinkedRole",
+            Stack.of(self).format_arn(
+                service="iam", region="", resource="role", resource_name=SERVICE_LINKED_ROLE
+            ),
+            mutable=False,
+        )
+        # endpoint_name is the endpoint's GetAtt, so CloudFormation creates this target after the
+        # endpoint and deletes it before (a target left behind blocks endpoint deletion).
+        self.target = autoscaling.ScalableTarget(
+            self,
+            "Target",
+            service_namespace=autoscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=f"endpoint/{endpoint_name}/variant/{variant_name}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            min_capacity=min_capacity,
+            max_capacity=max_capacity,
+            role=scaling_role,
+        )
+        self.gpu_utilization = cloudwatch.Metric(
+            namespace=INSTANCE_METRICS_NAMESPACE,
+            metric_name="GPUUtilization",
+            dimensions_map={"EndpointName": endpoint_name, "VariantName": variant_name},
+            statistic=cloudwatch.Stats.AVERAGE,
+            unit=cloudwatch.Unit.PERCENT,
+        )
+        self.gpu_policy = self.target.scale_to_track_metric(
+            "GpuUtilization",
+            target_value=gpu_utilization_target,
+            custom_metric=self.gpu_utilization,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+        )
+        self.invocations_policy = None
+        if invocations_per_instance_target > 0:
+            self.invocations_policy = self.target.scale_to_track_metric(
+                "InvocationsPerInstance",
+                target_value=invocations_per_instance_target,
+                predefined_metric=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
+                scale_in_cooldown=scale_in_cooldown,
+                scale_out_cooldown=scale_out_cooldown,
+            )

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+MODEL_PREFIX = "models/"
+MANIFEST_PREFIX = "manifests/"
+NONCURRENT_VERSION_DAYS = 30
+ACCESS_LOG_DAYS = 365
+
+
+class ModelStore(Construct):
+    """The S3 bucket the endpoint loads archives from (`models/`) and the build stage writes to.
+
+    Models and manifests survive stack deletion; replaced archives stay recoverable for
+    NONCURRENT_VERSION_DAYS through versioning.
+    """
+
+    model_prefix = MODEL_PREFIX
+    manifest_prefix = MANIFEST_PREFIX
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, encryption_key: kms.IKey | None = None
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        # Server access logs cannot be delivered to a KMS-encrypted bucket, so this one uses SSE-S3.
+        self.access_log_bucket = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(ACCESS_LOG_DAYS))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        Validations.of(self.access_log_bucket).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-S1", reason="This is the access-log target; logging it would recurse."
+            )
+        )
+
+        self.bucket = s3.Bucket(
+            self,
+            "Bucket",
+            encryption=s3.BucketEncryption.KMS if encryption_key else s3.BucketEncryption.S3_MANAGED,
+            encryption_key=encryption_key,
+            bucket_key_enabled=True if encryption_key else None,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=True,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    noncurrent_version_expiration=Duration.days(NONCURRENT_VERSION_DAYS),
+                    abort_incomplete_multipart_upload_after=Duration.days(7),
+                )
+            ],
+            server_access_logs_bucket=self.access_log_bucket,
+            server_access_logs_prefix="model-store/",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+    @property
+    def model_prefix_url(self) -> str:
+        """`s3://<bucket>/models/`: the MME's ModelDataUrl (a prefix, trailing slash included)."""
+        return self.bucket.s3_url_for_object(MODEL_PREFIX)
+
+    def model_objects_arn(self) -> str:
+        return self.bucket.arn_for_objects(f"{MODEL_PREFIX}*")

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from cdk_constructs.endpoint_autoscaling import EndpointAutoscaling
+from cdk_constructs.model_store import ModelStore
+from cdk_constructs.triton_endpoint import TritonEndpoint
+from cdk_constructs.triton_image import TritonImage
+from stacks.settings import Settings
+
+
+class TritonMmeStack(Stack):
+    """A SageMaker GPU multi-model endpoint served by Triton, its model store and its autoscaling."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.settings = settings
+        self.encryption_key = (
+            kms.Key.from_key_arn(self, "EncryptionKey", settings.kms_key_arn)
+            if settings.kms_key_arn
+            else None
+        )
+        self.store = ModelStore(self, "ModelStore", encryption_key=self.encryption_key)
+        self.image = TritonImage(self, "TritonImage", tag=settings.triton_image_tag)
+        self.endpoint = TritonEndpoint(
+            self,
+            "Triton",
+            store=self.store,
+            image=self.image,
+            instance_type=settings.instance_type,
+            initial_instance_count=settings.initial_instance_count,
+            encryption_key=self.encryption_key,
+            encrypt_volume=settings.endpoint_volume_accepts_kms_key,
+        )
+        self.autoscaling = EndpointAutoscaling(
+            self,
+            "Autoscaling",
+            endpoint_name=self.endpoint.endpoint_name,
+            variant_name=self.endpoint.variant_name,
+            min_capacity=settings.min_instance_count,
+            max_capacity=settings.max_instance_count,
+            gpu_utilization_target=settings.gpu_utilization_target,
+            invocations_per_instance_target=settings.invocations_per_instance_target,
+            scale_in_cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
+            scale_out_cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
+        )
+
+        CfnOutput(self, "EndpointName", value=self.endpoint.endpoint_name)
+        CfnOutput(self, "ModelBucketName", value=self.store.bucket.bucket_name)
+        CfnOutput(self, "ModelPrefixUrl", value=self.store.model_prefix_url)
