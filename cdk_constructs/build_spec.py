@@ -1,0 +1,40 @@
+"""The build runner's buildspec: install, build, measure every archive on the GPU, then publish."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdk_constructs.build_environment import NVIDIA_PIP_INDEX
+
+BUILD_DIR = "build/models"
+PERFORMANCE_FILE = f"{BUILD_DIR}/performance.json"
+
+
+def build_spec(*, tensorrt: bool) -> dict[str, Any]:
+    """Commands read their settings from the project's environment variables (see ModelBuildRunner)."""
+    install = [
+        # No document states the runner's NVIDIA driver: record it in every build log.
+        "nvidia-smi",
+        "python -m pip install --quiet -r requirements-build.txt",
+    ]
+    if tensorrt:
+        install.append(
+            f'python -m pip install --quiet --extra-index-url {NVIDIA_PIP_INDEX} "$TENSORRT_REQUIREMENT"'
+        )
+    store = '--bucket "$MODEL_BUCKET" --manifest-prefix "$MANIFEST_PREFIX"'
+    build = [
+        f'python -m model_build build --catalog "$MODEL_CATALOG" --out {BUILD_DIR} '
+        '--triton-tag "$TRITON_IMAGE_TAG"',
+        # Measuring before publishing also proves that every archive loads on this GPU.
+        f"python -m model_build profile --from {BUILD_DIR} --out {PERFORMANCE_FILE}",
+        f'python -m model_build upload --from {BUILD_DIR} --prefix "$MODEL_PREFIX" {store}',
+        f"python -m model_build publish-performance --from {BUILD_DIR} {store}",
+    ]
+    return {
+        "version": "0.2",
+        "env": {
+            "shell": "bash",
+            "variables": {"PYTHONUNBUFFERED": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        },
+        "phases": {"install": {"commands": install}, "build": {"commands": build}},
+    }
