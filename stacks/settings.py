@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cdk_constructs.monitoring import AlarmThresholds
 from cdk_constructs.triton_registries import TRITON_IMAGE_TAGS, registry_accounts
 
 # The single-GPU types of the GPU multi-model endpoint table -> whether they carry local NVMe
@@ -31,6 +32,9 @@ KMS_KEY_ARN_PATTERN = re.compile(
     r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})$"
 )
 REGION_PATTERN = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d$")
+EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
+# CloudWatch evaluates at most one day of periods; the alarms use 1-minute periods.
+MAX_ALARM_EVALUATION_MINUTES = 1440
 
 
 class SettingsError(ValueError):
@@ -59,6 +63,16 @@ class Settings:
     triton_image_tag: str = "25.04-py3"
     model_catalog: str = "models.yaml"
     kms_key_arn: str | None = None
+    # Alarms (see cdk_constructs/monitoring.py): thresholds per 1-minute period; an alarm fires when
+    # alarm_datapoints_to_alarm of the last alarm_evaluation_minutes periods cross its threshold.
+    alarm_email: str | None = None
+    alarm_5xx_errors_per_minute: int = 1
+    alarm_gpu_memory_percent: float = 90.0
+    alarm_disk_percent: float = 80.0
+    alarm_model_loading_wait_ms: int = 10_000
+    alarm_cache_hit_percent: float = 80.0
+    alarm_evaluation_minutes: int = 5
+    alarm_datapoints_to_alarm: int = 3
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -78,6 +92,18 @@ class Settings:
     @property
     def endpoint_volume_accepts_kms_key(self) -> bool:
         return not GPU_MME_INSTANCE_TYPES[self.instance_type]
+
+    @property
+    def alarm_thresholds(self) -> AlarmThresholds:
+        return AlarmThresholds(
+            errors_5xx_per_minute=self.alarm_5xx_errors_per_minute,
+            gpu_memory_percent=self.alarm_gpu_memory_percent,
+            disk_percent=self.alarm_disk_percent,
+            model_loading_wait_ms=self.alarm_model_loading_wait_ms,
+            cache_hit_percent=self.alarm_cache_hit_percent,
+            evaluation_periods=self.alarm_evaluation_minutes,
+            datapoints_to_alarm=self.alarm_datapoints_to_alarm,
+        )
 
 
 CONTEXT_KEYS: tuple[str, ...] = tuple(context_key(field.name) for field in dataclasses.fields(Settings))
@@ -161,6 +187,7 @@ def _validate(s: Settings) -> None:
         )
     _validate_region(s)
     _validate_kms_key(s)
+    _validate_alarms(s)
 
 
 def _validate_region(s: Settings) -> None:
@@ -190,6 +217,39 @@ def _validate_kms_key(s: Settings) -> None:
     if s.region is not None and match["region"] != s.region:
         raise _fail(
             "kms_key_arn", s.kms_key_arn, f"is not in the stack's region; allowed: a key in {s.region}"
+        )
+
+
+def _validate_alarms(s: Settings) -> None:
+    if s.alarm_email is not None and not EMAIL_PATTERN.fullmatch(s.alarm_email):
+        raise _fail("alarm_email", s.alarm_email, "is not an email address; allowed: e.g. ops@example.com")
+    if s.alarm_5xx_errors_per_minute < 1:
+        raise _fail(
+            "alarm_5xx_errors_per_minute",
+            s.alarm_5xx_errors_per_minute,
+            "is out of range; allowed: 1 or more",
+        )
+    for name in ("alarm_gpu_memory_percent", "alarm_disk_percent", "alarm_cache_hit_percent"):
+        percent = getattr(s, name)
+        if not 0 < percent <= 100:
+            raise _fail(name, _plain(percent), "is out of range; allowed: (0, 100] percent")
+    if not 1 <= s.alarm_model_loading_wait_ms <= 3_600_000:
+        raise _fail(
+            "alarm_model_loading_wait_ms",
+            s.alarm_model_loading_wait_ms,
+            "is out of range; allowed: 1..3600000 milliseconds",
+        )
+    if not 1 <= s.alarm_evaluation_minutes <= MAX_ALARM_EVALUATION_MINUTES:
+        raise _fail(
+            "alarm_evaluation_minutes",
+            s.alarm_evaluation_minutes,
+            f"is out of range; allowed: 1..{MAX_ALARM_EVALUATION_MINUTES} minutes",
+        )
+    if not 1 <= s.alarm_datapoints_to_alarm <= s.alarm_evaluation_minutes:
+        raise _fail(
+            "alarm_datapoints_to_alarm",
+            s.alarm_datapoints_to_alarm,
+            f"is out of range; allowed: 1..alarmEvaluationMinutes ({s.alarm_evaluation_minutes})",
         )
 
 

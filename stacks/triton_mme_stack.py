@@ -8,6 +8,7 @@ from constructs import Construct
 
 from cdk_constructs.endpoint_autoscaling import EndpointAutoscaling
 from cdk_constructs.model_store import ModelStore
+from cdk_constructs.monitoring import EndpointMonitoring
 from cdk_constructs.triton_endpoint import TritonEndpoint
 from cdk_constructs.triton_image import TritonImage
 from stacks.settings import Settings
@@ -48,7 +49,19 @@ class TritonMmeStack(Stack):
             scale_in_cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
             scale_out_cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
         )
+        self.monitoring = EndpointMonitoring(
+            self,
+            "Monitoring",
+            endpoint_name=self.endpoint.endpoint_name,
+            variant_name=self.endpoint.variant_name,
+            thresholds=settings.alarm_thresholds,
+            alarm_email=settings.alarm_email,
+            min_instances=settings.min_instance_count,
+            max_instances=settings.max_instance_count,
+        )
 
         CfnOutput(self, "EndpointName", value=self.endpoint.endpoint_name)
         CfnOutput(self, "ModelBucketName", value=self.store.bucket.bucket_name)
         CfnOutput(self, "ModelPrefixUrl", value=self.store.model_prefix_url)
+        CfnOutput(self, "AlarmTopicArn", value=self.monitoring.alarm_topic.topic.topic_arn)
+        CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard.dashboard_name)

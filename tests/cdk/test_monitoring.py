@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -12,6 +16,16 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from cdk_constructs.monitoring import AlarmThresholds, EndpointMonitoring
+from cdk_constructs.triton_endpoint import VARIANT_NAME
+from stacks.settings import Settings, SettingsError
+from stacks.triton_mme_stack import TritonMmeStack
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FEATURE_FLAGS = {
+    key: value
+    for key, value in json.loads((REPO_ROOT / "cdk.json").read_text())["context"].items()
+    if key.startswith("@")
+}
 
 ENDPOINT = "Endpoint.EndpointName"  # how the endpoint's GetAtt reads once the dashboard body is rendered
 REQUESTS = "AWS/SageMaker"
@@ -323,3 +337,116 @@ def test_cdk_nag_finds_nothing() -> None:
     synthesize(AlarmThresholds(), app, **FULL_PROPS)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises "Validation failed" on any AwsSolutions finding
+
+
+# --- Settings: the alarm thresholds and the optional email address -------------------------------
+
+
+def test_settings_defaults_are_the_construct_defaults() -> None:
+    assert Settings().alarm_thresholds == AlarmThresholds()
+    assert Settings().alarm_email is None
+
+
+def test_alarm_settings_parse_from_command_line_strings() -> None:
+    settings = Settings.from_context(
+        {
+            "alarmEmail": " ops@example.com ",
+            "alarm5xxErrorsPerMinute": "3",
+            "alarmGpuMemoryPercent": "85.5",
+            "alarmDiskPercent": "70",
+            "alarmModelLoadingWaitMs": "2500",
+            "alarmCacheHitPercent": "95",
+            "alarmEvaluationMinutes": "10",
+            "alarmDatapointsToAlarm": "10",
+        }
+    )
+    assert settings.alarm_email == "ops@example.com"
+    assert settings.alarm_thresholds == AlarmThresholds(
+        errors_5xx_per_minute=3,
+        gpu_memory_percent=85.5,
+        disk_percent=70,
+        model_loading_wait_ms=2500,
+        cache_hit_percent=95,
+        evaluation_periods=10,
+        datapoints_to_alarm=10,
+    )
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"alarmEmail": "ops"}, "alarmEmail=ops is not an email address; allowed: e.g. ops@example.com"),
+        ({"alarmEmail": "ops@example"}, "alarmEmail=ops@example is not an email address"),
+        ({"alarmEmail": "ops team@example.com"}, "alarmEmail=ops team@example.com is not an email address"),
+        ({"alarm5xxErrorsPerMinute": "0"}, "alarm5xxErrorsPerMinute=0 is out of range; allowed: 1 or more"),
+        ({"alarmGpuMemoryPercent": "0"}, r"alarmGpuMemoryPercent=0 is out of range; allowed: \(0, 100\]"),
+        ({"alarmDiskPercent": "101"}, r"alarmDiskPercent=101 is out of range; allowed: \(0, 100\]"),
+        ({"alarmCacheHitPercent": "-5"}, r"alarmCacheHitPercent=-5 is out of range"),
+        ({"alarmGpuMemoryPercent": "high"}, "alarmGpuMemoryPercent=high is not a number"),
+        (
+            {"alarmModelLoadingWaitMs": "0"},
+            "alarmModelLoadingWaitMs=0 is out of range; allowed: 1..3600000 milliseconds",
+        ),
+        ({"alarmModelLoadingWaitMs": "1.5"}, "alarmModelLoadingWaitMs=1.5 is not a whole number"),
+        (
+            {"alarmEvaluationMinutes": "1441"},
+            "alarmEvaluationMinutes=1441 is out of range; allowed: 1..1440 minutes",
+        ),
+        (
+            {"alarmDatapointsToAlarm": "6"},
+            r"alarmDatapointsToAlarm=6 is out of range; allowed: 1..alarmEvaluationMinutes \(5\)",
+        ),
+        ({"alarmDatapointsToAlarm": "0"}, "alarmDatapointsToAlarm=0 is out of range"),
+    ],
+)
+def test_bad_alarm_settings_are_one_clear_line(context: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=f"^{message}") as error:
+        Settings.from_context(context)
+    assert "\n" not in str(error.value)
+
+
+def test_app_stops_with_one_line_on_a_bad_alarm_email() -> None:
+    result = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "CDK_CONTEXT_JSON": json.dumps({"alarmEmail": "ops-at-example.com"})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: alarmEmail=ops-at-example.com is not an email address; allowed: e.g. ops@example.com"
+    ]
+
+
+# --- The app's stack: monitoring composed against the real endpoint --------------------------------
+
+
+@pytest.fixture(scope="module")
+def app_template() -> Template:
+    settings = Settings(alarm_email="ops@example.com", min_instance_count=2, max_instance_count=7)
+    return Template.from_stack(
+        TritonMmeStack(cdk.App(context=FEATURE_FLAGS), "MonitoredStack", settings=settings)
+    )
+
+
+def test_stack_alarms_watch_the_stack_endpoint(app_template: Template) -> None:
+    [endpoint] = app_template.find_resources("AWS::SageMaker::Endpoint")
+    alarms = app_template.find_resources("AWS::CloudWatch::Alarm")
+    assert len(alarms) == len(ALARMS)
+    for alarm in alarms.values():
+        [query] = alarm["Properties"]["Metrics"]
+        assert query["MetricStat"]["Metric"]["Dimensions"] == [
+            {"Name": "EndpointName", "Value": {"Fn::GetAtt": [endpoint, "EndpointName"]}},
+            {"Name": "VariantName", "Value": VARIANT_NAME},
+        ]
+
+
+def test_stack_draws_its_scaling_bounds_and_subscribes_the_email(app_template: Template) -> None:
+    annotations = widget(app_template, "Instances")["properties"]["annotations"]["horizontal"]
+    assert {a["label"]: a["value"] for a in annotations} == {"min instances": 2, "max instances": 7}
+    app_template.has_resource_properties("AWS::SNS::Subscription", {"Endpoint": "ops@example.com"})
+    outputs = app_template.find_outputs("*")
+    assert {"AlarmTopicArn", "DashboardName"} <= set(outputs)
