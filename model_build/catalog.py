@@ -7,7 +7,7 @@ CDK app can read the catalog cheaply. Every field a user may leave out has a def
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,13 +25,13 @@ class CatalogError(ValueError):
     """A catalog that cannot be used; the message is one line naming entry, field and what is allowed."""
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     ONNX = "onnx"
     TORCHSCRIPT = "torchscript"
     TENSORRT = "tensorrt"
 
 
-class Weights(str, Enum):
+class Weights(StrEnum):
     PRETRAINED = "pretrained"
     RANDOM = "random"
 
@@ -205,7 +205,9 @@ def _describe(error: ValidationError, raw: Any) -> str:
     elif first["type"] == "missing":
         message = "required field is missing"
     got = first.get("input")
-    shown = "" if first["type"] in ("missing", "extra_forbidden") or isinstance(got, dict) else f" (got {got!r})"
+    shown = (
+        "" if first["type"] in ("missing", "extra_forbidden") or isinstance(got, dict) else f" (got {got!r})"
+    )
     return f"{entry}: {field}: {message}{shown}"
 
 
