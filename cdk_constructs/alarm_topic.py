@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from aws_cdk import Aws
+from aws_cdk import Aws, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
@@ -23,6 +23,8 @@ class AlarmTopic(Construct):
             "Key",
             description="Encrypts the endpoint's alarm notifications",
             enable_key_rotation=True,
+            # It protects only messages passing through the topic, so it need not outlive the stack.
+            removal_policy=RemovalPolicy.DESTROY,
         )
         alarms_arn_prefix = f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:"
         self.key.add_to_resource_policy(

@@ -271,7 +271,7 @@ def test_thresholds_come_from_settings_and_wait_time_is_converted_to_microsecond
 
 
 def test_topic_is_encrypted_with_a_rotated_key_that_cloudwatch_may_use(template: Template) -> None:
-    [key] = template.find_resources("AWS::KMS::Key")
+    [key] = template.find_resources("AWS::KMS::Key", {"DeletionPolicy": "Delete"})
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [key, "Arn"]}})
     template.has_resource_properties(
         "AWS::KMS::Key",
