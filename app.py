@@ -14,19 +14,19 @@ os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk
-from cdk_nag import AwsSolutionsChecks
 
 from model_build.catalog import CatalogError, load_catalog
+from stacks.composition import compose
 from stacks.settings import CONTEXT_KEYS, Settings, SettingsError
-from stacks.triton_mme_stack import TritonMmeStack
 
 
 def read_settings(app: cdk.App) -> Settings:
     return Settings.from_context({key: app.node.try_get_context(key) for key in CONTEXT_KEYS})
 
 
-def main() -> int:
-    app = cdk.App()
+def main(app: cdk.App | None = None) -> int:
+    """Synthesize the app (the CLI passes context and output directory through the environment)."""
+    app = app or cdk.App()
     try:
         settings = read_settings(app)
         # The catalog is validated here so a broken catalog fails before anything is deployed.
@@ -34,14 +34,7 @@ def main() -> int:
     except (SettingsError, CatalogError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    TritonMmeStack(
-        app,
-        settings.stack_name,
-        settings=settings,
-        env=cdk.Environment(region=settings.region) if settings.region else None,
-        description="SageMaker GPU multi-model endpoint served by NVIDIA Triton, with GPU-based autoscaling",
-    )
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    compose(app, settings)
     app.synth()
     return 0
 

@@ -1,0 +1,87 @@
+"""The real entry points: app.py in-process and the `cdk` CLI, stopping with one line on bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from synth_support import CDK_JSON_CONTEXT, REPO_ROOT
+
+import app
+
+
+def run_app(outdir: Path, **context: object) -> int:
+    """app.main() with cdk.json's context plus `-c`-style overrides, as the CLI would run it."""
+    return app.main(cdk.App(outdir=str(outdir), context={**CDK_JSON_CONTEXT, **context}))
+
+
+def test_bad_catalog_stops_synthesis_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    catalog = tmp_path / "models.yaml"
+    catalog.write_text("models:\n  - name: Bad_Name\n    source: torchvision:resnet50\n")
+    outdir = tmp_path / "cdk.out"
+    assert run_app(outdir, modelCatalog=str(catalog)) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {catalog}: model 'Bad_Name': ")
+    assert not list(outdir.glob("*.template.json")), "nothing may be synthesized from a bad catalog"
+
+
+def test_missing_catalog_stops_synthesis_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_app(tmp_path, modelCatalog=str(tmp_path / "missing.yaml")) == 1
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"error: {tmp_path / 'missing.yaml'}: cannot read the model catalog (No such file or directory)\n"
+    )
+
+
+def test_bad_setting_stops_synthesis_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_app(tmp_path, minInstanceCount="3", initialInstanceCount="2") == 1
+    assert capsys.readouterr().err == (
+        "error: minInstanceCount=3 is above initialInstanceCount=2; allowed: min <= initial <= max\n"
+    )
+
+
+def test_good_settings_write_the_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO_ROOT)  # the default catalog path is relative, as under `cdk synth`
+    assert run_app(tmp_path, instanceType="ml.g4dn.xlarge", region="eu-west-1") == 0
+    template = json.loads((tmp_path / "TritonMultiModelEndpoint.template.json").read_text())
+    configs = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
+    assert configs[0]["Properties"]["ProductionVariants"][0]["InstanceType"] == "ml.g4dn.xlarge"
+
+
+def test_cdk_cli_rejects_a_bad_instance_type_with_one_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            "npx",
+            "--no-install",
+            "cdk",
+            "--no-notices",
+            "synth",
+            "-c",
+            "instanceType=ml.m5.xlarge",
+            "-o",
+            str(tmp_path),
+        ],
+        cwd=REPO_ROOT,
+        env={**os.environ, "CDK_DISABLE_VERSION_CHECK": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    # The CLI adds its own "<app>: Subprocess exited with error 1" line after the app's message.
+    app_lines = [
+        line for line in result.stderr.splitlines() if line and "Subprocess exited with error" not in line
+    ]
+    assert len(app_lines) == 1, result.stderr
+    assert app_lines[0].startswith("error: instanceType=ml.m5.xlarge is not a single-GPU type")
+    assert "allowed: ml.g4dn.xlarge" in app_lines[0]
+    assert not list(tmp_path.glob("*.template.json"))
