@@ -1,0 +1,121 @@
+"""The CPU stand-in rewrites only what the python backend needs and says what it changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+from tiny_archives import tiny_config
+from tritonclient.grpc import model_config_pb2 as mc
+
+from local_triton.standin import (
+    ARTIFACT_PARAMETER,
+    NotRunnableOnCpu,
+    StandInError,
+    find_model_dir,
+    install_standin,
+    rewrite_config,
+)
+
+KEPT_AS_BUILT = (
+    "name",
+    "max_batch_size",
+    "input",
+    "output",
+    "dynamic_batching",
+    "model_warmup",
+    "parameters",
+)
+
+
+def _model_dir(root: Path, config: mc.ModelConfig, file_name: str) -> Path:
+    model_dir = root / config.name
+    (model_dir / "1").mkdir(parents=True)
+    (model_dir / "1" / file_name).write_bytes(b"model bytes")
+    (model_dir / "config.pbtxt").write_text(text_format.MessageToString(config))
+    return model_dir
+
+
+def test_onnx_config_becomes_a_cpu_python_model_with_everything_else_kept() -> None:
+    built = tiny_config("m", "onnxruntime_onnx", "model.onnx", "input", "logits")
+    rewritten, fmt, model_file, changes = rewrite_config(built, where="m.tar.gz")
+    assert (fmt, model_file) == ("onnx", "model.onnx")
+    assert rewritten.backend == "python" and not rewritten.platform
+    assert [g.kind for g in rewritten.instance_group] == [mc.ModelInstanceGroup.KIND_CPU]
+    assert rewritten.instance_group[0].count == built.instance_group[0].count
+    assert not rewritten.optimization.execution_accelerators.gpu_execution_accelerator
+    assert not rewritten.default_model_filename
+    for field in KEPT_AS_BUILT:
+        assert getattr(rewritten, field) == getattr(built, field), field
+    text = "\n".join(changes)
+    for expected in (
+        "backend 'python'",
+        "KIND_GPU -> KIND_CPU",
+        "removed tensorrt",
+        "default_model_filename",
+    ):
+        assert expected in text
+    assert len(changes) == 4  # nothing else was touched
+
+
+def test_torchscript_config_is_served_from_model_pt() -> None:
+    built = tiny_config("m", "pytorch_libtorch", "model.pt", "INPUT__0", "OUTPUT__0")
+    rewritten, fmt, model_file, changes = rewrite_config(built, where="m")
+    assert (fmt, model_file, rewritten.backend) == ("torchscript", "model.pt", "python")
+    assert "TorchScript" in changes[0]
+    assert rewritten.input == built.input and rewritten.output == built.output
+
+
+def test_a_non_default_model_file_name_is_handed_to_the_standin() -> None:
+    built = tiny_config("m", "onnxruntime_onnx", "custom.onnx", "input", "logits")
+    rewritten, _, model_file, _ = rewrite_config(built, where="m")
+    assert model_file == "custom.onnx"
+    assert rewritten.parameters[ARTIFACT_PARAMETER].string_value == "custom.onnx"
+
+
+def test_the_input_config_is_left_untouched() -> None:
+    built = tiny_config("m", "onnxruntime_onnx", "model.onnx", "input", "logits")
+    before = built.SerializeToString()
+    rewrite_config(built, where="m")
+    assert built.SerializeToString() == before
+
+
+def test_tensorrt_is_reported_as_not_runnable_on_cpu() -> None:
+    built = tiny_config("m", "tensorrt_plan", "model.plan", "input", "logits")
+    with pytest.raises(NotRunnableOnCpu, match=r"^plan\.tar\.gz: a TensorRT plan .* not runnable .* CPU"):
+        rewrite_config(built, where="plan.tar.gz")
+
+
+def test_an_unknown_platform_names_the_allowed_ones() -> None:
+    built = mc.ModelConfig(name="m", platform="tensorflow_savedmodel")
+    with pytest.raises(
+        StandInError, match="'tensorflow_savedmodel' has no CPU stand-in; allowed: onnxruntime"
+    ):
+        rewrite_config(built, where="m")
+
+
+def test_install_adds_the_standin_script_and_rewrites_config_on_disk(tmp_path: Path) -> None:
+    built = tiny_config("tiny-onnx", "onnxruntime_onnx", "model.onnx", "input", "logits")
+    model_dir = _model_dir(tmp_path, built, "model.onnx")
+    standin = install_standin(find_model_dir(tmp_path), where="t.tar.gz")
+    assert standin.model_dir == model_dir
+    assert "class TritonPythonModel" in (model_dir / "1" / "model.py").read_text()
+    on_disk = text_format.Parse((model_dir / "config.pbtxt").read_text(), mc.ModelConfig())
+    assert on_disk.backend == "python" and on_disk.input == built.input
+    assert standin.changes[-1].startswith("1/model.py: added")
+
+
+def test_install_refuses_an_archive_without_its_model_file(tmp_path: Path) -> None:
+    built = tiny_config("tiny-onnx", "onnxruntime_onnx", "model.onnx", "input", "logits")
+    model_dir = _model_dir(tmp_path, built, "other.onnx")
+    with pytest.raises(StandInError, match=r"no <version>/model\.onnx in the archive"):
+        install_standin(model_dir)
+
+
+@pytest.mark.parametrize("count", [0, 2])
+def test_an_archive_must_hold_exactly_one_model_directory(tmp_path: Path, count: int) -> None:
+    for index in range(count):
+        _model_dir(tmp_path, mc.ModelConfig(name=f"m{index}"), "model.onnx")
+    with pytest.raises(StandInError, match=r"expected exactly one <model>/config\.pbtxt"):
+        find_model_dir(tmp_path)
