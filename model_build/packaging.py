@@ -15,6 +15,7 @@ from model_build.catalog import Format
 from model_build.naming import MODEL_VERSION, archive_file_name
 
 GZIP_LEVEL = 6
+ARCHIVE_FILE_MODE = 0o644
 _CHUNK = 1 << 20
 
 
@@ -86,6 +87,7 @@ def write_archive(
         temp_path = Path(temp_name)
         digest = file_sha256(temp_path)
         destination = out_dir / archive_file_name(name, fmt, digest)
+        os.chmod(temp_path, ARCHIVE_FILE_MODE)
         packed = PackedArchive(destination, digest, temp_path.stat().st_size)
         os.replace(temp_path, destination)
         return packed

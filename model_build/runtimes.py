@@ -41,9 +41,13 @@ def run_onnx(session: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndar
 
 
 def load_torchscript(model_path: Path, *, device: str = "cpu") -> Any:
+    import warnings
+
     import torch
 
-    return torch.jit.load(str(model_path), map_location=device).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what Triton's PyTorch backend serves
+        return torch.jit.load(str(model_path), map_location=device).eval()
 
 
 def run_torchscript(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,6 +22,9 @@ NUMPY_DTYPES: dict[str, type[np.generic]] = {
 }
 # Token ids stay below the smallest vocabulary the project uses, so any text model accepts them.
 TOKEN_ID_LIMIT = 100
+# Positional names (TorchScript's INPUT__0, ...) say nothing about meaning; ones are valid as token
+# ids and as attention masks alike.
+POSITIONAL_NAME = re.compile(r"^INPUT__\d+$")
 
 
 def sample_inputs(specs: Sequence[TensorSpec], batch_size: int, *, seed: int = 0) -> dict[str, np.ndarray]:
@@ -34,7 +38,7 @@ def sample_inputs(specs: Sequence[TensorSpec], batch_size: int, *, seed: int = 0
         shape = (batch_size, *(d if d > 0 else 1 for d in spec.dims))
         if np.issubdtype(dtype, np.floating):
             batch[spec.name] = rng.standard_normal(shape).astype(dtype)
-        elif "mask" in spec.name:
+        elif "mask" in spec.name or POSITIONAL_NAME.match(spec.name):
             # A fully masked row has no defined attention output; keep every token visible.
             batch[spec.name] = np.ones(shape, dtype=dtype)
         else:

@@ -1,0 +1,291 @@
+"""The build pipeline: catalog -> (export -> verify -> package) per (model, format) -> manifest.json.
+
+Programmatic entry points:
+- build_catalog(catalog, out_dir, *, only=None, weights_override=None, skip_formats=(), ...) -> Manifest
+- build_archive(entry, fmt, out_dir, ...) -> ArchiveRecord (one verified archive, no cache)
+- export_model(entry, fmt, workdir, ...) -> ExportedModel (exported and verified, not packaged)
+- export_onnx(entry, workdir, *, weights=None, optimize=True) -> Path
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from model_build.cache import BuildCache, cache_key, write_atomically
+from model_build.catalog import Catalog, CatalogError, Format, ModelEntry, Weights
+from model_build.exporters import ExportContext, ExportedModel, ExportError, exporter_for
+from model_build.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
+from model_build.naming import MODEL_FILE_NAMES, model_directory
+from model_build.packaging import write_archive
+from model_build.triton_config import build_model_config, render_config
+
+if TYPE_CHECKING:
+    from model_build.sources import LoadedModel
+
+DEFAULT_TRITON_TAG = "25.04-py3"
+# TensorRT reads the ONNX export, so ONNX goes first when a model has both.
+FORMAT_ORDER = (Format.ONNX, Format.TORCHSCRIPT, Format.TENSORRT)
+
+
+class BuildError(RuntimeError):
+    """A build that did not complete; the message is one line."""
+
+
+@dataclass(frozen=True)
+class ArchiveOutcome:
+    record: ArchiveRecord
+    cached: bool
+    seconds: float
+
+
+def one_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def effective_entry(entry: ModelEntry, weights: Weights | None) -> ModelEntry:
+    return entry if weights is None else entry.model_copy(update={"weights": weights})
+
+
+def _jobs(entry: ModelEntry, skip: frozenset[Format]) -> list[Format]:
+    return [fmt for fmt in FORMAT_ORDER if fmt in entry.formats and fmt not in skip]
+
+
+def preflight(entries: Iterable[ModelEntry], skip: frozenset[Format], triton_tag: str) -> None:
+    """Everything that can be checked before any export: unknown models, missing configs, TensorRT."""
+    import torchvision
+
+    from model_build.exporters.tensorrt import require_tensorrt
+    from model_build.sources import resolve_hf_config
+
+    known = set(torchvision.models.list_models())
+    entries = list(entries)
+    for entry in entries:
+        if entry.source_kind == "torchvision" and entry.source_id not in known:
+            raise CatalogError(
+                f"model '{entry.name}': source: torchvision has no model '{entry.source_id}'; "
+                f"allowed e.g. resnet50, mobilenet_v3_small, squeezenet1_1"
+            )
+        if entry.source_kind == "huggingface" and entry.weights is Weights.RANDOM:
+            resolve_hf_config(entry)
+    if any(Format.TENSORRT in _jobs(e, skip) for e in entries):
+        try:
+            require_tensorrt(triton_tag)
+        except ExportError as error:
+            raise BuildError(str(error)) from None
+
+
+def _record(
+    entry: ModelEntry, exported: ExportedModel, packed_path: Path, sha256: str, size: int
+) -> ArchiveRecord:
+    return ArchiveRecord(
+        name=entry.name,
+        format=exported.format.value,
+        target_model=packed_path.name,
+        sha256=sha256,
+        size_bytes=size,
+        source=entry.source,
+        weights=entry.weights.value,
+        max_batch_size=entry.max_batch_size,
+        inputs=exported.inputs,
+        outputs=exported.outputs,
+        details=exported.details,
+    )
+
+
+def _export_verified(loaded: LoadedModel, fmt: Format, context: ExportContext) -> ExportedModel:
+    exporter = exporter_for(fmt)
+    exported = exporter.export(loaded, context)
+    exported.details.update(exporter.verify(loaded, exported))
+    return exported
+
+
+def _package(entry: ModelEntry, exported: ExportedModel, out_dir: Path) -> ArchiveRecord:
+    fmt = exported.format
+    model_dir = model_directory(entry.name, fmt)
+    config = build_model_config(
+        entry, fmt, model_name=model_dir, inputs=exported.inputs, outputs=exported.outputs
+    )
+    packed = write_archive(
+        out_dir,
+        name=entry.name,
+        fmt=fmt,
+        model_dir=model_dir,
+        config_text=render_config(config),
+        model_file=exported.model_file,
+        model_file_name=MODEL_FILE_NAMES[fmt],
+    )
+    return _record(entry, exported, packed.path, packed.sha256, packed.size_bytes)
+
+
+def export_model(
+    entry: ModelEntry,
+    fmt: Format,
+    workdir: Path,
+    *,
+    weights: Weights | None = None,
+    triton_tag: str = DEFAULT_TRITON_TAG,
+) -> ExportedModel:
+    """Export one (model, format) into workdir and verify it against PyTorch; nothing is packaged."""
+    from model_build.sources import load_model
+
+    entry = effective_entry(entry, weights)
+    workdir.mkdir(parents=True, exist_ok=True)
+    return _export_verified(load_model(entry), fmt, ExportContext(workdir, triton_tag))
+
+
+def export_onnx(
+    entry: ModelEntry, workdir: Path, *, weights: Weights | None = None, optimize: bool = True
+) -> Path:
+    """The ONNX file the build would package (optimize=True) or the plain torch.onnx export."""
+    from model_build.exporters.onnx import export_plain
+    from model_build.sources import load_model
+
+    if optimize:
+        return export_model(entry, Format.ONNX, workdir, weights=weights).model_file
+    workdir.mkdir(parents=True, exist_ok=True)
+    return export_plain(load_model(effective_entry(entry, weights)), workdir / "plain.onnx")
+
+
+def build_archive(
+    entry: ModelEntry,
+    fmt: Format,
+    out_dir: Path,
+    *,
+    weights: Weights | None = None,
+    triton_tag: str = DEFAULT_TRITON_TAG,
+) -> ArchiveRecord:
+    """Export, verify and package one archive into out_dir (no cache, no manifest)."""
+    entry = effective_entry(entry, weights)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".work-", dir=out_dir) as scratch:
+        return _package(entry, export_model(entry, fmt, Path(scratch), triton_tag=triton_tag), out_dir)
+
+
+def _kept_records(out_dir: Path, catalog: Catalog, rebuilt: set[tuple[str, str]]) -> list[ArchiveRecord]:
+    """Archives of an earlier build that this run did not touch but that are still in the catalog."""
+    path = out_dir / MANIFEST_FILE_NAME
+    if not path.is_file():
+        return []
+    try:
+        previous = Manifest.read(path)
+    except ValueError:
+        return []
+    wanted = {(m.name, f.value) for m in catalog.models for f in m.formats}
+    return [
+        record
+        for record in previous.archives
+        if (record.name, record.format) in wanted - rebuilt and (out_dir / record.target_model).is_file()
+    ]
+
+
+def _report_line(outcome: ArchiveOutcome) -> str:
+    record = outcome.record
+    how = "cached" if outcome.cached else f"built in {outcome.seconds:.1f} s"
+    return f"{record.name}/{record.format}: {record.target_model} ({record.size_bytes / 1e6:.1f} MB, {how})"
+
+
+def build_catalog(
+    catalog: Catalog,
+    out_dir: str | Path,
+    *,
+    only: str | None = None,
+    weights_override: Weights | None = None,
+    skip_formats: Iterable[Format] = (),
+    triton_tag: str = DEFAULT_TRITON_TAG,
+    progress: bool = True,
+    on_archive: Callable[[ArchiveOutcome], None] | None = None,
+) -> Manifest:
+    """Build every (model, format) of the catalog into verified archives, then write manifest.json.
+
+    Raises CatalogError before any work for entries that cannot be built, BuildError (one line) when
+    any archive fails; a failed archive leaves nothing behind and no manifest is written.
+    """
+    from tqdm import tqdm
+
+    out_dir = Path(out_dir)
+    skip = frozenset(skip_formats)
+    selected = [catalog.entry(only)] if only else list(catalog.models)
+    entries = [effective_entry(e, weights_override) for e in selected]
+    preflight(entries, skip, triton_tag)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cache = BuildCache(out_dir)
+    total = sum(len(_jobs(e, skip)) for e in entries)
+    records: list[ArchiveRecord] = []
+    failures: list[str] = []
+    with tqdm(total=total, unit="archive", file=sys.stderr, disable=not progress, dynamic_ncols=True) as bar:
+        for entry in entries:
+            skipped = sorted(f.value for f in skip & set(entry.formats))
+            if skipped:
+                bar.write(f"{entry.name}: skipping {', '.join(skipped)} (asked to)", file=sys.stderr)
+            for outcome in _build_entry(entry, _jobs(entry, skip), out_dir, cache, triton_tag, failures, bar):
+                records.append(outcome.record)
+                bar.write(_report_line(outcome), file=sys.stderr)
+                if on_archive:
+                    on_archive(outcome)
+    if failures:
+        raise BuildError(f"{len(failures)} of {total} archives failed; first: {failures[0]}")
+    rebuilt = {(r.name, r.format) for r in records}
+    archives = sorted([*records, *_kept_records(out_dir, catalog, rebuilt)], key=lambda r: (r.name, r.format))
+    manifest = Manifest(archives=tuple(archives))
+    write_atomically(out_dir / MANIFEST_FILE_NAME, manifest.to_json())
+    return manifest
+
+
+def _build_entry(
+    entry: ModelEntry,
+    formats: list[Format],
+    out_dir: Path,
+    cache: BuildCache,
+    triton_tag: str,
+    failures: list[str],
+    bar: Any,
+) -> Iterable[ArchiveOutcome]:
+    from model_build.exporters.tensorrt import require_tensorrt
+
+    keys: dict[Format, str] = {}
+    for fmt in formats:
+        extra = {}
+        if fmt is Format.TENSORRT:
+            extra = {"triton_tag": triton_tag, "tensorrt": str(require_tensorrt(triton_tag).__version__)}
+        keys[fmt] = cache_key(entry, fmt, extra=extra)
+    pending = []
+    for fmt in formats:
+        started = time.monotonic()
+        hit = cache.lookup(keys[fmt])
+        if hit is not None:
+            bar.update(1)
+            yield ArchiveOutcome(hit, cached=True, seconds=time.monotonic() - started)
+        else:
+            pending.append(fmt)
+    if not pending:
+        return
+    from model_build.sources import load_model
+
+    try:
+        loaded = load_model(entry)
+    except Exception as error:
+        for fmt in pending:
+            failures.append(f"{entry.name}/{fmt.value}: cannot load the model: {one_line(error)}")
+            bar.update(1)
+        return
+    with tempfile.TemporaryDirectory(prefix=".work-", dir=out_dir) as scratch:
+        context = ExportContext(Path(scratch), triton_tag)
+        for fmt in pending:
+            started = time.monotonic()
+            try:
+                record = _package(entry, _export_verified(loaded, fmt, context), out_dir)
+            except Exception as error:
+                failures.append(f"{entry.name}/{fmt.value}: {one_line(error)}")
+                bar.write(f"{entry.name}/{fmt.value}: FAILED: {one_line(error)}", file=sys.stderr)
+                bar.update(1)
+                continue
+            cache.store(keys[fmt], record)
+            bar.update(1)
+            yield ArchiveOutcome(record, cached=False, seconds=time.monotonic() - started)

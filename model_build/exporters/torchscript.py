@@ -1,0 +1,79 @@
+"""TorchScript export by tracing, with Triton's positional names INPUT__i / OUTPUT__i."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+
+from model_build.catalog import Format
+from model_build.exporters import ExportContext, ExportedModel, verification_batches
+from model_build.manifest import TensorSpec
+from model_build.parity import FP32, compare
+from model_build.sources import LoadedModel
+
+TORCH_TYPES = {
+    torch.float32: "FP32",
+    torch.float16: "FP16",
+    torch.float64: "FP64",
+    torch.int64: "INT64",
+    torch.int32: "INT32",
+    torch.bool: "BOOL",
+}
+
+
+def input_name(index: int) -> str:
+    return f"INPUT__{index}"
+
+
+def output_name(index: int) -> str:
+    return f"OUTPUT__{index}"
+
+
+class TorchScriptExporter:
+    format = Format.TORCHSCRIPT
+
+    def export(self, loaded: LoadedModel, context: ExportContext) -> ExportedModel:
+        path = context.workdir / "model.pt"
+        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+            warnings.simplefilter("ignore")
+            # Batch 2, not 1: a trace at batch 1 may specialise broadcasts to that size.
+            traced = torch.jit.trace(loaded.module, loaded.example_inputs(2), strict=False, check_trace=False)
+            torch.jit.save(traced, str(path))
+        # Output specs come from the saved module itself, run once at batch 1.
+        from model_build.runtimes import load_torchscript
+
+        reloaded = load_torchscript(path)
+        with torch.no_grad():
+            result = reloaded(*loaded.example_inputs(1))
+        tensors = result if isinstance(result, tuple | list) else (result,)
+        inputs = tuple(
+            TensorSpec(name=input_name(i), datatype=s.datatype, dims=s.dims)
+            for i, s in enumerate(loaded.inputs)
+        )
+        outputs = tuple(
+            TensorSpec(name=output_name(i), datatype=TORCH_TYPES[t.dtype], dims=tuple(t.shape[1:]))
+            for i, t in enumerate(tensors)
+        )
+        details = {
+            "torch": torch.__version__,
+            "outputs": dict(zip(loaded.output_names, (o.name for o in outputs), strict=True)),
+        }
+        return ExportedModel(Format.TORCHSCRIPT, path, inputs, outputs, details)
+
+    def verify(self, loaded: LoadedModel, exported: ExportedModel) -> dict[str, Any]:
+        from model_build import runtimes
+
+        module = runtimes.load_torchscript(exported.model_file)
+        input_order = [s.name for s in loaded.inputs]
+        errors: dict[str, float] = {}
+        for batch in verification_batches(loaded.entry.max_batch_size):
+            feeds = loaded.sample(batch)
+            produced = runtimes.run_torchscript(module, feeds, input_order, list(loaded.output_names))
+            found = compare(f"torchscript batch {batch}", produced, loaded.reference(feeds), FP32)
+            for name, error in found.items():
+                errors[name] = max(errors.get(name, 0.0), error)
+        return {
+            "parity": {"runtime": "torch.jit (reloaded)", "tolerance": vars(FP32), "max_abs_error": errors}
+        }
