@@ -1,0 +1,66 @@
+"""`python -m benchmarks [--quick] [--only NAME ...] [--out DIR]`: run the suite and write its results.
+
+Exit status 0 when every selected benchmark ran (or was not run for a stated reason such as no GPU),
+1 when one failed (its section records the one-line reason), 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+from benchmarks.context import REPO_ROOT, RunContext
+from benchmarks.machine import describe_machine, library_versions
+from benchmarks.report import write_report
+from benchmarks.results import Report
+from benchmarks.suite import BENCHMARKS, run_benchmark
+
+DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results"
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    names = [benchmark.name for benchmark in BENCHMARKS]
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description="Run the benchmark suite.")
+    parser.add_argument("--quick", action="store_true", help="small counts and inputs, for iteration only")
+    parser.add_argument(
+        "--only", nargs="+", choices=names, metavar="NAME", help=f"run only these: {', '.join(names)}"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="results folder (default benchmarks/results)"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    selected = [b for b in BENCHMARKS if not args.only or b.name in args.only]
+    command = shlex.join(["python", "-m", "benchmarks", *(sys.argv[1:] if argv is None else argv)])
+    report = Report(
+        date=date.today().isoformat(),
+        machine=describe_machine(),
+        versions=library_versions(),
+        command=command,
+        quick=args.quick,
+    )
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="benchmarks-") as scratch:
+        ctx = RunContext(quick=args.quick, scratch=Path(scratch))
+        for benchmark in selected:
+            print(f"[bench] {benchmark.title} ...", file=sys.stderr, flush=True)
+            section = run_benchmark(benchmark, ctx)
+            print(f"[bench]   {section.status}", file=sys.stderr, flush=True)
+            report.sections.append(section)
+    report.duration_s = time.perf_counter() - started
+    for path in write_report(report, args.out):
+        print(path)
+    failed = [s for s in report.sections if s.status.startswith("failed")]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""5. Synthesis at scale: `cdk synth` wall time and resources per template for catalogs of 1, 100 and
+1,000 generated models (random weights, ONNX only). The endpoint must not grow with the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+
+from benchmarks.context import REPO_ROOT, RunContext
+from benchmarks.results import Section
+
+NAME = "synth"
+TITLE = "5. Synthesis at scale: cdk synth per catalog size"
+CATALOG_SIZES = (1, 100, 1000)
+CDK = ("npx", "--no-install", "cdk", "--no-notices")
+
+
+def generated_catalog(size: int) -> dict[str, object]:
+    return {
+        "models": [
+            {
+                "name": f"model-{index:04d}",
+                "source": "torchvision:resnet18",
+                "weights": "random",
+                "formats": ["onnx"],
+                "max_batch_size": 8,
+            }
+            for index in range(size)
+        ]
+    }
+
+
+def synth(catalog: Path, out_dir: Path) -> float:
+    """Seconds of one `cdk synth` of the app with this catalog; raises with CDK's last error line."""
+    env = dict(os.environ, CDK_DISABLE_VERSION_CHECK="1")
+    env["PATH"] = f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    command = [*CDK, "synth", "--quiet", "-c", f"modelCatalog={catalog}", "-o", str(out_dir)]
+    start = time.perf_counter()
+    completed = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, env=env, check=False)
+    elapsed = time.perf_counter() - start
+    if completed.returncode != 0:
+        last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"cdk synth with {catalog.name} failed: {last}")
+    return elapsed
+
+
+def resource_counts(out_dir: Path) -> dict[str, int]:
+    """Resources per stack template in a cloud assembly."""
+    counts = {}
+    for template in sorted(out_dir.glob("*.template.json")):
+        resources = json.loads(template.read_text(encoding="utf-8")).get("Resources", {})
+        counts[template.name.removesuffix(".template.json")] = len(resources)
+    return counts
+
+
+def run(ctx: RunContext, section: Section) -> None:
+    repetitions = ctx.pick(3, 1)
+    folder = ctx.scratch / "synth"
+    catalogs = {}
+    for size in CATALOG_SIZES:
+        catalogs[size] = folder / f"catalog-{size}.yaml"
+        catalogs[size].parent.mkdir(parents=True, exist_ok=True)
+        catalogs[size].write_text(yaml.safe_dump(generated_catalog(size)), encoding="utf-8")
+    seconds: dict[int, list[float]] = {size: [] for size in CATALOG_SIZES}
+    counts: dict[int, dict[str, int]] = {}
+    for repetition in range(repetitions):
+        for size in CATALOG_SIZES:
+            out_dir = folder / f"out-{size}-{repetition}"
+            seconds[size].append(synth(catalogs[size], out_dir))
+            counts[size] = resource_counts(out_dir)
+    for size in CATALOG_SIZES:
+        section.add_median(f"synth.{size}", f"cdk synth, {size:,} models", seconds[size], "s")
+    for size in CATALOG_SIZES:
+        for stack, count in counts[size].items():
+            section.add(
+                f"resources.{size}.{stack}", f"{stack} resources, {size:,} models", count, "resources"
+            )
+        section.add(
+            f"resources.{size}",
+            f"All template resources, {size:,} models",
+            sum(counts[size].values()),
+            "resources",
+        )
+    largest, smallest = CATALOG_SIZES[-1], CATALOG_SIZES[0]
+    section.ratio(
+        "time", f"Synth time {largest:,} / {smallest} models", f"synth.{largest}", f"synth.{smallest}"
+    )
+    section.ratio(
+        "resources",
+        f"Resources {largest:,} / {smallest} models",
+        f"resources.{largest}",
+        f"resources.{smallest}",
+    )
+    section.target(f"Synthesis time, {largest:,} vs {smallest} model", "time", "<=", 1.2)
+    section.target(f"Template resources, {largest:,} vs {smallest} model", "resources", "==", 1.0)
+    section.chart = [f"synth.{size}" for size in CATALOG_SIZES]
+    section.notes.append(
+        f"Wall time of `{' '.join(CDK)} synth --quiet -c modelCatalog=<catalog> -o <dir>`, median of "
+        f"{repetitions} run(s) per size, sizes interleaved; includes Node and Python start-up and cdk-nag."
+    )
