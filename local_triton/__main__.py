@@ -13,7 +13,7 @@ from types import FrameType
 from local_triton.loader import ModelError, unpack
 from local_triton.runner import DEFAULT_MODEL_BUDGET, LocalTriton
 from local_triton.server import TritonStartError
-from local_triton.standin import StandInError, find_model_dir, install_standin
+from local_triton.standin import StandInError, install_standin
 
 
 def _positive(text: str) -> int:
@@ -94,9 +94,8 @@ def serve(args: argparse.Namespace) -> int:
 
 def show_standin(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="local-triton-standin-") as scratch:
-        root = Path(scratch) / "model"
-        unpack(args.archive, root)
-        standin = install_standin(find_model_dir(root), where=args.archive.name)
+        model_dir = unpack(args.archive, Path(scratch) / "model")
+        standin = install_standin(model_dir, where=args.archive.name)
         for change in standin.changes:
             print(f"{args.archive.name}: {change}")
     return 0

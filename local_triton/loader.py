@@ -12,7 +12,6 @@ import hashlib
 import http.client
 import json
 import shutil
-import tarfile
 import threading
 import time
 from collections import OrderedDict
@@ -21,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from local_triton.server import LOOPBACK
-from local_triton.standin import StandInError, find_model_dir, install_standin
+from local_triton.standin import StandInError, install_standin
+from model_build.archive import ArchiveError, extract_archive
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 LOAD_TIMEOUT_S = 900.0
@@ -89,17 +89,17 @@ def list_archives(models_dir: Path) -> list[str]:
     return sorted(p.name for p in models_dir.iterdir() if p.is_file() and p.name.endswith(ARCHIVE_SUFFIXES))
 
 
-def unpack(archive: Path, destination: Path) -> None:
-    """Unpack into `destination` atomically: a failed unpack leaves nothing behind."""
+def unpack(archive: Path, destination: Path) -> Path:
+    """Unpack into `destination` atomically (a failed unpack leaves nothing); returns the model directory."""
     partial = destination.with_name(destination.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     try:
-        with tarfile.open(archive, "r:*") as tar:
-            tar.extractall(partial, filter="data")
-    except (tarfile.TarError, OSError) as error:
+        model_dir = extract_archive(archive, partial)
+    except ArchiveError as error:
         shutil.rmtree(partial, ignore_errors=True)
-        raise ModelError(400, f"{archive.name}: cannot unpack the archive ({error})") from None
+        raise ModelError(400, str(error)) from None
     partial.rename(destination)
+    return destination / model_dir.name
 
 
 class ModelCache:
@@ -180,8 +180,7 @@ class ModelCache:
         home.mkdir(parents=True)
         root = home / "model"
         try:
-            unpack(archive, root)
-            standin = install_standin(find_model_dir(root), where=target_model)
+            standin = install_standin(unpack(archive, root), where=target_model)
         except StandInError as error:
             shutil.rmtree(home, ignore_errors=True)
             raise ModelError(400, str(error)) from None

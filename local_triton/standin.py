@@ -44,18 +44,6 @@ class StandIn:
     changes: tuple[str, ...]
 
 
-def find_model_dir(archive_root: Path) -> Path:
-    """The single model directory of an unpacked archive (the layout a multi-model endpoint loads)."""
-    candidates = sorted(p.parent for p in archive_root.glob(f"*/{CONFIG_FILE_NAME}"))
-    if len(candidates) != 1:
-        found = ", ".join(p.name for p in candidates) or "none"
-        raise StandInError(
-            f"{archive_root.name}: expected exactly one <model>/{CONFIG_FILE_NAME} in the archive, "
-            f"found {found}"
-        )
-    return candidates[0]
-
-
 def read_config(model_dir: Path) -> mc.ModelConfig:
     path = model_dir / CONFIG_FILE_NAME
     try:

@@ -1,4 +1,4 @@
-"""Fixtures of the local Triton tests: one build directory of tiny archives per session."""
+"""Fixtures of the local Triton tests: one build directory, built by the project's build code, per session."""
 
 from __future__ import annotations
 
@@ -6,54 +6,28 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
-from tiny_archives import FEATURES, BuiltArchive, TinyNet, pack, tiny_config
+from tiny_archives import TINY_CATALOG, BuiltArchive, tensorrt_archive
+
+from model_build.build import build_catalog
+from model_build.catalog import parse_catalog
+from model_build.manifest import ArchiveRecord
+
+# The archive copied under a second TargetModel: the platform caches by name, so it is one more model.
+COPY_TARGET_MODEL = "tiny-cnn-onnx-0000000000000000.tar.gz"
 
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, BuiltArchive]]:
-    """A build directory with onnx, torchscript and tensorrt archives of one tiny random model."""
+    """Archives keyed "<name>/<format>": both tiny models in onnx and torchscript, one tensorrt, one copy."""
     out = tmp_path_factory.mktemp("models")
-    work = tmp_path_factory.mktemp("export")
-    torch.manual_seed(0)
-    net = TinyNet().eval()
-    example = torch.randn(2, FEATURES)
-    torch.onnx.export(
-        net,
-        (example,),
-        work / "model.onnx",
-        input_names=["input"],
-        output_names=["logits"],
-        dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
-        dynamo=False,
+    manifest = build_catalog(parse_catalog(TINY_CATALOG), out, progress=False)
+    archives = {f"{r.name}/{r.format}": BuiltArchive(r, out / r.target_model) for r in manifest.archives}
+    cnn = archives["tiny-cnn/onnx"]
+    plan = tensorrt_archive(out, cnn.record, tmp_path_factory.mktemp("plan"))
+    archives["tiny-cnn/tensorrt"] = BuiltArchive(
+        cnn.record.model_copy(update={"format": "tensorrt", "target_model": plan.name}), plan
     )
-    torch.jit.trace(net, example).save(str(work / "model.pt"))
-    (work / "model.plan").write_bytes(b"a plan needs the GPU that built it")
-    archives = {
-        "onnx": BuiltArchive(
-            "tiny-onnx-00000000000000a1.tar.gz", "onnx", "input", "logits", work / "model.onnx"
-        ),
-        "torchscript": BuiltArchive(
-            "tiny-torchscript-00000000000000b2.tar.gz",
-            "torchscript",
-            "INPUT__0",
-            "OUTPUT__0",
-            work / "model.pt",
-        ),
-        "tensorrt": BuiltArchive(
-            "tiny-tensorrt-00000000000000c3.tar.gz", "tensorrt", "input", "logits", work / "model.plan"
-        ),
-    }
-    platforms = {"onnx": "onnxruntime_onnx", "torchscript": "pytorch_libtorch", "tensorrt": "tensorrt_plan"}
-    for key, archive in archives.items():
-        file_name = archive.model_file.name
-        config = tiny_config(
-            f"tiny-{key}", platforms[key], file_name, archive.input_name, archive.output_name
-        )
-        pack(out, archive.target_model, config, archive.model_file, file_name)
-    # The same model under a second TargetModel: the platform caches by name, so it is a third model.
-    archives["onnx-copy"] = BuiltArchive(
-        "tiny-onnx-00000000000000d4.tar.gz", "onnx", "input", "logits", work / "model.onnx"
-    )
-    shutil.copyfile(out / archives["onnx"].target_model, out / archives["onnx-copy"].target_model)
+    shutil.copyfile(cnn.path, out / COPY_TARGET_MODEL)
+    copy: ArchiveRecord = cnn.record.model_copy(update={"target_model": COPY_TARGET_MODEL})
+    archives["copy/onnx"] = BuiltArchive(copy, out / COPY_TARGET_MODEL)
     return out, archives

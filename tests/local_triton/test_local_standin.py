@@ -6,17 +6,17 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import text_format
-from tiny_archives import tiny_config
+from tiny_archives import build_config
 from tritonclient.grpc import model_config_pb2 as mc
 
 from local_triton.standin import (
     ARTIFACT_PARAMETER,
     NotRunnableOnCpu,
     StandInError,
-    find_model_dir,
     install_standin,
     rewrite_config,
 )
+from model_build.catalog import Format
 
 KEPT_AS_BUILT = (
     "name",
@@ -38,7 +38,7 @@ def _model_dir(root: Path, config: mc.ModelConfig, file_name: str) -> Path:
 
 
 def test_onnx_config_becomes_a_cpu_python_model_with_everything_else_kept() -> None:
-    built = tiny_config("m", "onnxruntime_onnx", "model.onnx", "input", "logits")
+    built = build_config(Format.ONNX)
     rewritten, fmt, model_file, changes = rewrite_config(built, where="m.tar.gz")
     assert (fmt, model_file) == ("onnx", "model.onnx")
     assert rewritten.backend == "python" and not rewritten.platform
@@ -60,7 +60,7 @@ def test_onnx_config_becomes_a_cpu_python_model_with_everything_else_kept() -> N
 
 
 def test_torchscript_config_is_served_from_model_pt() -> None:
-    built = tiny_config("m", "pytorch_libtorch", "model.pt", "INPUT__0", "OUTPUT__0")
+    built = build_config(Format.TORCHSCRIPT)
     rewritten, fmt, model_file, changes = rewrite_config(built, where="m")
     assert (fmt, model_file, rewritten.backend) == ("torchscript", "model.pt", "python")
     assert "TorchScript" in changes[0]
@@ -68,21 +68,22 @@ def test_torchscript_config_is_served_from_model_pt() -> None:
 
 
 def test_a_non_default_model_file_name_is_handed_to_the_standin() -> None:
-    built = tiny_config("m", "onnxruntime_onnx", "custom.onnx", "input", "logits")
+    built = build_config(Format.ONNX)
+    built.default_model_filename = "custom.onnx"
     rewritten, _, model_file, _ = rewrite_config(built, where="m")
     assert model_file == "custom.onnx"
     assert rewritten.parameters[ARTIFACT_PARAMETER].string_value == "custom.onnx"
 
 
 def test_the_input_config_is_left_untouched() -> None:
-    built = tiny_config("m", "onnxruntime_onnx", "model.onnx", "input", "logits")
+    built = build_config(Format.ONNX)
     before = built.SerializeToString()
     rewrite_config(built, where="m")
     assert built.SerializeToString() == before
 
 
 def test_tensorrt_is_reported_as_not_runnable_on_cpu() -> None:
-    built = tiny_config("m", "tensorrt_plan", "model.plan", "input", "logits")
+    built = build_config(Format.TENSORRT)
     with pytest.raises(NotRunnableOnCpu, match=r"^plan\.tar\.gz: a TensorRT plan .* not runnable .* CPU"):
         rewrite_config(built, where="plan.tar.gz")
 
@@ -96,9 +97,9 @@ def test_an_unknown_platform_names_the_allowed_ones() -> None:
 
 
 def test_install_adds_the_standin_script_and_rewrites_config_on_disk(tmp_path: Path) -> None:
-    built = tiny_config("tiny-onnx", "onnxruntime_onnx", "model.onnx", "input", "logits")
+    built = build_config(Format.ONNX)
     model_dir = _model_dir(tmp_path, built, "model.onnx")
-    standin = install_standin(find_model_dir(tmp_path), where="t.tar.gz")
+    standin = install_standin(model_dir, where="t.tar.gz")
     assert standin.model_dir == model_dir
     assert "class TritonPythonModel" in (model_dir / "1" / "model.py").read_text()
     on_disk = text_format.Parse((model_dir / "config.pbtxt").read_text(), mc.ModelConfig())
@@ -107,15 +108,7 @@ def test_install_adds_the_standin_script_and_rewrites_config_on_disk(tmp_path: P
 
 
 def test_install_refuses_an_archive_without_its_model_file(tmp_path: Path) -> None:
-    built = tiny_config("tiny-onnx", "onnxruntime_onnx", "model.onnx", "input", "logits")
+    built = build_config(Format.ONNX)
     model_dir = _model_dir(tmp_path, built, "other.onnx")
     with pytest.raises(StandInError, match=r"no <version>/model\.onnx in the archive"):
         install_standin(model_dir)
-
-
-@pytest.mark.parametrize("count", [0, 2])
-def test_an_archive_must_hold_exactly_one_model_directory(tmp_path: Path, count: int) -> None:
-    for index in range(count):
-        _model_dir(tmp_path, mc.ModelConfig(name=f"m{index}"), "model.onnx")
-    with pytest.raises(StandInError, match=r"expected exactly one <model>/config\.pbtxt"):
-        find_model_dir(tmp_path)

@@ -1,81 +1,42 @@
-"""Small random-initialised models and archives in the build stage's layout, for the local Triton tests."""
+"""Helpers of the local Triton tests: archives from the project's build code, configs, processes."""
 
 from __future__ import annotations
 
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import torch
-from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
+from model_build import runtimes
+from model_build.archive import extract_archive
+from model_build.catalog import Format, parse_catalog
+from model_build.manifest import ArchiveRecord, TensorSpec
+from model_build.naming import MODEL_FILE_NAMES, model_directory
+from model_build.packaging import write_archive
+from model_build.samples import sample_inputs
+from model_build.triton_config import build_model_config, render_config
+
 MAX_BATCH_SIZE = 4
-FEATURES = 8
 
 
-@dataclass(frozen=True)
-class BuiltArchive:
-    target_model: str
-    format: str
-    input_name: str
-    output_name: str
-    model_file: Path  # the exported file, for running it directly
-
-    def reference(self, batch: np.ndarray) -> np.ndarray:
-        if self.format == "onnx":
-            import onnxruntime as ort
-
-            session = ort.InferenceSession(str(self.model_file), providers=["CPUExecutionProvider"])
-            return np.asarray(session.run([self.output_name], {self.input_name: batch})[0])
-        module = torch.jit.load(str(self.model_file))
-        with torch.inference_mode():
-            return np.asarray(module(torch.from_numpy(batch)).numpy())
-
-
-class TinyNet(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.layers = torch.nn.Sequential(
-            torch.nn.Linear(FEATURES, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layers(x)
-
-
-def tiny_config(
-    name: str, platform: str, file_name: str, input_name: str, output_name: str
-) -> mc.ModelConfig:
-    """Shaped like the build stage's config: GPU instances, dynamic batching, warm-up, file name."""
-    config = mc.ModelConfig(
-        name=name, platform=platform, max_batch_size=MAX_BATCH_SIZE, default_model_filename=file_name
+def build_config(fmt: Format, *, tensorrt_accelerator: bool = True) -> mc.ModelConfig:
+    """The config.pbtxt the build writes for the tiny CNN in `fmt` (ONNX with the TensorRT accelerator on)."""
+    raw = TINY_CATALOG["models"][0] | {
+        "onnxruntime": {"tensorrt_accelerator": {"enabled": tensorrt_accelerator}}
+    }
+    entry = parse_catalog({"models": [raw]}).models[0]
+    prefix = "INPUT__0" if fmt is Format.TORCHSCRIPT else "input"
+    inputs = (TensorSpec(name=prefix, datatype="FP32", dims=(3, 64, 64)),)
+    outputs = (
+        TensorSpec(
+            name=prefix.replace("INPUT", "OUTPUT").replace("input", "output"), datatype="FP32", dims=(1000,)
+        ),
     )
-    config.input.add(name=input_name, data_type=mc.TYPE_FP32, dims=[FEATURES])
-    config.output.add(name=output_name, data_type=mc.TYPE_FP32, dims=[3])
-    config.instance_group.add(kind=mc.ModelInstanceGroup.KIND_GPU, count=1)
-    config.dynamic_batching.max_queue_delay_microseconds = 100
-    warmup = config.model_warmup.add(name="warmup", batch_size=1)
-    warmup.inputs[input_name].data_type = mc.TYPE_FP32
-    warmup.inputs[input_name].dims.extend([FEATURES])
-    warmup.inputs[input_name].random_data = True
-    if platform == "onnxruntime_onnx":
-        accelerator = config.optimization.execution_accelerators.gpu_execution_accelerator.add(
-            name="tensorrt"
-        )
-        accelerator.parameters["precision_mode"] = "FP16"
-        config.parameters["cudnn_conv_algo_search"].string_value = "1"
-        config.parameters["intra_op_thread_count"].string_value = "1"
-    return config
-
-
-def pack(out: Path, target_model: str, config: mc.ModelConfig, model: Path, file_name: str) -> None:
-    with tarfile.open(out / target_model, "w:gz") as tar:
-        config_file = model.with_name("config.pbtxt")
-        config_file.write_text(text_format.MessageToString(config))
-        tar.add(config_file, f"{config.name}/config.pbtxt")
-        tar.add(model, f"{config.name}/1/{file_name}")
+    return build_model_config(
+        entry, fmt, model_name=model_directory(entry.name, fmt), inputs=inputs, outputs=outputs
+    )
 
 
 def processes_mentioning(text: str) -> list[str]:
@@ -92,3 +53,90 @@ def processes_mentioning(text: str) -> list[str]:
         if text in command and state != "Z":
             found.append(f"{entry.name}: {command[:200]}")
     return found
+
+
+TINY_ROBERTA = {
+    "model_type": "roberta",
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "vocab_size": 1000,
+    "max_position_embeddings": 130,
+}
+# Random-initialised models in every CPU format, small enough to export in seconds.
+TINY_CATALOG = {
+    "models": [
+        {
+            "name": "tiny-cnn",
+            "source": "torchvision:squeezenet1_1",
+            "weights": "random",
+            "formats": ["onnx", "torchscript"],
+            "max_batch_size": MAX_BATCH_SIZE,
+            "input_shape": [3, 64, 64],
+        },
+        {
+            "name": "tiny-roberta",
+            "source": "huggingface:example/tiny-roberta",
+            "weights": "random",
+            "formats": ["onnx", "torchscript"],
+            "max_batch_size": MAX_BATCH_SIZE,
+            "sequence_length": 16,
+            "hf_config": TINY_ROBERTA,
+        },
+    ]
+}
+
+
+@dataclass
+class BuiltArchive:
+    """One archive of the build directory, with its own model file run directly for reference outputs."""
+
+    record: ArchiveRecord
+    path: Path
+    _runner: Any = None
+
+    @property
+    def target_model(self) -> str:
+        return self.record.target_model
+
+    def sample(self, batch_size: int) -> dict[str, np.ndarray]:
+        return sample_inputs(self.record.inputs, batch_size, seed=batch_size)
+
+    def reference(self, feeds: dict[str, np.ndarray], workdir: Path) -> dict[str, np.ndarray]:
+        inputs = [s.name for s in self.record.inputs]
+        outputs = [s.name for s in self.record.outputs]
+        if self._runner is None:
+            model_dir = extract_archive(self.path, workdir / self.target_model)
+            model_file = next((model_dir / "1").iterdir())
+            if self.record.format == "onnx":
+                self._runner = runtimes.onnx_session(model_file)
+            else:
+                self._runner = runtimes.load_torchscript(model_file)
+        if self.record.format == "onnx":
+            return runtimes.run_onnx(self._runner, feeds)
+        return runtimes.run_torchscript(self._runner, feeds, inputs, outputs)
+
+
+def tensorrt_archive(out: Path, like: ArchiveRecord, workdir: Path) -> Path:
+    """What the build packs for TensorRT (its config and layout), with a placeholder where the plan goes."""
+    entry = parse_catalog(TINY_CATALOG).entry(like.name)
+    config = build_model_config(
+        entry,
+        Format.TENSORRT,
+        model_name=model_directory(like.name, Format.TENSORRT),
+        inputs=like.inputs,
+        outputs=like.outputs,
+    )
+    plan = workdir / "model.plan"
+    plan.write_bytes(b"a plan runs only on the GPU and TensorRT version that built it")
+    packed = write_archive(
+        out,
+        name=like.name,
+        fmt=Format.TENSORRT,
+        model_dir=model_directory(like.name, Format.TENSORRT),
+        config_text=render_config(config),
+        model_file=plan,
+        model_file_name=MODEL_FILE_NAMES[Format.TENSORRT],
+    )
+    return packed.path
