@@ -79,13 +79,15 @@ def test_ctrl_c_stops_the_server_and_every_stub(
     )
     try:
         _wait_until_ready(port, process)
-        onnx = archives["onnx"]
-        body = json.dumps(
-            {"inputs": [{"name": onnx.input_name, "shape": [1, 8], "datatype": "FP32", "data": [0.5] * 8}]}
-        ).encode()
+        onnx = archives["tiny-roberta/onnx"]
+        tensors = [
+            {"name": name, "shape": list(v.shape), "datatype": "INT64", "data": v.ravel().tolist()}
+            for name, v in onnx.sample(1).items()
+        ]
+        body = json.dumps({"inputs": tensors}).encode()
         status, reply = _request(port, "POST", f"/models/{onnx.target_model}/invoke", body)
         assert status == 200, reply
-        assert json.loads(reply)["outputs"][0]["shape"] == [1, 3]
+        assert {o["name"] for o in json.loads(reply)["outputs"]} == {"last_hidden_state", "pooler_output"}
         assert any("triton_python_backend_stub" in p for p in processes_mentioning(str(tmp_path)))
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=60)
@@ -117,7 +119,7 @@ def test_a_zero_model_budget_is_refused() -> None:
 
 def test_standin_prints_each_change(built: tuple[Path, dict[str, BuiltArchive]]) -> None:
     models_dir, archives = built
-    target = archives["torchscript"].target_model
+    target = archives["tiny-cnn/torchscript"].target_model
     result = _cli("standin", str(models_dir / target))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -132,7 +134,7 @@ def test_standin_reports_a_tensorrt_archive_as_not_runnable_on_cpu(
     built: tuple[Path, dict[str, BuiltArchive]],
 ) -> None:
     models_dir, archives = built
-    result = _cli("standin", str(models_dir / archives["tensorrt"].target_model))
+    result = _cli("standin", str(models_dir / archives["tiny-cnn/tensorrt"].target_model))
     assert result.returncode == 2
     assert "not runnable in the local CPU Triton" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
