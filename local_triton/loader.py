@@ -43,10 +43,12 @@ class Reply:
     body: bytes
 
     def error_message(self) -> str:
+        """Triton's error text on one line."""
         try:
-            return str(json.loads(self.body)["error"])
+            text = str(json.loads(self.body)["error"])
         except (ValueError, KeyError, TypeError):
-            return self.body.decode(errors="replace") or f"HTTP {self.status}"
+            text = self.body.decode(errors="replace")
+        return " ".join(text.split()) or f"HTTP {self.status}"
 
 
 class SageMakerApi:
@@ -168,33 +170,29 @@ class ModelCache:
             self._unload(target_model, reason="on request")
             return True
 
-    def unload_all(self) -> None:
-        with self._lock:
-            for name in list(self._loaded):
-                self._unload(name, reason="shutting down")
-
     def _load(self, target_model: str, archive: Path) -> None:
         started = time.perf_counter()
         home = self.scratch_dir / hashlib.sha256(target_model.encode()).hexdigest()[:16]
         shutil.rmtree(home, ignore_errors=True)
         home.mkdir(parents=True)
         root = home / "model"
+        loaded = False
         try:
-            standin = install_standin(unpack(archive, root), where=target_model)
-        except StandInError as error:
-            shutil.rmtree(home, ignore_errors=True)
-            raise ModelError(400, str(error)) from None
-        except ModelError:
-            shutil.rmtree(home, ignore_errors=True)
-            raise
-        for change in standin.changes:
-            self.report(f"{target_model}: {change}")
-        reply = self.api.load(target_model, root)
-        if reply.status != 200:
-            shutil.rmtree(home, ignore_errors=True)
-            raise ModelError(
-                reply.status, f"{target_model}: Triton refused to load it: {reply.error_message()}"
-            )
+            try:
+                standin = install_standin(unpack(archive, root), where=target_model)
+            except StandInError as error:
+                raise ModelError(400, str(error)) from None
+            for change in standin.changes:
+                self.report(f"{target_model}: {change}")
+            reply = self.api.load(target_model, root)
+            if reply.status != 200:
+                raise ModelError(
+                    reply.status, f"{target_model}: Triton did not load it: {reply.error_message()}"
+                )
+            loaded = True
+        finally:
+            if not loaded:
+                shutil.rmtree(home, ignore_errors=True)
         self._loaded[target_model] = home
         self.report(f"{target_model}: loaded ({standin.format}) in {time.perf_counter() - started:.1f} s")
 

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tiny_archives import TINY_CATALOG, BuiltArchive, tensorrt_archive
+from tiny_archives import TINY_CATALOG, BuiltArchive, mismatched_archive, tensorrt_archive
 
 from model_build.build import build_catalog
 from model_build.catalog import parse_catalog
@@ -18,7 +18,7 @@ COPY_TARGET_MODEL = "tiny-cnn-onnx-0000000000000000.tar.gz"
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, BuiltArchive]]:
-    """Archives keyed "<name>/<format>": both tiny models in onnx and torchscript, one tensorrt, one copy."""
+    """Archives keyed "<name>/<format>": tiny models in onnx and torchscript, tensorrt, copy, mismatched."""
     out = tmp_path_factory.mktemp("models")
     manifest = build_catalog(parse_catalog(TINY_CATALOG), out, progress=False)
     archives = {f"{r.name}/{r.format}": BuiltArchive(r, out / r.target_model) for r in manifest.archives}
@@ -26,6 +26,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Bui
     plan = tensorrt_archive(out, cnn.record, tmp_path_factory.mktemp("plan"))
     archives["tiny-cnn/tensorrt"] = BuiltArchive(
         cnn.record.model_copy(update={"format": "tensorrt", "target_model": plan.name}), plan
+    )
+    broken = mismatched_archive(out, cnn.path, tmp_path_factory.mktemp("mismatched"))
+    archives["mismatched/onnx"] = BuiltArchive(
+        cnn.record.model_copy(update={"target_model": broken.name}), broken
     )
     shutil.copyfile(cnn.path, out / COPY_TARGET_MODEL)
     copy: ArchiveRecord = cnn.record.model_copy(update={"target_model": COPY_TARGET_MODEL})

@@ -10,7 +10,7 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
 from model_build import runtimes
-from model_build.archive import extract_archive
+from model_build.archive import extract_archive, read_archive
 from model_build.catalog import Format, parse_catalog
 from model_build.manifest import ArchiveRecord, TensorSpec
 from model_build.naming import MODEL_FILE_NAMES, model_directory
@@ -138,5 +138,23 @@ def tensorrt_archive(out: Path, like: ArchiveRecord, workdir: Path) -> Path:
         config_text=render_config(config),
         model_file=plan,
         model_file_name=MODEL_FILE_NAMES[Format.TENSORRT],
+    )
+    return packed.path
+
+
+def mismatched_archive(out: Path, source: Path, workdir: Path) -> Path:
+    """An ONNX archive whose config names an input the graph does not have: Triton must refuse to load it."""
+    config = read_archive(source).config
+    config.input[0].name = "not_in_the_graph"
+    config.ClearField("model_warmup")
+    model_dir = extract_archive(source, workdir)
+    packed = write_archive(
+        out,
+        name="mismatched",
+        fmt=Format.ONNX,
+        model_dir="mismatched-onnx",
+        config_text=render_config(config),
+        model_file=model_dir / "1" / "model.onnx",
+        model_file_name="model.onnx",
     )
     return packed.path
