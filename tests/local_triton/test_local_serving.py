@@ -1,0 +1,159 @@
+"""End to end: archives built by the project's build code, served by the real tritonserver in SageMaker
+multi-model mode through the loopback front, answering like their own runtimes."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tiny_archives import MAX_BATCH_SIZE, BuiltArchive, processes_mentioning
+
+from local_triton.runner import LocalTriton
+from local_triton.server import group_members
+from model_build.invoke.payloads import decode_response, encode_request
+
+pytestmark = pytest.mark.timeout(420)
+REQUEST_TIMEOUT_S = 120
+Reply = tuple[int, str, bytes]  # status, Content-Type, body
+CPU_ARCHIVES = ["tiny-cnn/onnx", "tiny-cnn/torchscript", "tiny-roberta/onnx", "tiny-roberta/torchscript"]
+
+
+class Served:
+    def __init__(self, local: LocalTriton, archives: dict[str, BuiltArchive], printed: list[str]):
+        self.local = local
+        self.archives = archives
+        self.printed = printed
+
+    def call(
+        self, method: str, path: str, body: bytes = b"", content_type: str = "application/json"
+    ) -> Reply:
+        host, port = self.local.endpoint.server_address[:2]
+        connection = http.client.HTTPConnection(str(host), int(port), timeout=REQUEST_TIMEOUT_S)
+        try:
+            connection.request(method, path, body=body, headers={"Content-Type": content_type})
+            response = connection.getresponse()
+            return response.status, response.getheader("Content-Type", ""), response.read()
+        finally:
+            connection.close()
+
+    def invoke(
+        self, key: str, feeds: dict[str, np.ndarray], *, binary: bool = True
+    ) -> tuple[int, str, bytes]:
+        archive = self.archives[key]
+        outputs = [spec.name for spec in archive.record.outputs]
+        request = encode_request(feeds, outputs, binary=binary)
+        return self.call("POST", f"/models/{archive.target_model}/invoke", request.body, request.content_type)
+
+    def invoke_sample(self, key: str, batch_size: int = 1) -> int:
+        return self.invoke(key, self.archives[key].sample(batch_size))[0]
+
+    def loaded(self) -> list[str]:
+        return list(json.loads(self.call("GET", "/models")[2])["loaded"])
+
+
+@pytest.fixture(scope="module")
+def served(built: tuple[Path, dict[str, BuiltArchive]]) -> Iterator[Served]:
+    models_dir, archives = built
+    printed: list[str] = []
+    with LocalTriton(models_dir=models_dir, port=0, model_budget=4, report=printed.append) as local:
+        yield Served(local, archives, printed)
+
+
+def test_ping_answers_once_triton_is_ready(served: Served) -> None:
+    assert served.call("GET", "/ping")[0] == 200
+
+
+@pytest.mark.parametrize("key", CPU_ARCHIVES)
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])
+def test_each_cpu_archive_answers_like_its_own_runtime(
+    served: Served, key: str, binary: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    archive = served.archives[key]
+    feeds = archive.sample(3)
+    status, content_type, body = served.invoke(key, feeds, binary=binary)
+    assert status == 200, body
+    assert ("json-header-size=" in content_type) == binary
+    served_outputs = decode_response(content_type, body)
+    expected = archive.reference(feeds, tmp_path_factory.mktemp("reference"))
+    assert set(served_outputs) == set(expected)
+    for name, value in expected.items():
+        assert served_outputs[name].dtype == value.dtype
+        np.testing.assert_allclose(served_outputs[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_the_standin_changes_are_printed_per_target_model(served: Served) -> None:
+    assert served.invoke_sample("tiny-cnn/onnx") == 200
+    target = served.archives["tiny-cnn/onnx"].target_model
+    lines = [line.removeprefix(f"{target}: ") for line in served.printed if line.startswith(f"{target}: ")]
+    assert lines[0].startswith("platform 'onnxruntime_onnx' -> backend 'python'")
+    assert "instance_group[0].kind: KIND_GPU -> KIND_CPU (count 1 kept)" in lines
+    assert any(line.startswith("loaded (onnx) in ") for line in lines)
+
+
+def test_a_batch_above_max_batch_size_is_refused_by_triton(served: Served) -> None:
+    key = "tiny-roberta/onnx"
+    status, _, body = served.invoke(key, served.archives[key].sample(MAX_BATCH_SIZE + 1))
+    assert status == 400
+    assert f"batch-size must be <= {MAX_BATCH_SIZE}" in json.loads(body)["error"]
+
+
+def test_an_unknown_target_model_is_404(served: Served) -> None:
+    status, _, body = served.call("POST", "/models/missing-onnx-0000000000000000.tar.gz/invoke", b"{}")
+    assert status == 404
+    assert "no archive 'missing-onnx-0000000000000000.tar.gz'" in json.loads(body)["error"]
+
+
+def test_a_tensorrt_archive_is_refused_as_not_runnable_on_cpu(served: Served) -> None:
+    status, _, body = served.invoke("tiny-cnn/tensorrt", served.archives["tiny-cnn/onnx"].sample(1))
+    assert status == 400
+    assert "not runnable in the local CPU Triton" in json.loads(body)["error"]
+    assert served.archives["tiny-cnn/tensorrt"].target_model not in served.loaded()
+
+
+def test_an_archive_triton_cannot_load_is_400_with_the_reason(served: Served) -> None:
+    target = served.archives["mismatched/onnx"].target_model
+    status, _, body = served.invoke("mismatched/onnx", served.archives["tiny-cnn/onnx"].sample(1))
+    assert status == 400
+    error = json.loads(body)["error"]
+    assert error.startswith(f"{target}: Triton did not load it: ")
+    assert "tensor 'not_in_the_graph' of config.pbtxt is not in model.onnx" in error
+    assert target not in served.loaded()
+
+
+def test_unload_then_the_next_invocation_loads_again(served: Served) -> None:
+    target = served.archives["tiny-cnn/torchscript"].target_model
+    assert served.invoke_sample("tiny-cnn/torchscript") == 200
+    assert served.call("DELETE", f"/models/{target}")[0] == 200
+    assert target not in served.loaded()
+    assert served.call("DELETE", f"/models/{target}")[0] == 404
+    assert served.invoke_sample("tiny-cnn/torchscript", 2) == 200
+    assert target in served.loaded()
+
+
+def test_past_the_budget_the_least_recently_used_models_are_unloaded(served: Served) -> None:
+    served.local.cache.budget = 2
+    first, second, third = "tiny-cnn/onnx", "tiny-cnn/torchscript", "copy/onnx"
+    for key in (first, second, first):  # the second is now the least recently used
+        assert served.invoke_sample(key) == 200
+    assert served.invoke_sample(third) == 200
+    names = {key: served.archives[key].target_model for key in (first, second, third)}
+    assert served.loaded() == [names[first], names[third]]
+    assert f"{names[second]}: unloaded (least recently used; budget 2)" in served.printed
+    # Unloaded means gone from Triton too, not only from the bookkeeping.
+    in_triton = json.loads(served.local.cache.api.request("GET", "/models").body)["models"]
+    assert {m["modelName"] for m in in_triton} == {names[first], names[third]}
+
+
+def test_stop_leaves_no_server_no_stub_and_no_scratch(served: Served) -> None:
+    group = served.local.triton.pid
+    scratch = served.local.scratch_dir
+    assert group is not None
+    assert any("triton_python_backend_stub" in p for p in processes_mentioning(str(scratch)))
+    served.local.stop()
+    assert group_members(group) == []
+    assert processes_mentioning(str(scratch)) == []
+    assert not scratch.exists()
