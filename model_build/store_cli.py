@@ -7,6 +7,7 @@ as the sub-parser's `handler` default, takes the parsed arguments and returns an
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -16,7 +17,10 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from model_build.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest, TensorSpec
+from model_build.archive import ArchiveContents, ArchiveError, read_archive, verify_archive
+from model_build.catalog import MODEL_NAME_PATTERN
+from model_build.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
+from model_build.naming import ARCHIVE_NAME_PATTERN, ARCHIVE_SUFFIX, CONTENT_HASH_LENGTH
 from model_build.upload import (
     DEFAULT_MANIFEST_PREFIX,
     DEFAULT_MODEL_PREFIX,
@@ -34,16 +38,6 @@ from model_build.upload import (
 )
 
 Handler = Callable[[argparse.Namespace], int]
-
-# Triton platform or backend in config.pbtxt -> the manifest's format name.
-_FORMAT_BY_PLATFORM = {
-    "onnxruntime_onnx": "onnx",
-    "onnxruntime": "onnx",
-    "pytorch_libtorch": "torchscript",
-    "pytorch": "torchscript",
-    "tensorrt_plan": "tensorrt",
-    "tensorrt": "tensorrt",
-}
 
 
 def register(subparsers: Any) -> None:
@@ -251,87 +245,81 @@ def _remove(args: argparse.Namespace, s3: S3Client) -> int:
     return 0
 
 
-def _datatype(value: int) -> str:
-    from tritonclient.grpc import model_config_pb2
-
-    name = model_config_pb2.DataType.Name(value).removeprefix("TYPE_")
-    return "BYTES" if name == "STRING" else name
-
-
-def record_from_config(
-    config: Any, *, name: str, target_model: str, sha256: str, size: int, source: str, weights: str
+def archive_record(
+    contents: ArchiveContents, *, name: str, sha256: str, size: int, source: str, weights: str
 ) -> ArchiveRecord:
-    """A manifest entry for an archive, from its parsed Triton `ModelConfig`."""
-    kind = config.platform or config.backend
-    if kind not in _FORMAT_BY_PLATFORM:
-        allowed = ", ".join(sorted(_FORMAT_BY_PLATFORM))
-        raise PublishError(f"{target_model}: config.pbtxt platform/backend '{kind}' is not one of {allowed}")
-
-    def specs(tensors: Any) -> tuple[TensorSpec, ...]:
-        return tuple(
-            TensorSpec(name=t.name, datatype=_datatype(t.data_type), dims=tuple(t.dims)) for t in tensors
-        )
-
+    """A manifest entry for a verified archive, from its own config.pbtxt."""
     return ArchiveRecord(
         name=name,
-        format=_FORMAT_BY_PLATFORM[kind],
-        target_model=target_model,
+        format=contents.format.value,
+        target_model=contents.path.name,
         sha256=sha256,
         size_bytes=size,
         source=source,
         weights=weights,
-        max_batch_size=config.max_batch_size,
-        inputs=specs(config.input),
-        outputs=specs(config.output),
-        details={"added_from": "external archive"},
+        max_batch_size=contents.config.max_batch_size,
+        inputs=contents.inputs,
+        outputs=contents.outputs,
+        details={"published_by": "add"},
     )
+
+
+def _check_archive_name(path: Path, sha256: str, logical_name: str | None) -> None:
+    if not path.name.endswith(ARCHIVE_SUFFIX):
+        raise PublishError(
+            f"{path}: an archive must be a <name>{ARCHIVE_SUFFIX} file (its name becomes the TargetModel)"
+        )
+    named = ARCHIVE_NAME_PATTERN.match(path.name)
+    # A renamed archive must not carry another content's hash: the endpoint caches by name.
+    if named and not sha256.startswith(named["digest"]):
+        raise PublishError(
+            f"{path}: the name claims content hash {named['digest']} but the file's sha256 starts with "
+            f"{sha256[:CONTENT_HASH_LENGTH]}"
+        )
+    if logical_name is not None and not re.match(MODEL_NAME_PATTERN, logical_name):
+        raise PublishError(
+            f"--name '{logical_name}': lowercase letters, digits and hyphens, starting and ending with a "
+            "letter or digit, at most 50 characters"
+        )
 
 
 @_one_line_errors
 def _add(args: argparse.Namespace, s3: S3Client) -> int:
-    from model_build.archive import ArchiveError, read_archive, verify_archive
-
     model_prefix, manifest_prefix = _prefixes(args)
     path: Path = args.archive
     if not path.is_file():
         raise PublishError(f"{path}: no such archive file")
-    if not path.name.endswith(".tar.gz"):
-        raise PublishError(
-            f"{path}: an archive must be a <name>.tar.gz file (its name becomes the TargetModel)"
-        )
-    try:
-        verify_archive(path)
-        contents = read_archive(path)
-    except ArchiveError as error:
-        raise PublishError(f"{path}: {error}") from None
     item = LocalObject(path=path, key=path.name, sha256=file_sha256(path), size=path.stat().st_size)
-    manifest = read_published_manifest(s3, args.bucket, manifest_prefix) if args.name else None
-    record = None
-    if args.name:
-        record = record_from_config(
-            contents.config,
-            name=args.name,
-            target_model=item.key,
-            sha256=item.sha256,
-            size=item.size,
-            source=args.source,
-            weights=args.weights,
-        )
+    _check_archive_name(path, item.sha256, args.name)
+    try:
+        contents = read_archive(path)
+        report = verify_archive(path)
+    except ArchiveError as error:
+        raise PublishError(str(error)) from None
+    print(f"verified {path.name}: {', '.join(report.checks)}")
+    for check in report.not_run:
+        print(f"not run  {check}")
     uploaded, skipped = publish_objects(s3, args.bucket, model_prefix, [item])
     for key in uploaded:
         print(f"uploaded s3://{args.bucket}/{key}")
     for key in skipped:
         print(f"skipped  s3://{args.bucket}/{key} (already published, same sha256)")
-    if record is not None:
-        kept = tuple(
-            r for r in (manifest or Manifest()).archives if (r.name, r.format) != (record.name, record.format)
-        )
-        updated = (manifest or Manifest()).model_copy(update={"archives": (*kept, record)})
-        keys = publish_manifest(
-            s3, args.bucket, updated, model_prefix=model_prefix, manifest_prefix=manifest_prefix
-        )
-        mapping = f"{record.name}/{record.format} -> {record.target_model}"
-        print(f"manifest s3://{args.bucket}/{keys[-1]} now maps {mapping}")
+    if args.name is None:
+        return 0
+    record = archive_record(
+        contents, name=args.name, sha256=item.sha256, size=item.size, source=args.source, weights=args.weights
+    )
+    current = read_published_manifest(s3, args.bucket, manifest_prefix) or Manifest()
+    kept = tuple(r for r in current.archives if (r.name, r.format) != (record.name, record.format))
+    keys = publish_manifest(
+        s3,
+        args.bucket,
+        current.model_copy(update={"archives": (*kept, record)}),
+        model_prefix=model_prefix,
+        manifest_prefix=manifest_prefix,
+    )
+    mapping = f"{record.name}/{record.format} -> {record.target_model}"
+    print(f"manifest s3://{args.bucket}/{keys[-1]} now maps {mapping}")
     return 0
 
 
