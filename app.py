@@ -16,6 +16,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 import aws_cdk as cdk
 
 from model_build.catalog import CatalogError, load_catalog
+from stacks.build_target import check_build_target
 from stacks.composition import compose
 from stacks.settings import CONTEXT_KEYS, Settings, SettingsError
 
@@ -30,11 +31,12 @@ def main(app: cdk.App | None = None) -> int:
     try:
         settings = read_settings(app)
         # The catalog is validated here so a broken catalog fails before anything is deployed.
-        load_catalog(settings.model_catalog)
+        catalog = load_catalog(settings.model_catalog)
+        check_build_target(settings, catalog)
     except (SettingsError, CatalogError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    compose(app, settings)
+    compose(app, settings, catalog)
     app.synth()
     return 0
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aws_cdk import aws_logs as logs
+
 
 @dataclass(frozen=True)
 class BuilderGpu:
@@ -53,6 +55,16 @@ DLC_TAG_BY_CUDA_MAJOR: dict[int, str] = {
 }
 # NVIDIA's package index, where the tensorrt-cu* packages fetch their wheels from.
 NVIDIA_PIP_INDEX = "https://pypi.nvidia.com"
+
+
+# CloudWatch Logs retention periods, in the order of aws_logs.RetentionDays (whose values are names).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
+                      2922, 3288, 3653)  # fmt: skip
+
+
+def log_retention(days: int) -> logs.RetentionDays:
+    finite = [member for member in logs.RetentionDays if member is not logs.RetentionDays.INFINITE]
+    return dict(zip(LOG_RETENTION_DAYS, finite, strict=True))[days]
 
 
 def tensorrt_problem(*, builder_compute_type: str, instance_type: str, triton_image_tag: str) -> str | None:

@@ -3,16 +3,18 @@ from __future__ import annotations
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from model_build.catalog import Catalog
 from stacks.settings import Settings
 from stacks.triton_mme_stack import TritonMmeStack
 
 
-def compose(app: cdk.App, settings: Settings) -> TritonMmeStack:
+def compose(app: cdk.App, settings: Settings, catalog: Catalog) -> TritonMmeStack:
     """Add the app's stack for these settings, with the AwsSolutions checks run at synthesis."""
     stack = TritonMmeStack(
         app,
         settings.stack_name,
         settings=settings,
+        catalog=catalog,
         # Environment-agnostic unless a region is given: the image mapping then resolves at deploy time.
         env=cdk.Environment(region=settings.region) if settings.region else None,
         description="SageMaker GPU multi-model endpoint served by NVIDIA Triton, with GPU-based autoscaling",

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cdk_constructs.build_environment import BUILDER_GPUS, LOG_RETENTION_DAYS
 from cdk_constructs.monitoring import AlarmThresholds
 from cdk_constructs.triton_registries import TRITON_IMAGE_TAGS, registry_accounts
 
@@ -35,6 +36,11 @@ REGION_PATTERN = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d$")
 EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
 # CloudWatch evaluates at most one day of periods; the alarms use 1-minute periods.
 MAX_ALARM_EVALUATION_MINUTES = 1440
+
+
+# The build runs inside a custom resource, which CloudFormation waits on for at most one hour;
+# the rest of that hour covers queueing for a GPU runner and the polling interval.
+MIN_BUILD_MINUTES, MAX_BUILD_MINUTES = 5, 55
 
 
 class SettingsError(ValueError):
@@ -73,6 +79,10 @@ class Settings:
     alarm_cache_hit_percent: float = 80.0
     alarm_evaluation_minutes: int = 5
     alarm_datapoints_to_alarm: int = 3
+    # The GPU build runner (see cdk_constructs/build_runner.py); `cdk deploy` waits for its build.
+    builder_compute_type: str = "SMALL"
+    build_timeout_minutes: int = 50
+    build_log_retention_days: int = 30
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -188,6 +198,7 @@ def _validate(s: Settings) -> None:
     _validate_region(s)
     _validate_kms_key(s)
     _validate_alarms(s)
+    _validate_build_runner(s)
 
 
 def _validate_region(s: Settings) -> None:
@@ -255,3 +266,21 @@ def _validate_alarms(s: Settings) -> None:
 
 def _plain(number: float) -> str:
     return f"{number:g}"
+
+
+def _validate_build_runner(s: Settings) -> None:
+    if s.builder_compute_type not in BUILDER_GPUS:
+        allowed = ", ".join(f"{name} ({gpu.gpu})" for name, gpu in BUILDER_GPUS.items())
+        raise _fail(
+            "builder_compute_type", s.builder_compute_type, f"is not a CodeBuild GPU size; allowed: {allowed}"
+        )
+    if not MIN_BUILD_MINUTES <= s.build_timeout_minutes <= MAX_BUILD_MINUTES:
+        allowed = f"{MIN_BUILD_MINUTES}..{MAX_BUILD_MINUTES} (cdk deploy waits at most an hour for the build)"
+        raise _fail("build_timeout_minutes", s.build_timeout_minutes, f"is out of range; allowed: {allowed}")
+    if s.build_log_retention_days not in LOG_RETENTION_DAYS:
+        allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
+        raise _fail(
+            "build_log_retention_days",
+            s.build_log_retention_days,
+            f"is not a log retention; allowed: {allowed}",
+        )

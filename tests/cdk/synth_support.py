@@ -10,6 +10,7 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk.assertions import Template
 
+from model_build.catalog import load_catalog
 from stacks.composition import compose
 from stacks.settings import Settings
 from stacks.triton_mme_stack import TritonMmeStack
@@ -35,6 +36,6 @@ class Synthesized:
 
 def synthesize(settings: Settings, outdir: Path) -> Synthesized:
     app = cdk.App(outdir=str(outdir), context=FEATURE_FLAGS)
-    stack = compose(app, settings)
+    stack = compose(app, settings, load_catalog(REPO_ROOT / settings.model_catalog))
     app.synth()
     return Synthesized(stack=stack, template=Template.from_stack(stack), assembly_dir=outdir)

@@ -49,10 +49,10 @@ def test_bad_setting_stops_synthesis_in_one_line(tmp_path: Path, capsys: pytest.
 
 def test_good_settings_write_the_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO_ROOT)  # the default catalog path is relative, as under `cdk synth`
-    assert run_app(tmp_path, instanceType="ml.g4dn.xlarge", region="eu-west-1") == 0
+    assert run_app(tmp_path, instanceType="ml.g5.2xlarge", region="eu-west-1") == 0
     template = json.loads((tmp_path / "TritonMultiModelEndpoint.template.json").read_text())
     configs = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
-    assert configs[0]["Properties"]["ProductionVariants"][0]["InstanceType"] == "ml.g4dn.xlarge"
+    assert configs[0]["Properties"]["ProductionVariants"][0]["InstanceType"] == "ml.g5.2xlarge"
 
 
 def test_cdk_cli_rejects_a_bad_instance_type_with_one_line(tmp_path: Path) -> None:

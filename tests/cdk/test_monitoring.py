@@ -17,6 +17,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from cdk_constructs.monitoring import AlarmThresholds, EndpointMonitoring
 from cdk_constructs.triton_endpoint import VARIANT_NAME
+from model_build.catalog import load_catalog
 from stacks.settings import Settings, SettingsError
 from stacks.triton_mme_stack import TritonMmeStack
 
@@ -428,7 +429,12 @@ def test_app_stops_with_one_line_on_a_bad_alarm_email() -> None:
 def app_template() -> Template:
     settings = Settings(alarm_email="ops@example.com", min_instance_count=2, max_instance_count=7)
     return Template.from_stack(
-        TritonMmeStack(cdk.App(context=FEATURE_FLAGS), "MonitoredStack", settings=settings)
+        TritonMmeStack(
+            cdk.App(context=FEATURE_FLAGS),
+            "MonitoredStack",
+            settings=settings,
+            catalog=load_catalog(REPO_ROOT / settings.model_catalog),
+        )
     )
 
 
