@@ -16,12 +16,13 @@ DEFAULT_CATALOG = REPO_ROOT / "models.yaml"
 TEXT_SEQUENCE_LENGTH = 128
 TEXT_CONFIG = "roberta-base"
 SEED = 0
+QUICK_MAX_BATCH_SIZE = 8
 
 
-def resnet50_entry() -> ModelEntry:
-    """The default catalog's ResNet-50 with its own settings, random weights, CPU-buildable formats."""
+def resnet50_entry(formats: tuple[Format, ...] = (Format.ONNX,)) -> ModelEntry:
+    """The default catalog's ResNet-50 with its own settings and random weights."""
     entry = load_catalog(DEFAULT_CATALOG).entry("resnet50")
-    return entry.model_copy(update={"weights": Weights.RANDOM, "formats": (Format.ONNX, Format.TORCHSCRIPT)})
+    return entry.model_copy(update={"weights": Weights.RANDOM, "formats": formats})
 
 
 def text_entry() -> ModelEntry:
@@ -43,17 +44,38 @@ def build_project(catalog: Catalog, out_dir: Path) -> Manifest:
     """The project's own build (export, verify, package) of a catalog, on CPU."""
     from model_build.build import build_catalog
 
-    return build_catalog(catalog, out_dir)
+    return build_catalog(catalog, out_dir, progress=False)
+
+
+def project_build(ctx: RunContext, entry: ModelEntry) -> tuple[Path, Manifest]:
+    """The project's archives of one entry (built once per run) and the folder they are in."""
+    key = f"project:{entry.name}:{','.join(f.value for f in entry.formats)}"
+    if key not in ctx.cache:
+        if ctx.quick:
+            entry = quick_entry(entry)
+        out_dir = ctx.scratch / "project" / key.replace(":", "-").replace(",", "-")
+        ctx.cache[key] = (out_dir, build_project(Catalog(models=(entry,)), out_dir))
+    built: tuple[Path, Manifest] = ctx.cache[key]
+    return built
 
 
 def project_archive(ctx: RunContext, entry: ModelEntry, fmt: Format) -> tuple[Path, ArchiveRecord]:
-    key = f"project:{entry.name}"
-    if key not in ctx.cache:
-        out_dir = ctx.scratch / "project" / entry.name
-        ctx.cache[key] = (out_dir, build_project(Catalog(models=(entry,)), out_dir))
-    out_dir, manifest = ctx.cache[key]
+    out_dir, manifest = project_build(ctx, entry)
     record = manifest.find(entry.name, fmt.value)
     return out_dir / record.target_model, record
+
+
+def quick_entry(entry: ModelEntry) -> ModelEntry:
+    """--quick builds verify at batch 8 instead of max_batch_size; the archive's runtime settings stay."""
+    size = min(entry.max_batch_size, QUICK_MAX_BATCH_SIZE)
+    batching = entry.dynamic_batching
+    preferred = tuple(s for s in batching.preferred_batch_sizes if s <= size)
+    return entry.model_copy(
+        update={
+            "max_batch_size": size,
+            "dynamic_batching": batching.model_copy(update={"preferred_batch_sizes": preferred}),
+        }
+    )
 
 
 def resnet50_module() -> Any:
@@ -65,13 +87,12 @@ def resnet50_module() -> Any:
 
 
 def text_config() -> Any:
-    """The shipped RoBERTa-base architecture (never downloaded)."""
-    import json
-
+    """The shipped RoBERTa-base architecture, resolved as the build resolves it (never downloaded)."""
     import transformers
 
-    shipped = REPO_ROOT / "model_build" / "hf_configs" / f"{TEXT_CONFIG}.json"
-    return transformers.RobertaConfig(**json.loads(shipped.read_text(encoding="utf-8")))
+    from model_build.sources import resolve_hf_config
+
+    return transformers.AutoConfig.for_model(**resolve_hf_config(text_entry()))
 
 
 def text_encoder(model: Any, output_names: list[str]) -> Any:
@@ -126,10 +147,8 @@ def notebook_text(ctx: RunContext, outputs: tuple[TensorSpec, ...]) -> Path:
         import torch
         import transformers
 
-        config = text_config()
-        config._attn_implementation = "eager"
         torch.manual_seed(SEED)
-        model = transformers.RobertaModel(config).eval()
+        model = transformers.AutoModel.from_config(text_config(), attn_implementation="eager").eval()
         names = [spec.name for spec in outputs]
         ids = torch.ones(1, TEXT_SEQUENCE_LENGTH, dtype=torch.long)
         folder = ctx.scratch / "notebook" / "text"

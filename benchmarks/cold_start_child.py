@@ -1,46 +1,80 @@
-"""One cold start of an ONNX archive in a fresh interpreter.
+"""One cold start of a model archive in a fresh interpreter.
 
-Usage: `python -m benchmarks.cold_start_child ARCHIVE`.
-
-Libraries are imported before the clock starts (a Triton server has its backend loaded already).
-Prints one JSON line of seconds: unpack, session, warmup, first_inference, load_and_first (session +
-warm-up + first request, model already on disk) and total (everything from the packed archive).
+Usage: `python -m benchmarks.cold_start_child ARCHIVE [--device cpu|cuda]`. ONNX archives load in ONNX
+Runtime with their config's settings (CUDA provider options too on cuda); TorchScript archives load
+with torch.jit onto the device, as Triton's PyTorch backend does. Libraries are imported before the
+clock starts (a Triton server has its backend loaded already). Prints one JSON line of seconds: unpack,
+session (model load), warmup (the config's warm-up requests, which Triton runs during load),
+first_inference, load_and_first (everything after unpacking) and total.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import onnxruntime  # noqa: F401  (imported before timing on purpose)
+from tritonclient.grpc import model_config_pb2 as pb
 
-from benchmarks.onnx_load import (
-    create_session,
-    model_file,
-    read_config,
-    unpack,
-    warmup_requests,
-)
-from benchmarks.ort_options import session_options
+from benchmarks.onnx_load import create_session, model_file, read_config, unpack, warmup_requests
+from benchmarks.ort_options import cuda_provider_options, session_options
+from model_build.archive import read_archive
+from model_build.catalog import Format
 from model_build.samples import sample_inputs
 from model_build.triton_config import tensor_specs
 
+Runner = Callable[[dict[str, np.ndarray]], object]
 
-def cold_start(archive: Path) -> dict[str, float]:
+
+def _onnx_runner(path: Path, config: pb.ModelConfig, device: str) -> Runner:
+    cuda = cuda_provider_options(config) if device == "cuda" else None
+    session = create_session(path, session_options(config), cuda_options=cuda)
+    if device == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider":
+        raise RuntimeError("ONNX Runtime has no CUDA provider here")
+    return lambda feeds: session.run(None, feeds)
+
+
+def _torchscript_runner(path: Path, config: pb.ModelConfig, device: str) -> Runner:
+    import torch
+
+    module = torch.jit.load(str(path), map_location=device).eval()
+    names = [tensor.name for tensor in config.input]
+
+    def run(feeds: dict[str, np.ndarray]) -> object:
+        with torch.inference_mode():
+            result = module(*(torch.from_numpy(feeds[name]).to(device) for name in names))
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return result
+
+    return run
+
+
+def cold_start(archive: Path, device: str = "cpu") -> dict[str, float]:
+    if device == "cuda" or read_archive(archive).format is Format.TORCHSCRIPT:
+        import torch
+
+        if device == "cuda":
+            torch.cuda.init()  # the CUDA context exists before Triton loads any model
     with tempfile.TemporaryDirectory(prefix="cold-start-") as scratch:
         start = time.perf_counter()
         model_dir = unpack(archive, Path(scratch))
         unpacked = time.perf_counter()
         config = read_config(model_dir)
-        session = create_session(model_file(model_dir, config), session_options(config))
+        path = model_file(model_dir, config)
+        load = _torchscript_runner if config.platform == "pytorch_libtorch" else _onnx_runner
+        run = load(path, config, device)
         created = time.perf_counter()
         for feeds in warmup_requests(config):
-            session.run(None, feeds)
+            run(feeds)
         warmed = time.perf_counter()
-        session.run(None, sample_inputs(tensor_specs(config.input), 1, seed=1))
+        run(sample_inputs(tensor_specs(config.input), 1, seed=1))
         done = time.perf_counter()
     return {
         "unpack": unpacked - start,
@@ -53,10 +87,11 @@ def cold_start(archive: Path) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m benchmarks.cold_start_child ARCHIVE.tar.gz", file=sys.stderr)
-        return 2
-    print(json.dumps(cold_start(Path(argv[0]))))
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.cold_start_child")
+    parser.add_argument("archive", type=Path)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    args = parser.parse_args(argv)
+    print(json.dumps(cold_start(args.archive, args.device)))
     return 0
 
 

@@ -53,10 +53,14 @@ def read_config(model_dir: Path) -> pb.ModelConfig:
     return parse_config((model_dir / "config.pbtxt").read_text(encoding="utf-8"))
 
 
-def create_session(path: Path, options: Any) -> Any:
+def create_session(path: Path, options: Any, *, cuda_options: dict[str, str] | None = None) -> Any:
+    """A CPU session, or a CUDA one (with these provider options) when cuda_options is given."""
     import onnxruntime as ort
 
-    return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    providers: list[Any] = ["CPUExecutionProvider"]
+    if cuda_options is not None:
+        providers.insert(0, ("CUDAExecutionProvider", cuda_options))
+    return ort.InferenceSession(str(path), sess_options=options, providers=providers)
 
 
 def load_model_dir(model_dir: Path) -> LoadedModel:

@@ -71,3 +71,24 @@ def describe(options: Any) -> str:
         f"intra-op threads {options.intra_op_num_threads or 'default'}, "
         f"inter-op threads {options.inter_op_num_threads or 'default'}"
     )
+
+
+CUDNN_CONV_ALGO_SEARCH = {"0": "EXHAUSTIVE", "1": "HEURISTIC", "2": "DEFAULT"}
+ARENA_EXTEND_STRATEGY = {"0": "kNextPowerOfTwo", "1": "kSameAsRequested"}
+
+
+def cuda_provider_options(config: pb.ModelConfig) -> dict[str, str]:
+    """CUDAExecutionProvider options from the config's parameters, as Triton's ONNX backend sets them
+    (absent keys keep ONNX Runtime's defaults, e.g. exhaustive cuDNN convolution search)."""
+    options: dict[str, str] = {}
+    search = _parameter(config, "cudnn_conv_algo_search")
+    if search in CUDNN_CONV_ALGO_SEARCH:
+        options["cudnn_conv_algo_search"] = CUDNN_CONV_ALGO_SEARCH[search]
+    strategy = _parameter(config, "arena_extend_strategy")
+    if strategy in ARENA_EXTEND_STRATEGY:
+        options["arena_extend_strategy"] = ARENA_EXTEND_STRATEGY[strategy]
+    for key in ("gpu_mem_limit", "do_copy_in_default_stream"):
+        value = _parameter(config, key)
+        if value:
+            options[key] = value
+    return options

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,8 +46,9 @@ def synth(catalog: Path, out_dir: Path) -> float:
     completed = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, env=env, check=False)
     elapsed = time.perf_counter() - start
     if completed.returncode != 0:
-        last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"cdk synth with {catalog.name} failed: {last}")
+        lines = completed.stderr.strip().splitlines() or ["no output"]
+        reason = next((line for line in lines if line.lower().startswith("error")), lines[-1])
+        raise RuntimeError(f"cdk synth with {catalog.name} failed: {reason}")
     return elapsed
 
 
@@ -62,10 +64,21 @@ def resource_counts(out_dir: Path) -> dict[str, int]:
 def run(ctx: RunContext, section: Section) -> None:
     repetitions = ctx.pick(3, 1)
     folder = ctx.scratch / "synth"
+    # The app accepts only catalogs inside the project (the build runner gets the project's source).
+    with tempfile.TemporaryDirectory(prefix="synth-", dir=_catalog_parent()) as catalog_dir:
+        _run(ctx, section, folder, Path(catalog_dir), repetitions)
+
+
+def _catalog_parent() -> Path:
+    parent = REPO_ROOT / "build" / "benchmarks"
+    parent.mkdir(parents=True, exist_ok=True)
+    return parent
+
+
+def _run(ctx: RunContext, section: Section, folder: Path, catalog_dir: Path, repetitions: int) -> None:
     catalogs = {}
     for size in CATALOG_SIZES:
-        catalogs[size] = folder / f"catalog-{size}.yaml"
-        catalogs[size].parent.mkdir(parents=True, exist_ok=True)
+        catalogs[size] = catalog_dir / f"catalog-{size}.yaml"
         catalogs[size].write_text(yaml.safe_dump(generated_catalog(size)), encoding="utf-8")
     seconds: dict[int, list[float]] = {size: [] for size in CATALOG_SIZES}
     counts: dict[int, dict[str, int]] = {}
