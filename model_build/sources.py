@@ -24,6 +24,7 @@ HF_CONFIG_DIR = Path(__file__).parent / "hf_configs"
 TEXT_INPUTS = ("input_ids", "attention_mask")
 # Eager attention exports the MatMul/Softmax pattern that ONNX Runtime's transformer optimizer fuses.
 HF_ATTENTION = "eager"
+REFERENCE_CHUNK = 8
 
 
 @dataclass
@@ -46,10 +47,22 @@ class LoadedModel:
 
     @torch.inference_mode()
     def reference(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """PyTorch's own outputs, the ground truth every export is compared with."""
+        """PyTorch's own outputs, the ground truth every export is compared with.
+
+        Computed in slices of REFERENCE_CHUNK samples (samples are independent in eval mode), which
+        bounds the memory of a large model's reference at max_batch_size.
+        """
         device = next(self.module.parameters()).device
-        result = self.module(*(torch.from_numpy(feeds[s.name]).to(device) for s in self.inputs))
-        return {n: t.float().cpu().numpy() for n, t in zip(self.output_names, result, strict=True)}
+        batch = len(next(iter(feeds.values())))
+        parts: dict[str, list[np.ndarray]] = {n: [] for n in self.output_names}
+        for start in range(0, batch, REFERENCE_CHUNK):
+            chunk = [
+                torch.from_numpy(feeds[s.name][start : start + REFERENCE_CHUNK]).to(device)
+                for s in self.inputs
+            ]
+            for name, tensor in zip(self.output_names, self.module(*chunk), strict=True):
+                parts[name].append(tensor.float().cpu().numpy())
+        return {name: np.concatenate(chunks) for name, chunks in parts.items()}
 
 
 class _ImageClassifier(torch.nn.Module):

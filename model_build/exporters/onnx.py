@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import warnings
 from pathlib import Path
 from typing import Any
@@ -91,8 +92,11 @@ def optimize_transformer(loaded: LoadedModel, plain: Path, path: Path) -> dict[s
         opt_level=0,
     )
     optimized.save_model_to_file(str(path), use_external_data_format=False)
+    fused = {op: count for op, count in optimized.get_fused_operator_statistics().items() if count}
+    del optimized  # a second in-memory copy of the weights; free it before verification
+    gc.collect()
     onnx.checker.check_model(str(path))
-    return {op: count for op, count in optimized.get_fused_operator_statistics().items() if count}
+    return fused
 
 
 class OnnxExporter:

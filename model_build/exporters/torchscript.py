@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,6 +24,45 @@ TORCH_TYPES = {
 }
 
 
+def _fresh_script_namespace() -> None:
+    """Start tracing from an empty TorchScript class registry.
+
+    TorchScript names repeated module classes `___torch_mangle_<n>` with a process-wide counter that
+    lives in the Python compilation unit, so the same model traced after another one would serialise
+    to different bytes. A new compilation unit restarts the counter and keeps archives reproducible.
+    """
+    torch._C._jit_clear_class_registry()
+    torch.jit._recursive.concrete_type_store = torch.jit._recursive.ConcreteTypeStore()
+    torch.jit._state._clear_class_state()
+    torch.jit._state._python_cu = torch._C.CompilationUnit()
+
+
+def _save_without_debug_records(module: torch.jit.ScriptModule, path: Path) -> None:
+    """torch.jit.save, minus the *.debug_pkl records.
+
+    Those hold the Python call stack of the trace (caller files, line numbers, checkout paths), so
+    the same model traced from another caller would give other bytes. They only enrich TorchScript
+    error messages; the records are copied with torch's own archive reader and writer.
+    """
+    traced = path.with_name(f"traced-{path.name}")
+    torch.jit.save(module, str(traced))
+    # The writer names the archive's top folder after the file stem, so keep the final stem.
+    staging = path.parent / "staging"
+    staging.mkdir(exist_ok=True)
+    reader = torch._C.PyTorchFileReader(str(traced))
+    writer = torch._C.PyTorchFileWriter(str(staging / path.name))
+    for name in sorted(reader.get_all_records()):
+        if name.endswith(".debug_pkl") or name == ".data/serialization_id":
+            continue  # the writer derives its own serialization id from the records it holds
+        data = reader.get_record(name)
+        writer.write_record(name, data, len(data))
+    writer.write_end_of_file()
+    del writer, reader
+    (staging / path.name).replace(path)
+    traced.unlink()
+    staging.rmdir()
+
+
 def input_name(index: int) -> str:
     return f"INPUT__{index}"
 
@@ -38,9 +78,12 @@ class TorchScriptExporter:
         path = context.workdir / "model.pt"
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
             warnings.simplefilter("ignore")
+            _fresh_script_namespace()
             # Batch 2, not 1: a trace at batch 1 may specialise broadcasts to that size.
-            traced = torch.jit.trace(loaded.module, loaded.example_inputs(2), strict=False, check_trace=False)
-            torch.jit.save(traced, str(path))
+            traced = torch.jit.trace(
+                loaded.module, loaded.example_inputs(2), strict=False, check_trace=False, _store_inputs=False
+            )
+            _save_without_debug_records(traced, path)
         # Output specs come from the saved module itself, run once at batch 1.
         from model_build.runtimes import load_torchscript
 

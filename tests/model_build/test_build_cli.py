@@ -1,0 +1,105 @@
+"""`python -m model_build build|verify`: exit status and one-line messages; --help documents every option."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from build_support import tiny_cnn
+
+from model_build import cli
+from model_build.manifest import Manifest
+
+
+def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).parents[2]
+    command = [sys.executable, "-m", "model_build", *args]
+    environment = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=cwd or root, check=False, env=environment
+    )
+
+
+def _catalog(tmp_path: Path, *entries: dict) -> Path:
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"models": list(entries)}), encoding="utf-8")
+    return path
+
+
+def test_help_documents_every_command_and_option() -> None:
+    top = _run("--help")
+    assert top.returncode == 0
+    for command in ("build", "verify", "upload"):
+        assert command in top.stdout
+    build = _run("build", "--help").stdout
+    for option in (
+        "--catalog",
+        "--out",
+        "--only",
+        "--weights",
+        "--skip-format",
+        "--triton-tag",
+        "--no-progress",
+    ):
+        assert option in build
+
+
+def test_build_then_verify_through_the_command_line(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path, tiny_cnn(formats=["onnx"], input_shape=[3, 32, 32]))
+    out = tmp_path / "out"
+    built = _run("build", "--catalog", str(catalog), "--out", str(out), "--skip-format", "tensorrt")
+    assert built.returncode == 0, built.stderr
+    (record,) = Manifest.read(out / "manifest.json").archives
+    assert f"tiny-cnn/onnx: {record.target_model}" in built.stderr  # one line per finished archive
+    verified = _run("verify", str(out / record.target_model))
+    assert verified.returncode == 0
+    assert verified.stdout.startswith(
+        f"{record.target_model}: OK (layout, config.pbtxt round trip, onnxruntime run"
+    )
+    again = _run("build", "--catalog", str(catalog), "--out", str(out), "--no-progress")
+    assert again.returncode == 0 and "tiny-cnn/onnx" in again.stderr and ", cached)" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("entry", "extra", "message"),
+    [
+        (tiny_cnn(max_batch_size=0), [], "error: "),
+        (tiny_cnn(), ["--only", "nope"], "error: no model named 'nope' in the catalog; known: tiny-cnn"),
+        (tiny_cnn(formats=["tensorrt"]), [], "error: format tensorrt needs a CUDA GPU"),
+    ],
+)
+def test_failures_exit_non_zero_with_one_line(
+    tmp_path: Path, entry: dict, extra: list[str], message: str
+) -> None:
+    result = _run(
+        "build", "--catalog", str(_catalog(tmp_path, entry)), "--out", str(tmp_path / "out"), *extra
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith(message)
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_missing_catalog_and_bad_archive(tmp_path: Path) -> None:
+    missing = _run("build", "--catalog", str(tmp_path / "absent.yaml"), "--out", str(tmp_path / "out"))
+    assert missing.returncode == 1 and "cannot read the model catalog" in missing.stderr
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"junk")
+    bad = _run("verify", str(junk))
+    assert bad.returncode == 1 and bad.stderr.startswith("error: junk.tar.gz: not a readable .tar.gz archive")
+
+
+def test_triton_tag_defaults_to_the_deployed_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(cli.TRITON_TAG_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert cli.default_triton_tag() == "25.04-py3"
+    (tmp_path / "cdk.json").write_text(
+        json.dumps({"context": {"tritonImageTag": "25.09-py3"}}), encoding="utf-8"
+    )
+    assert cli.default_triton_tag() == "25.09-py3"
+    monkeypatch.setenv(cli.TRITON_TAG_ENV, "24.09-py3")
+    assert cli.default_triton_tag() == "24.09-py3"

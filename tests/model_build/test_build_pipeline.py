@@ -1,0 +1,135 @@
+"""The build: archives plus manifest, reproducible, incremental, and nothing half-written on failure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from build_support import catalog_of, tiny_cnn, tiny_roberta
+
+from model_build import build as build_module
+from model_build.archive import read_archive
+from model_build.build import ArchiveOutcome, BuildError, build_catalog
+from model_build.catalog import Catalog, Format, Weights
+from model_build.exporters import onnx as onnx_exporter
+from model_build.manifest import MANIFEST_FILE_NAME, Manifest
+
+
+def _archives(out: Path) -> list[str]:
+    return sorted(p.name for p in out.glob("*.tar.gz"))
+
+
+def test_one_archive_per_model_and_format_and_a_manifest_naming_them(built: tuple[Path, Manifest]) -> None:
+    out, manifest = built
+    assert sorted((a.name, a.format) for a in manifest.archives) == [
+        ("tiny-cnn", "onnx"),
+        ("tiny-cnn", "torchscript"),
+        ("tiny-roberta", "onnx"),
+        ("tiny-roberta", "torchscript"),
+    ]
+    assert _archives(out) == sorted(manifest.target_models)
+    assert Manifest.read(out / MANIFEST_FILE_NAME) == manifest
+    assert not list(out.glob(".work-*")) and not list(out.glob(".partial-*"))
+    for record in manifest.archives:
+        contents = read_archive(out / record.target_model)
+        assert contents.model_dir == f"{record.name}-{record.format}"
+        assert contents.inputs == record.inputs and contents.outputs == record.outputs
+        assert contents.config.max_batch_size == record.max_batch_size == 4
+        assert record.details["parity"]["max_abs_error"]
+
+
+def test_two_builds_give_the_same_bytes(
+    built: tuple[Path, Manifest], tiny_catalog: Catalog, tmp_path: Path
+) -> None:
+    out, manifest = built
+    again = build_catalog(tiny_catalog, tmp_path, progress=False)
+    assert again.target_models == manifest.target_models
+    for name in again.target_models:
+        assert (tmp_path / name).read_bytes() == (out / name).read_bytes()
+
+
+def test_unchanged_rebuild_exports_nothing(
+    built: tuple[Path, Manifest], tiny_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, manifest = built
+
+    def no_export(*_: object) -> None:
+        raise AssertionError("an unchanged entry was exported again")
+
+    monkeypatch.setattr(build_module, "_export_verified", no_export)
+    monkeypatch.setattr("model_build.sources.load_model", no_export)
+    outcomes: list[ArchiveOutcome] = []
+    assert build_catalog(tiny_catalog, out, progress=False, on_archive=outcomes.append) == manifest
+    assert len(outcomes) == 4 and all(o.cached for o in outcomes)
+
+
+def test_a_changed_entry_is_rebuilt_under_a_new_name(built: tuple[Path, Manifest], tmp_path: Path) -> None:
+    _, manifest = built
+    changed = catalog_of(tiny_cnn(formats=["onnx"], max_batch_size=2))
+    record = build_catalog(changed, tmp_path, progress=False).find("tiny-cnn", "onnx")
+    assert record.target_model != manifest.find("tiny-cnn", "onnx").target_model
+
+
+def test_failed_parity_leaves_no_archive_and_no_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_export = onnx_exporter.export_plain
+
+    def tampered(loaded, path):  # type: ignore[no-untyped-def]
+        from test_build_exporters import _scale_first_weight
+
+        real_export(loaded, path)
+        _scale_first_weight(path)
+        return path
+
+    monkeypatch.setattr(onnx_exporter, "export_plain", tampered)
+    (tmp_path / MANIFEST_FILE_NAME).write_text("previous", encoding="utf-8")
+    with pytest.raises(BuildError) as caught:
+        build_catalog(catalog_of(tiny_cnn()), tmp_path, progress=False)
+    message = str(caught.value)
+    assert message.startswith(
+        "1 of 2 archives failed; first: tiny-cnn/onnx: onnx batch 1: output 'output' differs"
+    )
+    assert "\n" not in message
+    # The other format of the same model still built; the failed one left nothing; the manifest is untouched.
+    assert [name.split("-")[2] for name in _archives(tmp_path)] == ["torchscript"]
+    assert (tmp_path / MANIFEST_FILE_NAME).read_text(encoding="utf-8") == "previous"
+    assert not list(tmp_path.glob(".work-*")) and not list(tmp_path.glob(".partial-*"))
+
+
+def test_only_and_skip_keep_earlier_archives_in_the_manifest(
+    built: tuple[Path, Manifest], tmp_path: Path
+) -> None:
+    _, manifest = built
+    catalog = catalog_of(tiny_cnn(), tiny_roberta())
+    first = build_catalog(
+        catalog, tmp_path, only="tiny-roberta", skip_formats=[Format.TORCHSCRIPT], progress=False
+    )
+    assert [(a.name, a.format) for a in first.archives] == [("tiny-roberta", "onnx")]
+    second = build_catalog(catalog, tmp_path, only="tiny-cnn", progress=False)
+    assert sorted((a.name, a.format) for a in second.archives) == [
+        ("tiny-cnn", "onnx"), ("tiny-cnn", "torchscript"), ("tiny-roberta", "onnx"),
+    ]  # fmt: skip
+    assert second.target_models <= manifest.target_models
+
+
+def test_weights_override_is_recorded(tmp_path: Path) -> None:
+    catalog = catalog_of(tiny_cnn(weights="pretrained", formats=["onnx"], input_shape=[3, 32, 32]))
+    record = build_catalog(catalog, tmp_path, weights_override=Weights.RANDOM, progress=False).archives[0]
+    assert record.weights == "random"
+    assert json.loads((tmp_path / MANIFEST_FILE_NAME).read_text())["archives"][0]["weights"] == "random"
+
+
+def test_tensorrt_without_a_gpu_fails_fast_unless_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    catalog = catalog_of(tiny_cnn(formats=["onnx", "tensorrt"], input_shape=[3, 32, 32]))
+    with pytest.raises(
+        BuildError, match="format tensorrt needs a CUDA GPU and none is available; pass --skip-format"
+    ):
+        build_catalog(catalog, tmp_path / "a", progress=False)
+    assert not (tmp_path / "a").exists()
+    manifest = build_catalog(catalog, tmp_path / "b", skip_formats=[Format.TENSORRT], progress=False)
+    assert [a.format for a in manifest.archives] == ["onnx"]
