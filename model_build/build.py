@@ -9,6 +9,7 @@ Programmatic entry points:
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 import time
@@ -185,6 +186,14 @@ def _kept_records(out_dir: Path, catalog: Catalog, rebuilt: set[tuple[str, str]]
     ]
 
 
+def _remove_leftovers(out_dir: Path) -> None:
+    """Scratch files of an interrupted build (one build per out_dir at a time)."""
+    for scratch in out_dir.glob(".work-*"):
+        shutil.rmtree(scratch, ignore_errors=True)
+    for partial in out_dir.glob(".partial-*"):
+        partial.unlink(missing_ok=True)
+
+
 def _report_line(outcome: ArchiveOutcome) -> str:
     record = outcome.record
     how = "cached" if outcome.cached else f"built in {outcome.seconds:.1f} s"
@@ -215,6 +224,7 @@ def build_catalog(
     entries = [effective_entry(e, weights_override) for e in selected]
     preflight(entries, skip, triton_tag)
     out_dir.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(out_dir)
     cache = BuildCache(out_dir)
     total = sum(len(_jobs(e, skip)) for e in entries)
     records: list[ArchiveRecord] = []

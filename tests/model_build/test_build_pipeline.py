@@ -114,6 +114,16 @@ def test_only_and_skip_keep_earlier_archives_in_the_manifest(
     assert second.target_models <= manifest.target_models
 
 
+def test_leftovers_of_an_interrupted_build_are_removed(tmp_path: Path) -> None:
+    (tmp_path / ".work-killed").mkdir()
+    (tmp_path / ".work-killed" / "plain.onnx").write_bytes(b"half")
+    (tmp_path / ".partial-x.tar.gz").write_bytes(b"half")
+    build_catalog(catalog_of(tiny_cnn(formats=["onnx"], input_shape=[3, 32, 32])), tmp_path, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [".cache", *_archives(tmp_path), MANIFEST_FILE_NAME]
+    )
+
+
 def test_weights_override_is_recorded(tmp_path: Path) -> None:
     catalog = catalog_of(tiny_cnn(weights="pretrained", formats=["onnx"], input_shape=[3, 32, 32]))
     record = build_catalog(catalog, tmp_path, weights_override=Weights.RANDOM, progress=False).archives[0]
