@@ -49,8 +49,10 @@ snapshot-update: install
 deploy: install
 	$(CDK) deploy --all --require-approval never
 
+STACK ?= TritonMultiModelEndpoint
+# With DIFF_TEMPLATE=path/to/saved.template.json the diff needs no credentials (see README).
 diff: install
-	$(CDK) diff --all
+	$(if $(DIFF_TEMPLATE),$(CDK) diff $(STACK) --template $(DIFF_TEMPLATE),$(CDK) diff --all)
 
 build-models: $(PY_STAMP)
 	$(PY) -m model_build build --catalog models.yaml --out build/models $(BUILD_ARGS)
