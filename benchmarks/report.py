@@ -31,6 +31,8 @@ def _number(value: float | None) -> str:
     if math.isinf(value) or math.isnan(value):
         return str(value)
     magnitude = abs(value)
+    if value.is_integer() and magnitude < 1e6:
+        return f"{value:,.0f}"
     if magnitude >= 1000:
         return f"{value:,.0f}"
     if magnitude >= 100:
