@@ -57,5 +57,9 @@ diff: install
 build-models: $(PY_STAMP)
 	$(PY) -m model_build build --catalog models.yaml --out build/models $(BUILD_ARGS)
 
+# Serves build/models in a local CPU Triton in SageMaker multi-model mode (see README, "Try it locally").
+serve-local: $(PY_STAMP)
+	$(PY) -m local_triton serve --models build/models $(SERVE_ARGS)
+
 clean:
 	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache
