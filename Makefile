@@ -15,7 +15,7 @@ CDK := npx --no-install cdk --no-notices
 
 .PHONY: install synth test lint typecheck unit deploy diff build-models serve-local bench snapshot-update clean
 
-$(PY_STAMP): requirements.txt requirements-build.txt requirements-dev.txt
+$(PY_STAMP): requirements.txt requirements-build.txt requirements-torch.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3
 	$(PY) -m pip install --quiet -r requirements-dev.txt

@@ -16,6 +16,8 @@ def build_spec(*, tensorrt: bool) -> dict[str, Any]:
         # No document states the runner's NVIDIA driver: record it in every build log.
         "nvidia-smi",
         "python -m pip install --quiet -r requirements-build.txt",
+        # The image's own PyTorch exports the models: record which one, next to the driver.
+        "python -c 'import torch; print(\"torch\", torch.__version__, \"CUDA\", torch.version.cuda)'",
     ]
     if tensorrt:
         install.append(
