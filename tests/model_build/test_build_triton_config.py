@@ -41,7 +41,7 @@ def test_default_onnxruntime_settings() -> None:
     assert not config.optimization.HasField("graph")
     assert _parameters(config) == {
         "cudnn_conv_algo_search": "1",
-        "execution_mode": "1",
+        "execution_mode": "0",
         "arena_extend_strategy": "1",
         "enable_mem_pattern": "1",
         "do_copy_in_default_stream": "1",
@@ -60,7 +60,7 @@ def test_graph_levels_are_the_numbers_the_backend_reads(level: str, number: int)
 def test_every_onnxruntime_setting_is_mapped() -> None:
     settings = {
         "cudnn_conv_algo_search": "exhaustive",
-        "execution_mode": "sequential",
+        "execution_mode": "parallel",
         "arena_extend_strategy": "next_power_of_two",
         "enable_mem_pattern": False,
         "do_copy_in_default_stream": False,
@@ -71,7 +71,7 @@ def test_every_onnxruntime_setting_is_mapped() -> None:
     config = _config(tiny_cnn(onnxruntime=settings))
     assert _parameters(config) == {
         "cudnn_conv_algo_search": "0",
-        "execution_mode": "0",
+        "execution_mode": "1",
         "arena_extend_strategy": "0",
         "enable_mem_pattern": "0",
         "do_copy_in_default_stream": "0",
@@ -100,6 +100,7 @@ def test_onnxruntime_settings_stay_out_of_other_formats() -> None:
 
 def test_batching_instances_and_warmup() -> None:
     raw = tiny_roberta(
+        warmup=True,
         instance_count=2,
         dynamic_batching={"preferred_batch_sizes": [2, 4], "max_queue_delay_microseconds": 500},
     )
@@ -117,9 +118,9 @@ def test_batching_instances_and_warmup() -> None:
     assert (ids.data_type, list(ids.dims), ids.zero_data) == (pb.TYPE_INT64, [16], True)
 
 
-def test_float_warmup_is_random_and_can_be_disabled() -> None:
-    assert _config(tiny_cnn()).model_warmup[0].inputs["input"].random_data
-    assert not _config(tiny_cnn(warmup=False)).model_warmup
+def test_float_warmup_is_random_and_off_by_default() -> None:
+    assert _config(tiny_cnn(warmup=True)).model_warmup[0].inputs["input"].random_data
+    assert not _config(tiny_cnn()).model_warmup
     assert not _config(tiny_cnn(dynamic_batching={"enabled": False})).HasField("dynamic_batching")
 
 
