@@ -88,7 +88,8 @@ def test_buildspec_prints_the_gpu_installs_then_builds_profiles_and_publishes(de
     install, build = phases["install"]["commands"], phases["build"]["commands"]
     assert install[0] == "nvidia-smi"
     assert install[1] == "python -m pip install --quiet -r requirements-build.txt"
-    assert "https://pypi.nvidia.com" in install[2] and '"$TENSORRT_REQUIREMENT"' in install[2]
+    assert install[2].startswith("python -c 'import torch;")  # the image's own PyTorch, logged
+    assert "https://pypi.nvidia.com" in install[3] and '"$TENSORRT_REQUIREMENT"' in install[3]
     steps = [re.match(r"python -m model_build (\S+)", command)[1] for command in build]  # type: ignore[index]
     assert steps == ["build", "profile", "upload", "publish-performance"]
     assert '--triton-tag "$TRITON_IMAGE_TAG"' in build[0]
