@@ -17,7 +17,7 @@ def build_spec(*, tensorrt: bool) -> dict[str, Any]:
         "nvidia-smi",
         "python -m pip install --quiet -r requirements-build.txt",
         # The image's own PyTorch exports the models: record which one, next to the driver.
-        "python -c 'import torch; print(\"torch\", torch.__version__, \"CUDA\", torch.version.cuda)'",
+        'python -c \'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)\'',
     ]
     if tensorrt:
         install.append(
