@@ -7,6 +7,7 @@ Exit status 0 when every selected benchmark ran (or was not run for a stated rea
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import tempfile
@@ -47,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         command=command,
         quick=args.quick,
     )
+    # Other work on the machine skews every figure (PyTorch eager most): the load is recorded with them.
+    report.machine["load_average_1min_before"] = round(os.getloadavg()[0], 2)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="benchmarks-") as scratch:
         ctx = RunContext(quick=args.quick, scratch=Path(scratch))
@@ -56,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench]   {section.status}", file=sys.stderr, flush=True)
             report.sections.append(section)
     report.duration_s = time.perf_counter() - started
+    report.machine["load_average_1min_after"] = round(os.getloadavg()[0], 2)
     for path in write_report(report, args.out):
         print(path)
     failed = [s for s in report.sections if s.status.startswith("failed")]

@@ -96,7 +96,9 @@ def render_markdown(report: Report, *, chart_name: str) -> str:
         f"## Benchmark results {report.date}",
         "",
         f"Machine: {machine['cpu_model']}, {machine['usable_cores']} cores, "
-        f"{machine.get('memory_gib')} GiB RAM, GPU: {gpu}.  ",
+        f"{machine.get('memory_gib')} GiB RAM, GPU: {gpu}; load average (1 min) "
+        f"{machine.get('load_average_1min_before', '?')} before the run, "
+        f"{machine.get('load_average_1min_after', '?')} after.  ",
         f"Command: `{report.command}`{' (quick mode: smaller counts and inputs)' if report.quick else ''}; "
         f"run time {report.duration_s:.0f} s.  ",
         f"Versions: {versions}.",

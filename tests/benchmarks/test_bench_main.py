@@ -22,6 +22,7 @@ def test_quick_payloads_and_gpu_write_all_three_files(tmp_path: Path) -> None:
     assert json_path.with_suffix(".png").is_file()
     data = json.loads(json_path.read_text())
     assert data["quick"] is True
+    assert {"load_average_1min_before", "load_average_1min_after", "cpu_model"} <= set(data["machine"])
     assert data["command"] == "python -m benchmarks --quick --only payloads gpu --out " + str(tmp_path)
     sections = {section["name"]: section for section in data["sections"]}
     assert set(sections) == {"payloads", "gpu"}
