@@ -42,7 +42,7 @@ SPECS = {
 
 @pytest.fixture(scope="session")
 def tiny_archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """'notebook': minimal config; 'project': the project's config (ORT settings and a warm-up)."""
+    """'notebook': minimal config; 'project': the project's config generator (ORT settings, a warm-up)."""
     folder = tmp_path_factory.mktemp("tiny")
     model = tiny_onnx(folder / "tiny.onnx")
     entry = parse_catalog(
@@ -54,6 +54,8 @@ def tiny_archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                     "weights": "random",
                     "formats": ["onnx"],
                     "max_batch_size": 4,
+                    # A warm-up request, so the cold-start child's warm-up phase is exercised.
+                    "warmup": True,
                 }
             ]
         }
