@@ -58,15 +58,24 @@ def _jobs(entry: ModelEntry, skip: frozenset[Format]) -> list[Format]:
     return [fmt for fmt in FORMAT_ORDER if fmt in entry.formats and fmt not in skip]
 
 
-def preflight(entries: Iterable[ModelEntry], skip: frozenset[Format], triton_tag: str) -> None:
-    """Everything that can be checked before any export: unknown models, missing configs, TensorRT."""
+def _check_tensorrt(entries: list[ModelEntry], skip: frozenset[Format], triton_tag: str) -> None:
+    if any(Format.TENSORRT in _jobs(e, skip) for e in entries):
+        from model_build.exporters.tensorrt import require_tensorrt
+
+        try:
+            require_tensorrt(triton_tag)
+        except ExportError as error:
+            raise BuildError(str(error)) from None
+
+
+def _check_sources(entries: list[ModelEntry]) -> None:
+    if not entries:
+        return
     import torchvision
 
-    from model_build.exporters.tensorrt import require_tensorrt
     from model_build.sources import resolve_hf_config
 
     known = set(torchvision.models.list_models())
-    entries = list(entries)
     for entry in entries:
         if entry.source_kind == "torchvision" and entry.source_id not in known:
             raise CatalogError(
@@ -75,11 +84,6 @@ def preflight(entries: Iterable[ModelEntry], skip: frozenset[Format], triton_tag
             )
         if entry.source_kind == "huggingface" and entry.weights is Weights.RANDOM:
             resolve_hf_config(entry)
-    if any(Format.TENSORRT in _jobs(e, skip) for e in entries):
-        try:
-            require_tensorrt(triton_tag)
-        except ExportError as error:
-            raise BuildError(str(error)) from None
 
 
 def _record(
@@ -222,19 +226,23 @@ def build_catalog(
     skip = frozenset(skip_formats)
     selected = [catalog.entry(only)] if only else list(catalog.models)
     entries = [effective_entry(e, weights_override) for e in selected]
-    preflight(entries, skip, triton_tag)
+    _check_tensorrt(entries, skip, triton_tag)
+    cache = BuildCache(out_dir)
+    plans = [_plan(entry, _jobs(entry, skip), cache, triton_tag) for entry in entries]
+    # A cache hit proves its entry's source; only entries with something to export are checked (and
+    # a rebuild with nothing to do never imports the model libraries).
+    _check_sources([plan.entry for plan in plans if plan.pending])
     out_dir.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out_dir)
-    cache = BuildCache(out_dir)
     total = sum(len(_jobs(e, skip)) for e in entries)
     records: list[ArchiveRecord] = []
     failures: list[str] = []
     with tqdm(total=total, unit="archive", file=sys.stderr, disable=not progress, dynamic_ncols=True) as bar:
-        for entry in entries:
-            skipped = sorted(f.value for f in skip & set(entry.formats))
+        for plan in plans:
+            skipped = sorted(f.value for f in skip & set(plan.entry.formats))
             if skipped:
-                bar.write(f"{entry.name}: skipping {', '.join(skipped)} (asked to)", file=sys.stderr)
-            for outcome in _build_entry(entry, _jobs(entry, skip), out_dir, cache, triton_tag, failures, bar):
+                bar.write(f"{plan.entry.name}: skipping {', '.join(skipped)} (asked to)", file=sys.stderr)
+            for outcome in _build_entry(plan, out_dir, cache, triton_tag, failures, bar):
                 records.append(outcome.record)
                 bar.write(_report_line(outcome), file=sys.stderr)
                 if on_archive:
@@ -248,32 +256,45 @@ def build_catalog(
     return manifest
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """One catalog entry's archives: cache key per format, and what the cache already holds."""
+
+    entry: ModelEntry
+    keys: dict[Format, str]
+    hits: dict[Format, ArchiveRecord]
+
+    @property
+    def pending(self) -> list[Format]:
+        return [fmt for fmt in self.keys if fmt not in self.hits]
+
+
+def _plan(entry: ModelEntry, formats: list[Format], cache: BuildCache, triton_tag: str) -> _Plan:
+    keys: dict[Format, str] = {}
+    for fmt in formats:
+        extra = {}
+        if fmt is Format.TENSORRT:
+            from model_build.exporters.tensorrt import require_tensorrt
+
+            extra = {"triton_tag": triton_tag, "tensorrt": str(require_tensorrt(triton_tag).__version__)}
+        keys[fmt] = cache_key(entry, fmt, extra=extra)
+    hits = {fmt: hit for fmt, key in keys.items() if (hit := cache.lookup(key)) is not None}
+    return _Plan(entry, keys, hits)
+
+
 def _build_entry(
-    entry: ModelEntry,
-    formats: list[Format],
+    plan: _Plan,
     out_dir: Path,
     cache: BuildCache,
     triton_tag: str,
     failures: list[str],
     bar: Any,
 ) -> Iterable[ArchiveOutcome]:
-    from model_build.exporters.tensorrt import require_tensorrt
-
-    keys: dict[Format, str] = {}
-    for fmt in formats:
-        extra = {}
-        if fmt is Format.TENSORRT:
-            extra = {"triton_tag": triton_tag, "tensorrt": str(require_tensorrt(triton_tag).__version__)}
-        keys[fmt] = cache_key(entry, fmt, extra=extra)
-    pending = []
-    for fmt in formats:
-        started = time.monotonic()
-        hit = cache.lookup(keys[fmt])
-        if hit is not None:
-            bar.update(1)
-            yield ArchiveOutcome(hit, cached=True, seconds=time.monotonic() - started)
-        else:
-            pending.append(fmt)
+    entry, keys = plan.entry, plan.keys
+    for hit in plan.hits.values():
+        bar.update(1)
+        yield ArchiveOutcome(hit, cached=True, seconds=0.0)
+    pending = plan.pending
     if not pending:
         return
     from model_build.sources import load_model
