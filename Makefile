@@ -61,5 +61,9 @@ build-models: $(PY_STAMP)
 serve-local: $(PY_STAMP)
 	$(PY) -m local_triton serve --models build/models $(SERVE_ARGS)
 
+# Measured comparisons (see README, "Benchmarks"); results land in benchmarks/results/.
+bench: install
+	$(PY) -m benchmarks $(BENCH_ARGS)
+
 clean:
 	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache
