@@ -54,6 +54,9 @@ STACK ?= TritonMultiModelEndpoint
 diff: install
 	$(if $(DIFF_TEMPLATE),$(CDK) diff $(STACK) --template $(DIFF_TEMPLATE),$(CDK) diff --all)
 
+# Offline by default (random weights, no TensorRT); `make build-models BUILD_ARGS=` builds the catalog
+# as written (pretrained weights download; tensorrt needs a GPU and TensorRT).
+BUILD_ARGS ?= --weights random --skip-format tensorrt
 build-models: $(PY_STAMP)
 	$(PY) -m model_build build --catalog models.yaml --out build/models $(BUILD_ARGS)
 
