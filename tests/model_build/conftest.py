@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 from build_support import catalog_of, tiny_cnn, tiny_roberta
+from moto import mock_aws
+from store_support import BUCKET
 
 from model_build.build import build_catalog
 from model_build.catalog import Catalog
@@ -22,3 +27,13 @@ def built(tmp_path_factory: pytest.TempPathFactory, tiny_catalog: Catalog) -> tu
     """One real build of both tiny models in both CPU formats, shared by the read-only tests."""
     out = tmp_path_factory.mktemp("built")
     return out, build_catalog(tiny_catalog, out, progress=False)
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A moto S3 with the model store bucket; the CLI's own clients find the region in the environment."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        client = boto3.client("s3")
+        client.create_bucket(Bucket=BUCKET)
+        yield client

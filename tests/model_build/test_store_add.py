@@ -4,34 +4,15 @@ from __future__ import annotations
 
 import shutil
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
+from store_support import BUCKET, one_line_error
 
 from model_build.cli import main as model_build_main
 from model_build.manifest import Manifest
 from model_build.upload import read_published_manifest
-
-BUCKET = "model-store"
-
-
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        client = boto3.client("s3")
-        client.create_bucket(Bucket=BUCKET)
-        yield client
-
-
-def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err
-    return err
 
 
 def _model_keys(s3: Any) -> list[str]:
@@ -130,7 +111,7 @@ def test_add_refuses_a_broken_archive_and_uploads_nothing(
         tar.add(config, arcname="m/config.pbtxt")
 
     assert model_build_main(["add", str(broken), "--bucket", BUCKET, "--name", "m"]) == 1
-    assert "incomplete.tar.gz: found ['m/config.pbtxt']; expected exactly" in _error_line(capsys)
+    assert "incomplete.tar.gz: found ['m/config.pbtxt']; expected exactly" in one_line_error(capsys)
     assert _model_keys(s3) == []
     assert read_published_manifest(s3, BUCKET, "manifests/") is None
 
@@ -144,7 +125,7 @@ def test_add_refuses_a_renamed_archive_whose_name_claims_another_hash(
     shutil.copy(out / record.target_model, renamed)
 
     assert model_build_main(["add", str(renamed), "--bucket", BUCKET]) == 1
-    assert "claims content hash 0000000000000000" in _error_line(capsys)
+    assert "claims content hash 0000000000000000" in one_line_error(capsys)
     assert _model_keys(s3) == []
 
 
@@ -156,7 +137,7 @@ def test_add_never_overwrites_a_key_with_different_bytes(
     s3.put_object(Bucket=BUCKET, Key=f"models/{record.target_model}", Body=b"someone else's model")
 
     assert model_build_main(["add", str(out / record.target_model), "--bucket", BUCKET, "--name", "m"]) == 1
-    assert "already exists with different content" in _error_line(capsys)
+    assert "already exists with different content" in one_line_error(capsys)
     body = s3.get_object(Bucket=BUCKET, Key=f"models/{record.target_model}")["Body"].read()
     assert body == b"someone else's model"
     assert read_published_manifest(s3, BUCKET, "manifests/") is None
@@ -179,5 +160,5 @@ def test_add_argument_errors_are_one_line(
     out, manifest = built
     archive = out / manifest.find("tiny-cnn", "onnx").target_model
     assert model_build_main(["add", str(archive), "--bucket", BUCKET, *arguments]) == 1
-    assert message in _error_line(capsys)
+    assert message in one_line_error(capsys)
     assert _model_keys(s3) == []

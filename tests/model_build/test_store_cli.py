@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
+from store_support import BUCKET, one_line_error
 
 from model_build.store_cli import main
 from model_build.upload import read_published_manifest
-from tests.model_build.test_upload import ARCHIVES, BUCKET, write_build
-
-
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        client = boto3.client("s3")
-        client.create_bucket(Bucket=BUCKET)
-        yield client
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err
-    return err
+from tests.model_build.test_upload import ARCHIVES, write_build
 
 
 def test_upload_command_publishes_and_reports(
@@ -52,14 +35,14 @@ def test_upload_command_refuses_a_conflicting_key_in_one_line(
     s3.put_object(Bucket=BUCKET, Key="models/resnet-onnx-aaaa.tar.gz", Body=b"other")
 
     assert main(["upload", "--from", str(tmp_path), "--bucket", BUCKET]) == 1
-    assert "models/resnet-onnx-aaaa.tar.gz already exists with different content" in _one_line_error(capsys)
+    assert "models/resnet-onnx-aaaa.tar.gz already exists with different content" in one_line_error(capsys)
     assert read_published_manifest(s3, BUCKET, "manifests/") is None
 
 
 def test_s3_errors_are_one_line(s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_build(tmp_path, ARCHIVES)
     assert main(["upload", "--from", str(tmp_path), "--bucket", "no-such-bucket"]) == 1
-    assert "no-such-bucket" in _one_line_error(capsys)
+    assert "no-such-bucket" in one_line_error(capsys)
 
 
 def test_list_marks_archives_outside_the_manifest(
@@ -99,7 +82,7 @@ def test_remove_refuses_an_archive_the_manifest_points_to(
     main(["upload", "--from", str(tmp_path), "--bucket", BUCKET])
 
     assert main(["remove", "resnet-onnx-aaaa.tar.gz", "--bucket", BUCKET]) == 1
-    assert "current manifest still points to it (resnet/onnx)" in _one_line_error(capsys)
+    assert "current manifest still points to it (resnet/onnx)" in one_line_error(capsys)
     assert s3.head_object(Bucket=BUCKET, Key="models/resnet-onnx-aaaa.tar.gz")["ContentLength"] == 18
 
 
@@ -124,4 +107,4 @@ def test_remove_deletes_an_unreferenced_archive_and_rejects_unknown_ones(
     assert main(["remove", "old-onnx-1111.tar.gz", "--bucket", BUCKET]) == 0
     assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix="models/")
     assert main(["remove", "old-onnx-1111.tar.gz", "--bucket", BUCKET]) == 1
-    assert "models/old-onnx-1111.tar.gz: no such archive" in _one_line_error(capsys)
+    assert "models/old-onnx-1111.tar.gz: no such archive" in one_line_error(capsys)

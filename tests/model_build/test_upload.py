@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
+from store_support import BUCKET
 
 from model_build.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest, TensorSpec
 from model_build.upload import PublishError, publish_manifest, read_published_manifest, upload_build
-
-BUCKET = "model-store"
 
 
 class RecordingS3:
@@ -39,14 +35,6 @@ class RecordingS3:
 
     def writes(self) -> list[str]:
         return [key for operation, key in self.calls if operation in ("upload_file", "put_object")]
-
-
-@pytest.fixture
-def s3() -> Iterator[Any]:
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket=BUCKET)
-        yield client
 
 
 def _record(name: str, fmt: str, path: Path) -> ArchiveRecord:
