@@ -12,13 +12,16 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 CDK := npx --no-install cdk --no-notices
+TRITON_MME := $(VENV)/bin/triton-mme
+BUILD_DIR := build/models
 
 .PHONY: install synth test lint typecheck unit deploy diff build-models serve-local bench snapshot-update clean
 
-$(PY_STAMP): requirements.txt requirements-build.txt requirements-torch.txt requirements-dev.txt
+$(PY_STAMP): requirements.txt requirements-build.txt requirements-client.txt requirements-torch.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install -qq --no-deps --editable .
 	touch $@
 
 $(NODE_STAMP): package.json package-lock.json
@@ -58,15 +61,15 @@ diff: install
 # as written (pretrained weights download; tensorrt needs a GPU and TensorRT).
 BUILD_ARGS ?= --weights random --skip-format tensorrt
 build-models: $(PY_STAMP)
-	$(PY) -m model_build build --catalog models.yaml --out build/models $(BUILD_ARGS)
+	$(TRITON_MME) build --catalog models.yaml --out $(BUILD_DIR) $(BUILD_ARGS)
 
 # Serves build/models in a local CPU Triton in SageMaker multi-model mode (see README, "Try it locally").
 serve-local: $(PY_STAMP)
-	$(PY) -m local_triton serve --models build/models $(SERVE_ARGS)
+	$(TRITON_MME) serve-local --models $(BUILD_DIR) $(SERVE_ARGS)
 
 # Measured comparisons (see README, "Benchmarks"); results land in benchmarks/results/.
 bench: install
-	$(PY) -m benchmarks $(BENCH_ARGS)
+	$(TRITON_MME) bench $(BENCH_ARGS)
 
 clean:
 	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache

@@ -15,10 +15,10 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk
 
-from model_build.catalog import CatalogError, load_catalog
-from stacks.build_target import check_build_target
-from stacks.composition import compose
-from stacks.settings import CONTEXT_KEYS, Settings, SettingsError
+from infra.build_target import check_build_target
+from infra.composition import compose
+from infra.settings import CONTEXT_KEYS, Settings, SettingsError
+from triton_mme.core.catalog import CatalogError, load_catalog
 
 
 def read_settings(app: cdk.App) -> Settings:

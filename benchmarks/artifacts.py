@@ -1,4 +1,4 @@
-"""The models both sides of a comparison run: the project's archives (built by model_build from the
+"""The models both sides of a comparison run: the project's archives (built by triton_mme.model_build from the
 default catalog's settings, with random weights) and notebook-style exports of the same architectures.
 """
 
@@ -9,8 +9,8 @@ from typing import Any
 
 from benchmarks import baselines
 from benchmarks.context import REPO_ROOT, RunContext
-from model_build.catalog import Catalog, Format, ModelEntry, Weights, load_catalog
-from model_build.manifest import ArchiveRecord, Manifest, TensorSpec
+from triton_mme.core.catalog import Catalog, Format, ModelEntry, Weights, load_catalog
+from triton_mme.core.manifest import ArchiveRecord, Manifest, TensorSpec
 
 DEFAULT_CATALOG = REPO_ROOT / "models.yaml"
 TEXT_SEQUENCE_LENGTH = 128
@@ -42,7 +42,7 @@ def text_entry() -> ModelEntry:
 
 def build_project(catalog: Catalog, out_dir: Path) -> Manifest:
     """The project's own build (export, verify, package) of a catalog, on CPU."""
-    from model_build.build import build_catalog
+    from triton_mme.model_build.pipeline import build_catalog
 
     return build_catalog(catalog, out_dir, progress=False)
 
@@ -90,7 +90,7 @@ def text_config() -> Any:
     """The shipped RoBERTa-base architecture, resolved as the build resolves it (never downloaded)."""
     import transformers
 
-    from model_build.sources import resolve_hf_config
+    from triton_mme.model_build.sources import resolve_hf_config
 
     return transformers.AutoConfig.for_model(**resolve_hf_config(text_entry()))
 

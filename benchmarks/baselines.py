@@ -15,8 +15,8 @@ from typing import Any
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as pb
 
-from model_build.manifest import TensorSpec
-from model_build.triton_config import triton_type
+from triton_mme.core.manifest import TensorSpec
+from triton_mme.core.triton_config import triton_type
 
 NOTEBOOK_OPSET = 11
 

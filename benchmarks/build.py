@@ -1,5 +1,5 @@
 """6. Build: a full build of the default catalog with random weights vs an unchanged rebuild, both through
-the project's CLI as a user runs it (`python -m model_build build ...`).
+the project's CLI as a user runs it (`python -m triton_mme build ...`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def tensorrt_available() -> bool:
 
 
 def build_command(catalog: Path, out_dir: Path) -> list[str]:
-    command = [sys.executable, "-m", "model_build", "build", "--catalog", str(catalog), "--out", str(out_dir)]
+    command = [sys.executable, "-m", "triton_mme", "build", "--catalog", str(catalog), "--out", str(out_dir)]
     command += ["--weights", "random"]
     if not tensorrt_available():
         command += ["--skip-format", "tensorrt"]

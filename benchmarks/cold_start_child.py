@@ -24,10 +24,10 @@ from tritonclient.grpc import model_config_pb2 as pb
 
 from benchmarks.onnx_load import create_session, model_file, read_config, unpack, warmup_requests
 from benchmarks.ort_options import cuda_provider_options, session_options
-from model_build.archive import read_archive
-from model_build.catalog import Format
-from model_build.samples import sample_inputs
-from model_build.triton_config import tensor_specs
+from triton_mme.core.archive import read_archive
+from triton_mme.core.catalog import Format
+from triton_mme.core.samples import sample_inputs
+from triton_mme.core.triton_config import tensor_specs
 
 Runner = Callable[[dict[str, np.ndarray]], object]
 

@@ -1,8 +1,8 @@
 """7. GPU: the project's ResNet-50 archives on CUDA vs PyTorch eager fp32. Runs only where torch sees a
 CUDA device; on the GPU build runner (TensorRT and CUDA ONNX Runtime installed) it also covers the
-TensorRT plan and the ONNX artifact, through model_build.profile — the code that profiles every build.
+TensorRT plan and the ONNX artifact, through triton_mme.profiler.profile — the code that profiles every build.
 
-- profile: model_build.profile.profile_archive for every archive (load time, GPU memory, throughput).
+- profile: triton_mme.profiler.profile.profile_archive for every archive (load time, GPU memory, throughput).
 - side by side: eager fp32, the TorchScript artifact as shipped (fp32) and the same artifact cast to
   fp16 at load, host-to-host (inputs copied in, outputs copied out) at batch 1, 8 and 128.
 - memory: several copies of the TorchScript artifact loaded side by side, as an MME holds models.
@@ -24,8 +24,8 @@ from benchmarks.context import RunContext
 from benchmarks.onnx_load import unpack
 from benchmarks.results import Section
 from benchmarks.timing import measure_side_by_side, run_child, throughput
-from model_build.catalog import Format
-from model_build.naming import MODEL_VERSION
+from triton_mme.core.catalog import Format
+from triton_mme.core.naming import MODEL_VERSION
 
 NAME = "gpu"
 TITLE = "7. GPU: ResNet-50 TorchScript (and TensorRT / ONNX where present) vs PyTorch eager"
@@ -79,7 +79,7 @@ def host_to_host(module: Any, images: np.ndarray) -> Callable[[], object]:
 
 
 def _profile_archives(ctx: RunContext, section: Section, out_dir: Path, records: Any) -> None:
-    from model_build.profile import profile_archive
+    from triton_mme.profiler.profile import profile_archive
 
     for record in records:
         result = profile_archive(
@@ -111,7 +111,7 @@ def _profile_archives(ctx: RunContext, section: Section, out_dir: Path, records:
             if size in BATCHES:
                 section.add(
                     f"profile.{fmt}.b{size}.throughput",
-                    f"{fmt} archive (model_build.profile), batch {size}",
+                    f"{fmt} archive (triton_mme.profiler.profile), batch {size}",
                     batch["throughput"]["value"],
                     "images/s",
                 )
@@ -120,7 +120,7 @@ def _profile_archives(ctx: RunContext, section: Section, out_dir: Path, records:
 def _side_by_side(ctx: RunContext, section: Section, torchscript_file: Path, gpu: str) -> None:
     import torch
 
-    from model_build import runtimes
+    from triton_mme.model_build import runtimes
 
     modules = {
         "eager": artifacts.resnet50_module().cuda(),
@@ -162,7 +162,7 @@ def _side_by_side(ctx: RunContext, section: Section, torchscript_file: Path, gpu
 def _memory_per_copy(ctx: RunContext, section: Section, torchscript_file: Path) -> None:
     import torch
 
-    from model_build import runtimes
+    from triton_mme.model_build import runtimes
 
     copies = ctx.pick(16, 4)
     torch.cuda.synchronize()

@@ -15,9 +15,9 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as pb
 
 from benchmarks.ort_options import session_options
-from model_build.naming import MODEL_VERSION
-from model_build.samples import NUMPY_DTYPES, sample_inputs
-from model_build.triton_config import datatype_name, parse_config, tensor_specs
+from triton_mme.core.naming import MODEL_VERSION
+from triton_mme.core.samples import NUMPY_DTYPES, sample_inputs
+from triton_mme.core.triton_config import datatype_name, parse_config, tensor_specs
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 from benchmarks.context import RunContext
 from benchmarks.results import Section
 from benchmarks.timing import measure_side_by_side
-from model_build.invoke.payloads import (
+from triton_mme.client.payloads import (
     EncodedRequest,
     decode_response,
     encode_binary_request,
@@ -94,7 +94,7 @@ def run(ctx: RunContext, section: Section) -> None:
         section.target(f"Binary payload faster to encode + decode, {tag}", f"time.{tag}", ">=", 100.0)
         section.chart += [f"json.{tag}.time", f"binary.{tag}.time"]
     section.notes.append(
-        "Encode = model_build.invoke.payloads.encode_json_request / encode_binary_request; decode = "
+        "Encode = triton_mme.client.payloads.encode_json_request / encode_binary_request; decode = "
         "decode_response of a reply that carries the same tensor back (a model echoing its input). "
         "Single-threaded Python; times are p50 per round trip."
     )

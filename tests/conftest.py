@@ -1,8 +1,21 @@
-"""Shared test fixtures and the GPU marker: GPU-only tests are skipped where no CUDA device exists."""
+"""Shared fixtures (one real build of the tiny models, a moto bucket) and the GPU marker: GPU-only tests
+are skipped where no CUDA device exists."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
 import pytest
+from build_support import catalog_of, tiny_cnn, tiny_roberta
+from moto import mock_aws
+from store_support import BUCKET
+
+from triton_mme.core.catalog import Catalog
+from triton_mme.core.manifest import Manifest
+from triton_mme.model_build.pipeline import build_catalog
 
 
 def _cuda_available() -> bool:
@@ -20,3 +33,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="session")
+def tiny_catalog() -> Catalog:
+    return catalog_of(tiny_cnn(), tiny_roberta())
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory, tiny_catalog: Catalog) -> tuple[Path, Manifest]:
+    """One real build of both tiny models in both CPU formats, shared by the read-only tests."""
+    out = tmp_path_factory.mktemp("built")
+    return out, build_catalog(tiny_catalog, out, progress=False)
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A moto S3 with the model store bucket; the CLI's own clients find the region in the environment."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        client = boto3.client("s3")
+        client.create_bucket(Bucket=BUCKET)
+        yield client

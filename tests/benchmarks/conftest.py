@@ -9,9 +9,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from benchmarks import baselines
-from model_build.catalog import parse_catalog
-from model_build.manifest import TensorSpec
-from model_build.triton_config import build_model_config, render_config
+from triton_mme.core.catalog import parse_catalog
+from triton_mme.core.manifest import TensorSpec
+from triton_mme.core.triton_config import build_model_config, render_config
 
 FEATURES = 4
 

@@ -9,10 +9,10 @@ import numpy as np
 
 from benchmarks import baselines, build, synthesis
 from benchmarks.payloads import echo_reply
-from model_build.catalog import parse_catalog
-from model_build.invoke.payloads import decode_response, encode_binary_request, encode_json_request
-from model_build.manifest import TensorSpec
-from model_build.triton_config import parse_config
+from triton_mme.client.payloads import decode_response, encode_binary_request, encode_json_request
+from triton_mme.core.catalog import parse_catalog
+from triton_mme.core.manifest import TensorSpec
+from triton_mme.core.triton_config import parse_config
 
 
 def test_echo_reply_decodes_to_the_request_tensor_in_both_formats() -> None:
@@ -51,7 +51,7 @@ def test_notebook_config_has_no_onnxruntime_settings_or_warmup() -> None:
 
 def test_build_command_skips_tensorrt_without_it(tmp_path: Path) -> None:
     command = build.build_command(tmp_path / "c.yaml", tmp_path / "out")
-    assert command[1:4] == ["-m", "model_build", "build"]
+    assert command[1:4] == ["-m", "triton_mme", "build"]
     assert command[command.index("--weights") : command.index("--weights") + 2] == ["--weights", "random"]
     if not build.tensorrt_available():
         assert command[-2:] == ["--skip-format", "tensorrt"]

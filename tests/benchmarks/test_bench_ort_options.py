@@ -7,9 +7,9 @@ import pytest
 from tritonclient.grpc import model_config_pb2 as pb
 
 from benchmarks.ort_options import default_session_options, describe, session_options
-from model_build.catalog import Format, parse_catalog
-from model_build.manifest import TensorSpec
-from model_build.triton_config import build_model_config
+from triton_mme.core.catalog import Format, parse_catalog
+from triton_mme.core.manifest import TensorSpec
+from triton_mme.core.triton_config import build_model_config
 
 LEVEL = ort.GraphOptimizationLevel
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from tiny_archives import TINY_CATALOG, BuiltArchive, mismatched_archive, tensorrt_archive
 
-from model_build.build import build_catalog
-from model_build.catalog import parse_catalog
-from model_build.manifest import ArchiveRecord
+from triton_mme.core.catalog import parse_catalog
+from triton_mme.core.manifest import ArchiveRecord
+from triton_mme.model_build.pipeline import build_catalog
 
 # The archive copied under a second TargetModel: the platform caches by name, so it is one more model.
 COPY_TARGET_MODEL = "tiny-cnn-onnx-0000000000000000.tar.gz"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tiny_archives import BuiltArchive, processes_mentioning
 
-from local_triton.server import LOOPBACK, free_port
+from triton_mme.local_triton.server import LOOPBACK, free_port
 
 pytestmark = pytest.mark.timeout(240)
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +22,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "local_triton", *args],
+        [sys.executable, "-m", "triton_mme", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -63,8 +63,8 @@ def test_ctrl_c_stops_the_server_and_every_stub(
         [
             sys.executable,
             "-m",
-            "local_triton",
-            "serve",
+            "triton_mme",
+            "serve-local",
             "--models",
             str(models_dir),
             "--port",
@@ -104,15 +104,15 @@ def test_ctrl_c_stops_the_server_and_every_stub(
 
 
 def test_a_missing_build_directory_is_one_line_and_no_traceback(tmp_path: Path) -> None:
-    result = _cli("serve", "--models", str(tmp_path / "absent"))
-    assert result.returncode == 2
+    result = _cli("serve-local", "--models", str(tmp_path / "absent"))
+    assert result.returncode == 1
     assert result.stderr.strip() == (
         f"error: --models: {tmp_path / 'absent'} is not a directory; build archives with `make build-models`"
     )
 
 
 def test_a_zero_model_budget_is_refused() -> None:
-    result = _cli("serve", "--model-budget", "0")
+    result = _cli("serve-local", "--model-budget", "0")
     assert result.returncode == 2
     assert "--model-budget: '0' is not allowed; a whole number of at least 1" in result.stderr
 
@@ -135,6 +135,6 @@ def test_standin_reports_a_tensorrt_archive_as_not_runnable_on_cpu(
 ) -> None:
     models_dir, archives = built
     result = _cli("standin", str(models_dir / archives["tiny-cnn/tensorrt"].target_model))
-    assert result.returncode == 2
+    assert result.returncode == 1
     assert "not runnable in the local CPU Triton" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tiny_archives import BuiltArchive
 
-from local_triton.loader import ModelCache, ModelError, SageMakerApi, unpack
+from triton_mme.local_triton.loader import ModelCache, ModelError, SageMakerApi, unpack
 
 
 def _cache(models_dir: Path, scratch: Path, budget: int = 1) -> ModelCache:

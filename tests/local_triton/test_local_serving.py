@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from tiny_archives import MAX_BATCH_SIZE, BuiltArchive, processes_mentioning
 
-from local_triton.runner import LocalTriton
-from local_triton.server import group_members
-from model_build.invoke.payloads import decode_response, encode_request
+from triton_mme.client.payloads import decode_response, encode_request
+from triton_mme.local_triton.runner import LocalTriton
+from triton_mme.local_triton.server import group_members
 
 pytestmark = pytest.mark.timeout(420)
 REQUEST_TIMEOUT_S = 120

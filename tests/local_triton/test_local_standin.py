@@ -9,14 +9,14 @@ from google.protobuf import text_format
 from tiny_archives import build_config
 from tritonclient.grpc import model_config_pb2 as mc
 
-from local_triton.standin import (
+from triton_mme.core.catalog import Format
+from triton_mme.local_triton.standin import (
     ARTIFACT_PARAMETER,
     NotRunnableOnCpu,
     StandInError,
     install_standin,
     rewrite_config,
 )
-from model_build.catalog import Format
 
 KEPT_AS_BUILT = (
     "name",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from tiny_archives import BuiltArchive
 
-from model_build.archive import extract_archive, read_archive
+from triton_mme.core.archive import extract_archive, read_archive
 
 
 class _Tensor:
@@ -47,8 +47,8 @@ def _fake_backend_utils() -> types.ModuleType:
 @pytest.fixture
 def standin_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     monkeypatch.setitem(sys.modules, "triton_python_backend_utils", _fake_backend_utils())
-    monkeypatch.delitem(sys.modules, "local_triton.standin_model", raising=False)
-    yield importlib.import_module("local_triton.standin_model")
+    monkeypatch.delitem(sys.modules, "triton_mme.local_triton.standin_model", raising=False)
+    yield importlib.import_module("triton_mme.local_triton.standin_model")
 
 
 def _initialised(module: types.ModuleType, archive: BuiltArchive, tmp_path: Path) -> object:

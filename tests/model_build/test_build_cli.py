@@ -1,8 +1,8 @@
-"""`python -m model_build build|verify`: exit status and one-line messages; --help documents every option."""
+"""`triton-mme build|verify`: exit status and one-line messages; --help documents every option."""
 
 from __future__ import annotations
 
-import json
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +11,15 @@ import pytest
 import yaml
 from build_support import tiny_cnn
 
-from model_build import cli
-from model_build.manifest import Manifest
+from triton_mme import cli
+from triton_mme.core.manifest import Manifest
+from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.model_build.commands import TRITON_TAG_ENV
 
 
 def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     root = Path(__file__).parents[2]
-    command = [sys.executable, "-m", "model_build", *args]
+    command = [sys.executable, "-m", "triton_mme", *args]
     environment = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
     return subprocess.run(
         command, capture_output=True, text=True, cwd=cwd or root, check=False, env=environment
@@ -93,13 +95,13 @@ def test_missing_catalog_and_bad_archive(tmp_path: Path) -> None:
     assert bad.returncode == 1 and bad.stderr.startswith("error: junk.tar.gz: not a readable .tar.gz archive")
 
 
-def test_triton_tag_defaults_to_the_deployed_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(cli.TRITON_TAG_ENV, raising=False)
-    monkeypatch.chdir(tmp_path)
-    assert cli.default_triton_tag() == "25.04-py3"
-    (tmp_path / "cdk.json").write_text(
-        json.dumps({"context": {"tritonImageTag": "25.09-py3"}}), encoding="utf-8"
-    )
-    assert cli.default_triton_tag() == "25.09-py3"
-    monkeypatch.setenv(cli.TRITON_TAG_ENV, "24.09-py3")
-    assert cli.default_triton_tag() == "24.09-py3"
+def test_triton_tag_defaults_to_the_platform_default_and_the_environment_overrides_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def build_defaults() -> argparse.Namespace:
+        return cli.parser().parse_args(["build"])
+
+    monkeypatch.delenv(TRITON_TAG_ENV, raising=False)
+    assert build_defaults().triton_tag == DEFAULT_TRITON_TAG
+    monkeypatch.setenv(TRITON_TAG_ENV, "24.09-py3")
+    assert build_defaults().triton_tag == "24.09-py3"

@@ -11,12 +11,12 @@ import torch
 from build_support import entry_of, tiny_cnn, tiny_roberta
 from onnx import numpy_helper
 
-from model_build.exporters import ExportContext, ExportError
-from model_build.exporters.onnx import OnnxExporter, graph_tensors
-from model_build.exporters.torchscript import TorchScriptExporter
-from model_build.manifest import TensorSpec
-from model_build.parity import ParityError
-from model_build.sources import LoadedModel, load_model
+from triton_mme.core.manifest import TensorSpec
+from triton_mme.model_build.exporters import ExportContext, ExportError
+from triton_mme.model_build.exporters.onnx import OnnxExporter, graph_tensors
+from triton_mme.model_build.exporters.torchscript import TorchScriptExporter
+from triton_mme.model_build.parity import ParityError
+from triton_mme.model_build.sources import LoadedModel, load_model
 
 
 @pytest.fixture(scope="module")

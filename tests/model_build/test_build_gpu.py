@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from build_support import entry_of, tiny_cnn, tiny_roberta
 
-from model_build import runtimes
-from model_build.exporters import ExportContext
-from model_build.exporters.onnx import OnnxExporter
-from model_build.exporters.torchscript import TorchScriptExporter
-from model_build.parity import FP32, compare
-from model_build.sources import load_model
+from triton_mme.model_build import runtimes
+from triton_mme.model_build.exporters import ExportContext
+from triton_mme.model_build.exporters.onnx import OnnxExporter
+from triton_mme.model_build.exporters.torchscript import TorchScriptExporter
+from triton_mme.model_build.parity import FP32, compare
+from triton_mme.model_build.sources import load_model
 
 pytestmark = pytest.mark.gpu
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from build_support import catalog_of, tiny_cnn, tiny_roberta
 
-from model_build import build as build_module
-from model_build.archive import read_archive
-from model_build.build import ArchiveOutcome, BuildError, build_catalog
-from model_build.catalog import Catalog, Format, Weights
-from model_build.exporters import onnx as onnx_exporter
-from model_build.manifest import MANIFEST_FILE_NAME, Manifest
+from triton_mme.core.archive import read_archive
+from triton_mme.core.catalog import Catalog, Format, Weights
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
+from triton_mme.model_build import pipeline as build_module
+from triton_mme.model_build.exporters import onnx as onnx_exporter
+from triton_mme.model_build.pipeline import ArchiveOutcome, BuildError, build_catalog
 
 
 def _archives(out: Path) -> list[str]:
@@ -58,7 +58,7 @@ def test_unchanged_rebuild_exports_nothing(
         raise AssertionError("an unchanged entry was exported again")
 
     monkeypatch.setattr(build_module, "_export_verified", no_export)
-    monkeypatch.setattr("model_build.sources.load_model", no_export)
+    monkeypatch.setattr("triton_mme.model_build.sources.load_model", no_export)
     outcomes: list[ArchiveOutcome] = []
     assert build_catalog(tiny_catalog, out, progress=False, on_archive=outcomes.append) == manifest
     assert len(outcomes) == 4 and all(o.cached for o in outcomes)
@@ -118,9 +118,11 @@ def test_leftovers_of_an_interrupted_build_are_removed(tmp_path: Path) -> None:
     (tmp_path / ".work-killed").mkdir()
     (tmp_path / ".work-killed" / "plain.onnx").write_bytes(b"half")
     (tmp_path / ".partial-x.tar.gz").write_bytes(b"half")
-    build_catalog(catalog_of(tiny_cnn(formats=["onnx"], input_shape=[3, 32, 32])), tmp_path, progress=False)
+    manifest = build_catalog(
+        catalog_of(tiny_cnn(formats=["onnx"], input_shape=[3, 32, 32])), tmp_path, progress=False
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [".cache", *_archives(tmp_path), MANIFEST_FILE_NAME]
+        [".cache", *_archives(tmp_path), *manifest.files, MANIFEST_FILE_NAME]
     )
 
 
@@ -143,3 +145,16 @@ def test_tensorrt_without_a_gpu_fails_fast_unless_skipped(
     assert not (tmp_path / "a").exists()
     manifest = build_catalog(catalog, tmp_path / "b", skip_formats=[Format.TENSORRT], progress=False)
     assert [a.format for a in manifest.archives] == ["onnx"]
+
+
+def test_image_models_record_their_preprocessing_and_labels_beside_the_manifest(
+    built: tuple[Path, Manifest],
+) -> None:
+    out, manifest = built
+    image = manifest.find("tiny-cnn", "onnx")
+    assert image.preprocessing is not None and image.preprocessing.crop_size == (64, 64)
+    # squeezenet1_1's ImageNet weights: 1000 class names, one file shared by both formats.
+    labels = json.loads((out / image.files["labels"]).read_text(encoding="utf-8"))
+    assert len(labels) == 1000 and manifest.find("tiny-cnn", "torchscript").files == image.files
+    # A text model built with random weights has no published tokenizer to record.
+    assert manifest.find("tiny-roberta", "onnx").files == {}

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from build_support import catalog_of
 
-from model_build.archive import read_archive
-from model_build.build import build_catalog
+from triton_mme.core.archive import read_archive
+from triton_mme.model_build.pipeline import build_catalog
 
 
 @pytest.mark.slow

@@ -16,18 +16,17 @@ from typing import Any
 import pytest
 from build_support import catalog_of, entry_of, tiny_cnn, tiny_roberta
 
-from model_build.archive import read_archive
-from model_build.build import BuildError, build_catalog
-from model_build.exporters import ExportError
-from model_build.exporters import tensorrt as trt_exporter
-from model_build.exporters.tensorrt import (
+from triton_mme.core.archive import read_archive
+from triton_mme.core.manifest import TensorSpec
+from triton_mme.core.platform import TRITON_IMAGES, triton_release_of
+from triton_mme.model_build.exporters import ExportError
+from triton_mme.model_build.exporters.tensorrt import (
     TensorRTExporter,
     check_tensorrt_version,
     profile_shapes,
     require_tensorrt,
-    triton_release,
 )
-from model_build.manifest import TensorSpec
+from triton_mme.model_build.pipeline import BuildError, build_catalog
 
 PLAN = b"serialized engine"
 
@@ -108,7 +107,8 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     ("tag", "release"), [("25.04-py3", "25.04"), ("24.09", "24.09"), ("25.09-py3", "25.09")]
 )
 def test_triton_release_from_image_tag(tag: str, release: str) -> None:
-    assert triton_release(tag) == release
+    image = triton_release_of(tag)
+    assert image is not None and image.release == release
 
 
 @pytest.mark.parametrize(
@@ -135,7 +135,7 @@ def test_matching_tensorrt_versions_pass(installed: str, tag: str, expected: str
         (
             "10.9.0",
             "23.10-py3",
-            "Triton image tag '23.10-py3': TensorRT version unknown; known releases: 24.09",
+            "Triton image tag '23.10-py3': TensorRT version unknown; known releases: 23.12, 24.01",
         ),
         ("10.9.0", "latest", "Triton image tag 'latest': expected YY.MM or YY.MM-py3"),
     ],
@@ -174,8 +174,8 @@ def test_profile_spans_one_to_max_batch_with_the_preferred_batch_as_optimum() ->
 def test_plan_is_built_from_the_plain_onnx_with_fp16_profile_and_workspace(
     gpu: ModuleType, tmp_path: Path
 ) -> None:
-    from model_build.exporters import ExportContext
-    from model_build.sources import load_model
+    from triton_mme.model_build.exporters import ExportContext
+    from triton_mme.model_build.sources import load_model
 
     entry = entry_of(tiny_cnn(formats=["tensorrt"], tensorrt={"workspace_mib": 256}))
     exported = TensorRTExporter().export(load_model(entry), ExportContext(tmp_path, "25.04-py3"))
@@ -190,8 +190,8 @@ def test_plan_is_built_from_the_plain_onnx_with_fp16_profile_and_workspace(
 
 
 def test_fp32_precision_sets_no_fp16_flag(gpu: ModuleType, tmp_path: Path) -> None:
-    from model_build.exporters import ExportContext
-    from model_build.sources import load_model
+    from triton_mme.model_build.exporters import ExportContext
+    from triton_mme.model_build.sources import load_model
 
     entry = entry_of(tiny_cnn(formats=["tensorrt"], tensorrt={"precision": "fp32"}))
     TensorRTExporter().export(load_model(entry), ExportContext(tmp_path, "25.04-py3"))
@@ -201,8 +201,8 @@ def test_fp32_precision_sets_no_fp16_flag(gpu: ModuleType, tmp_path: Path) -> No
 def test_parser_errors_surface_in_one_line(
     monkeypatch: pytest.MonkeyPatch, gpu: ModuleType, tmp_path: Path
 ) -> None:
-    from model_build.exporters import ExportContext
-    from model_build.sources import load_model
+    from triton_mme.model_build.exporters import ExportContext
+    from triton_mme.model_build.sources import load_model
 
     monkeypatch.setitem(sys.modules, "tensorrt", fake_tensorrt(parses=False))
     with pytest.raises(ExportError, match="TensorRT cannot parse the ONNX export: Unsupported operator Foo"):
@@ -244,4 +244,5 @@ def test_a_mismatched_tensorrt_stops_the_build_before_any_work(
 
 
 def test_version_table_covers_the_documented_images() -> None:
-    assert trt_exporter.TRITON_TENSORRT_VERSIONS == {"24.09": "10.4", "25.04": "10.9", "25.09": "10.13.3.9"}
+    known = {image.release: image.tensorrt for image in TRITON_IMAGES.values() if image.tensorrt}
+    assert {"24.09": "10.4", "25.04": "10.9", "25.09": "10.13.3.9"}.items() <= known.items()

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from infra.settings import Settings
+from infra.stack import TritonMmeStack
+from triton_mme.core.catalog import Catalog
+
+
+def compose(app: cdk.App, settings: Settings, catalog: Catalog) -> TritonMmeStack:
+    """Add the app's stack for these settings, with the AwsSolutions checks run at synthesis."""
+    stack = TritonMmeStack(
+        app,
+        settings.stack_name,
+        settings=settings,
+        catalog=catalog,
+        # Environment-agnostic unless a region is given: the image mapping then resolves at deploy time.
+        env=cdk.Environment(region=settings.region) if settings.region else None,
+        description="SageMaker GPU multi-model endpoint served by NVIDIA Triton, with GPU-based autoscaling",
+    )
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return stack

@@ -1,0 +1,176 @@
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from aws_cdk import Acknowledgment, ArnFormat, Duration, IgnoreMode, RemovalPolicy, Stack, Validations
+from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from infra.constructs.build_spec import build_spec
+from infra.constructs.model_store import ModelStore
+from infra.constructs.nag import acknowledge_wildcard_resources
+from triton_mme.core.platform import DLC_REPOSITORY, DLC_TAG_BY_CUDA_MAJOR, triton_image
+
+# What the runner runs (`python -m triton_mme build | profile | upload`), besides the catalog: the entry
+# point, the shared core and the build, profiler and store packages. Nothing else of the project (the
+# client, the local Triton, the CDK app) is shipped, so editing it never starts a GPU build.
+SOURCE_FILES = (
+    "triton_mme/__init__.py",
+    "triton_mme/__main__.py",
+    "triton_mme/cli.py",
+    "triton_mme/core",
+    "triton_mme/model_build",
+    "triton_mme/profiler",
+    "triton_mme/store",
+    "requirements-build.txt",
+)
+SOURCE_EXCLUDES = ("**/__pycache__", "**/*.pyc", "**/tests")
+COMPUTE_TYPES = {"SMALL": codebuild.ComputeType.SMALL, "LARGE": codebuild.ComputeType.LARGE}
+
+
+class ModelBuildRunner(Construct):
+    """A GPU CodeBuild project that builds the catalog's archives and publishes them to the model store.
+
+    Its role may write only the store's model and manifest prefixes, read its own source and write its
+    own logs. `fingerprint` changes exactly when what the build would produce can change.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        store: ModelStore,
+        project_root: Path,
+        catalog: str,
+        compute_type: str,
+        triton_image_tag: str,
+        tensorrt: bool,
+        timeout: Duration,
+        log_retention: logs.RetentionDays,
+        encryption_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        path = Path(catalog)
+        if path.is_absolute() or ".." in path.parts or not (project_root / path).is_file():
+            raise ValueError(
+                f"catalog {catalog} is not a file inside {project_root}; allowed: a relative path to one"
+            )
+        target = triton_image(triton_image_tag)
+        image_tag = DLC_TAG_BY_CUDA_MAJOR[target.cuda_major]
+        self.source = s3_assets.Asset(
+            self,
+            "Source",
+            path=str(project_root),
+            ignore_mode=IgnoreMode.DOCKER,
+            exclude=["*", *(f"!{included}" for included in (*SOURCE_FILES, catalog)), *SOURCE_EXCLUDES],
+        )
+        spec = build_spec(tensorrt=tensorrt)
+        variables = {
+            "MODEL_BUCKET": store.bucket.bucket_name,
+            "MODEL_PREFIX": store.model_prefix,
+            "MANIFEST_PREFIX": store.manifest_prefix,
+            "MODEL_CATALOG": catalog,
+            "TRITON_IMAGE_TAG": triton_image_tag,
+            "TENSORRT_REQUIREMENT": target.tensorrt_requirement or "",
+        }
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.project = codebuild.Project(
+            self,
+            "Project",
+            description="Builds the model catalog on a GPU and publishes the archives to the model store",
+            source=codebuild.Source.s3(bucket=self.source.bucket, path=self.source.s3_object_key),
+            build_spec=codebuild.BuildSpec.from_object(spec),
+            environment=codebuild.BuildEnvironment(
+                build_image=codebuild.LinuxGpuBuildImage.aws_deep_learning_containers_image(
+                    DLC_REPOSITORY, image_tag
+                ),
+                compute_type=COMPUTE_TYPES[compute_type],
+            ),
+            environment_variables={
+                k: codebuild.BuildEnvironmentVariable(value=v) for k, v in variables.items()
+            },
+            timeout=timeout,
+            logging=codebuild.LoggingOptions(
+                cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)
+            ),
+            encryption_key=encryption_key,
+            grant_report_group_permissions=False,
+        )
+        self._grant_store_writes(store, encryption_key)
+        # Everything the build's output depends on; the bucket name is a token at synthesis and does not.
+        inputs = [self.source.asset_hash, compute_type, image_tag, spec, {**variables, "MODEL_BUCKET": ""}]
+        self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+    def _grant_store_writes(self, store: ModelStore, encryption_key: kms.IKey | None) -> None:
+        role = self.project.role
+        assert role is not None
+        prefixes = [
+            store.bucket.arn_for_objects(f"{p}*") for p in (store.model_prefix, store.manifest_prefix)
+        ]
+        for statement in (
+            iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=prefixes),
+            # The upload reads back what is already published to skip identical archives.
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=prefixes),
+            # S3 answers a missing key with 404 (the upload's "not published yet") only to a caller
+            # allowed to list the bucket; to anyone else it answers 403 and the upload would stop.
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[store.bucket.bucket_arn]),
+        ):
+            role.add_to_principal_policy(statement)
+        if encryption_key is not None:
+            # The project's key is the store's key: CodeBuild's grant on it also covers SSE-KMS uploads.
+            for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+                Validations.of(role).acknowledge(
+                    Acknowledgment(
+                        id=f"AwsSolutions-IAM5[Action::{action}]",
+                        reason="CodeBuild's encrypt/decrypt grant on the one key named by kmsKeyArn.",
+                    )
+                )
+        else:
+            Validations.of(self.project).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-CB4",
+                    reason="No kmsKeyArn is set; the project keeps no artifacts, its output is the store.",
+                )
+            )
+        policy = role.node.find_child("DefaultPolicy")
+        acknowledge_wildcard_resources(
+            policy,
+            prefixes,
+            reason="Reads and writes are confined to the model and manifest prefixes of the model store.",
+        )
+        stack = Stack.of(self)
+        default_logs = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"/aws/codebuild/{self.project.project_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        acknowledge_wildcard_resources(
+            policy,
+            [default_logs, "*"],
+            reason="CodeBuild's own grants: its default log group's streams, and ecr:GetAuthorizationToken "
+            "(no resource-level permissions) to pull the build image.",
+        )
+        for action in ("s3:GetBucket*", "s3:GetObject*", "s3:List*"):
+            Validations.of(policy).acknowledge(
+                Acknowledgment(
+                    id=f"AwsSolutions-IAM5[Action::{action}]",
+                    reason="CodeBuild's read-only grant on its source: one asset object and its bucket.",
+                )
+            )
+        Validations.of(self.project).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-CB5",
+                reason="CodeBuild's own GPU image cannot be selected through CDK (aws/aws-cdk#29094); "
+                "the AWS Deep Learning Containers image carries CUDA, Python and PyTorch for the build.",
+            )
+        )

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.constructs.nag import acknowledge_wildcard_resources
+
+ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints"
+ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
+
+
+class HostingRole(Construct):
+    """The role SageMaker assumes to run the Triton container: read models, pull the image, log.
+
+    Permissions sit in a separate `policy` so the Model can depend on it: a Model created before
+    its role's policy exists fails intermittently.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket: s3.IBucket,
+        model_prefix: str,
+        image_repository_arn: str,
+        encryption_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+        log_groups = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{ENDPOINT_LOG_GROUPS}/*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        model_objects = bucket.arn_for_objects(f"{model_prefix}*")
+        log_streams = f"{log_groups}:log-stream:*"
+        statements = [
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[model_objects]),
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
+            ),
+            iam.PolicyStatement(
+                actions=[
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:BatchGetImage",
+                    "ecr:GetDownloadUrlForLayer",
+                ],
+                resources=[image_repository_arn],
+            ),
+            # GetAuthorizationToken has no resource-level permissions: AWS requires "*".
+            iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+            iam.PolicyStatement(
+                actions=[
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:DescribeLogStreams",
+                    "logs:PutLogEvents",
+                ],
+                resources=[log_groups, log_streams],
+            ),
+            # PutMetricData has no resource-level permissions: AWS requires "*", so the namespace
+            # condition is what confines it.
+            iam.PolicyStatement(
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": ENDPOINT_METRICS_NAMESPACE}},
+            ),
+        ]
+        if encryption_key is not None:
+            statements.append(
+                iam.PolicyStatement(actions=["kms:Decrypt"], resources=[encryption_key.key_arn])
+            )
+        self.policy = iam.Policy(self, "Policy", roles=[self.role], statements=statements)
+        acknowledge_wildcard_resources(
+            self.policy,
+            [model_objects, log_groups, log_streams, "*"],
+            reason="Confined wildcards: objects under the model prefix, the endpoint log groups, and '*' "
+            "only for ecr:GetAuthorizationToken and the namespace-conditioned cloudwatch:PutMetricData, "
+            "which have no resource-level permissions.",
+        )

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from constructs import Construct
+
+from infra.constructs.alarm_topic import AlarmTopic
+from infra.constructs.endpoint_dashboard import EndpointDashboard
+from infra.constructs.endpoint_metrics import EndpointMetrics
+
+MICROSECONDS_PER_MILLISECOND = 1000
+Comparison = cloudwatch.ComparisonOperator
+Missing = cloudwatch.TreatMissingData
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlarmThresholds:
+    """When the alarms fire. Each alarm looks at 1-minute periods and fires when `datapoints_to_alarm`
+    of the last `evaluation_periods` cross its threshold."""
+
+    errors_5xx_per_minute: int
+    gpu_memory_percent: float
+    disk_percent: float
+    model_loading_wait_ms: int
+    cache_hit_percent: float
+    evaluation_periods: int
+    datapoints_to_alarm: int
+
+
+class EndpointMonitoring(Construct):
+    """Alarms and a dashboard for one endpoint variant; every alarm notifies `self.alarm_topic`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        endpoint_name: str,
+        variant_name: str,
+        thresholds: AlarmThresholds,
+        alarm_email: str | None = None,
+        min_instances: int | None = None,
+        max_instances: int | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.metrics = EndpointMetrics(endpoint_name=endpoint_name, variant_name=variant_name)
+        self.alarm_topic = AlarmTopic(self, "AlarmTopic", email=alarm_email)
+        self.thresholds = thresholds
+        m, t = self.metrics, thresholds
+        # Request-driven metrics exist only while requests arrive, so an idle endpoint is healthy
+        # (NOT_BREACHING). Instance metrics arrive every minute while instances run: a gap says nothing
+        # about memory or disk, so those alarms keep their state (MISSING) instead of guessing.
+        self.errors_5xx = self._alarm(
+            "Errors5xx",
+            m.errors("5XX"),
+            threshold=t.errors_5xx_per_minute,
+            missing=Missing.NOT_BREACHING,
+            description="The endpoint answered with 5XX errors (507: a model did not fit in GPU memory).",
+        )
+        self.gpu_memory_high = self._alarm(
+            "GpuMemoryHigh",
+            m.utilization("GPUMemoryUtilization", cloudwatch.Stats.MAXIMUM),
+            threshold=t.gpu_memory_percent,
+            missing=Missing.MISSING,
+            description="An instance's GPU memory is nearly full: Triton unloads models and new loads fail.",
+        )
+        self.disk_high = self._alarm(
+            "DiskHigh",
+            m.utilization("DiskUtilization", cloudwatch.Stats.MAXIMUM),
+            threshold=t.disk_percent,
+            missing=Missing.MISSING,
+            description="An instance's disk is nearly full: archives get evicted and downloaded again.",
+        )
+        self.model_loading_wait_high = self._alarm(
+            "ModelLoadingWaitHigh",
+            m.model_loading_time("ModelLoadingWaitTime"),
+            threshold=t.model_loading_wait_ms * MICROSECONDS_PER_MILLISECOND,
+            missing=Missing.NOT_BREACHING,
+            description=f"Requests waited {t.model_loading_wait_ms} ms or more on average for a model load.",
+        )
+        self.cache_hit_low = self._alarm(
+            "CacheHitLow",
+            m.cache_hit_ratio(),
+            threshold=t.cache_hit_percent / 100,
+            comparison=Comparison.LESS_THAN_THRESHOLD,
+            missing=Missing.NOT_BREACHING,
+            description="Many requests found their model unloaded: the models in use do not fit.",
+        )
+        # Keyed by the metric each alarm watches, so the dashboard draws thresholds on the right graphs.
+        self.alarms: dict[str, cloudwatch.Alarm] = {
+            "Invocation5XXErrors": self.errors_5xx,
+            "GPUMemoryUtilization": self.gpu_memory_high,
+            "DiskUtilization": self.disk_high,
+            "ModelLoadingWaitTime": self.model_loading_wait_high,
+            "ModelCacheHit": self.cache_hit_low,
+        }
+        self.dashboard = EndpointDashboard(
+            self,
+            "Dashboard",
+            metrics=self.metrics,
+            alarms=self.alarms,
+            min_instances=min_instances,
+            max_instances=max_instances,
+        )
+
+    def _alarm(
+        self,
+        construct_id: str,
+        metric: cloudwatch.Metric,
+        *,
+        threshold: float,
+        missing: cloudwatch.TreatMissingData,
+        description: str,
+        comparison: cloudwatch.ComparisonOperator = Comparison.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    ) -> cloudwatch.Alarm:
+        alarm = metric.create_alarm(
+            self,
+            construct_id,
+            threshold=threshold,
+            comparison_operator=comparison,
+            evaluation_periods=self.thresholds.evaluation_periods,
+            datapoints_to_alarm=self.thresholds.datapoints_to_alarm,
+            treat_missing_data=missing,
+            alarm_description=description,
+        )
+        notify = actions.SnsAction(self.alarm_topic.topic)
+        alarm.add_alarm_action(notify)
+        alarm.add_ok_action(notify)
+        return alarm

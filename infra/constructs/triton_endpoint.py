@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, Annotations, Validations
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from infra.constructs.hosting_role import HostingRole
+from infra.constructs.model_store import ModelStore
+from infra.constructs.triton_image import TritonImage
+
+VARIANT_NAME = "AllTraffic"
+# Triton's SageMaker entry point (docker/sagemaker/serve) logs verbosely unless told otherwise,
+# which writes several lines per request to CloudWatch; 0 keeps info, warnings and errors.
+CONTAINER_ENVIRONMENT = {"SAGEMAKER_TRITON_LOG_VERBOSE": "0"}
+
+
+class TritonEndpoint(Construct):
+    """A Triton multi-model Model, its endpoint config and the endpoint (no physical names)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        store: ModelStore,
+        image: TritonImage,
+        instance_type: str,
+        initial_instance_count: int,
+        encryption_key: kms.IKey | None = None,
+        encrypt_volume: bool = False,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.hosting = HostingRole(
+            self,
+            "Hosting",
+            bucket=store.bucket,
+            model_prefix=store.model_prefix,
+            image_repository_arn=image.repository_arn,
+            encryption_key=encryption_key,
+        )
+        self.model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=self.hosting.role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=image.image_uri,
+                mode="MultiModel",
+                model_data_url=store.model_prefix_url,
+                environment=dict(CONTAINER_ENVIRONMENT),
+            ),
+        )
+        self.model.node.add_dependency(self.hosting.policy)
+
+        volume_key = encryption_key.key_arn if encryption_key is not None and encrypt_volume else None
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "Config",
+            kms_key_id=volume_key,
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=VARIANT_NAME,
+                    model_name=self.model.attr_model_name,
+                    instance_type=instance_type,
+                    initial_instance_count=initial_instance_count,
+                    initial_variant_weight=1.0,
+                )
+            ],
+        )
+        self._explain_volume_encryption(instance_type, encryption_key, volume_key)
+
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            # Keeps the autoscaled instance count when a new endpoint config replaces this one.
+            retain_all_variant_properties=True,
+        )
+        self.endpoint_name = self.endpoint.attr_endpoint_name
+        self.variant_name = VARIANT_NAME
+
+    def _explain_volume_encryption(
+        self, instance_type: str, key: kms.IKey | None, volume_key: str | None
+    ) -> None:
+        if key is not None and volume_key is None:
+            Annotations.of(self).add_warning_v2(
+                "triton-mme:volume-kms-key-skipped",
+                f"kmsKeyArn encrypts the model bucket only: {instance_type} has local NVMe instance storage "
+                "(hardware-encrypted), and SageMaker rejects an endpoint-config KmsKeyId for such types.",
+            )
+        if volume_key is None:
+            Validations.of(self.endpoint_config).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-SM2",
+                    reason="No customer key applies to the volume: NVMe instance storage is "
+                    "hardware-encrypted and rejects a KmsKeyId; other types use an AWS managed key "
+                    "unless kmsKeyArn is set.",
+                )
+            )
+        Validations.of(self.model).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SM1",
+                reason="The container reaches only S3 and ECR through SageMaker's managed network; "
+                "it needs no VPC resources, so no VPC is attached.",
+            )
+        )

@@ -1,0 +1,280 @@
+"""The deployment settings: one frozen, validated object built from flat camelCase CDK context keys.
+
+Each dataclass field is one context key (`instance_type` <-> `instanceType`). To add a setting, add a
+field with its default (and the same default in cdk.json), and a check in `_validate` if it has limits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import aws_logs as logs
+
+from triton_mme.core.platform import (
+    BUILDER_GPUS,
+    DEFAULT_TRITON_TAG,
+    GPU_MME_INSTANCE_TYPES,
+    TRITON_IMAGE_TAGS,
+    registry_accounts,
+)
+
+# A sanity bound on instance counts (typos such as 50 instead of 5); raise it deliberately if needed.
+MAX_INSTANCES = 100
+KMS_KEY_ARN_PATTERN = re.compile(
+    r"^arn:aws(?:-cn|-us-gov)?:kms:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d):\d{12}:key/"
+    r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})$"
+)
+REGION_PATTERN = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d$")
+EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
+# CloudWatch evaluates at most one day of periods; the alarms use 1-minute periods.
+MAX_ALARM_EVALUATION_MINUTES = 1440
+
+
+# CloudWatch Logs retention periods, in the order of aws_logs.RetentionDays (whose values are names).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
+                      2922, 3288, 3653)  # fmt: skip
+
+# The build runs inside a custom resource, which CloudFormation waits on for at most one hour;
+# the rest of that hour covers queueing for a GPU runner and the polling interval.
+MIN_BUILD_MINUTES, MAX_BUILD_MINUTES = 5, 55
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used; the message is one line naming key, value and what is allowed."""
+
+
+def context_key(field_name: str) -> str:
+    head, *rest = field_name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything the app can be told; validated on construction."""
+
+    stack_name: str = "TritonMultiModelEndpoint"
+    region: str | None = None
+    instance_type: str = "ml.g5.xlarge"
+    initial_instance_count: int = 2
+    min_instance_count: int = 1
+    max_instance_count: int = 5
+    gpu_utilization_target: float = 60.0
+    invocations_per_instance_target: int = 0
+    scale_in_cooldown_seconds: int = 600
+    scale_out_cooldown_seconds: int = 200
+    triton_image_tag: str = DEFAULT_TRITON_TAG
+    model_catalog: str = "models.yaml"
+    kms_key_arn: str | None = None
+    # Alarms (see infra/constructs/monitoring.py): thresholds per 1-minute period; an alarm fires when
+    # alarm_datapoints_to_alarm of the last alarm_evaluation_minutes periods cross its threshold.
+    alarm_email: str | None = None
+    alarm_5xx_errors_per_minute: int = 1
+    alarm_gpu_memory_percent: float = 90.0
+    alarm_disk_percent: float = 80.0
+    alarm_model_loading_wait_ms: int = 10_000
+    alarm_cache_hit_percent: float = 80.0
+    alarm_evaluation_minutes: int = 5
+    alarm_datapoints_to_alarm: int = 3
+    # The GPU build runner (see infra/constructs/build_runner.py); `cdk deploy` waits for its build.
+    builder_compute_type: str = "SMALL"
+    build_timeout_minutes: int = 50
+    build_log_retention_days: int = 30
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @classmethod
+    def from_context(cls, context: Mapping[str, Any]) -> Settings:
+        """Build settings from context values (strings from `-c key=value`, JSON values from cdk.json)."""
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            key = context_key(field.name)
+            raw = context.get(key)
+            if raw is None or raw == "":
+                continue
+            values[field.name] = _convert(key, raw, str(field.type))
+        return cls(**values)
+
+    @property
+    def endpoint_volume_accepts_kms_key(self) -> bool:
+        return not GPU_MME_INSTANCE_TYPES[self.instance_type]
+
+    @property
+    def build_log_retention(self) -> logs.RetentionDays:
+        finite = [member for member in logs.RetentionDays if member is not logs.RetentionDays.INFINITE]
+        return dict(zip(LOG_RETENTION_DAYS, finite, strict=True))[self.build_log_retention_days]
+
+
+CONTEXT_KEYS: tuple[str, ...] = tuple(context_key(field.name) for field in dataclasses.fields(Settings))
+
+
+def _convert(key: str, raw: Any, type_name: str) -> Any:
+    if type_name == "int":
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and re.fullmatch(r"[+-]?\d+", raw.strip()):
+            return int(raw)
+        raise SettingsError(f"{key}={raw} is not a whole number; allowed: an integer such as 2")
+    if type_name == "float":
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            number = float(raw)
+        else:
+            try:
+                number = float(str(raw))
+            except ValueError:
+                raise SettingsError(f"{key}={raw} is not a number; allowed: a number such as 60") from None
+        if not math.isfinite(number):
+            raise SettingsError(f"{key}={raw} is not a finite number; allowed: a number such as 60")
+        return number
+    if not isinstance(raw, str):
+        raise SettingsError(f"{key}={raw} is not text; allowed: a string")
+    return raw.strip()
+
+
+def _fail(field_name: str, value: object, problem: str) -> SettingsError:
+    return SettingsError(f"{context_key(field_name)}={value} {problem}")
+
+
+def _validate(s: Settings) -> None:
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,127}", s.stack_name):
+        raise _fail(
+            "stack_name", s.stack_name, "is not a valid stack name; allowed: letters, digits, hyphens"
+        )
+    if s.instance_type not in GPU_MME_INSTANCE_TYPES:
+        raise _fail(
+            "instance_type",
+            s.instance_type,
+            "is not a single-GPU type supported by GPU multi-model endpoints; allowed: "
+            + ", ".join(GPU_MME_INSTANCE_TYPES),
+        )
+    for name in ("min_instance_count", "initial_instance_count", "max_instance_count"):
+        count = getattr(s, name)
+        if not 1 <= count <= MAX_INSTANCES:
+            raise _fail(name, count, f"is out of range; allowed: 1..{MAX_INSTANCES}")
+    if s.min_instance_count > s.initial_instance_count:
+        raise _fail(
+            "min_instance_count",
+            s.min_instance_count,
+            f"is above initialInstanceCount={s.initial_instance_count}; allowed: min <= initial <= max",
+        )
+    if s.initial_instance_count > s.max_instance_count:
+        raise _fail(
+            "initial_instance_count",
+            s.initial_instance_count,
+            f"is above maxInstanceCount={s.max_instance_count}; allowed: min <= initial <= max",
+        )
+    if not 0 < s.gpu_utilization_target <= 100:
+        raise _fail(
+            "gpu_utilization_target", _plain(s.gpu_utilization_target), "is out of range; allowed: (0, 100]"
+        )
+    if s.invocations_per_instance_target < 0:
+        raise _fail(
+            "invocations_per_instance_target",
+            s.invocations_per_instance_target,
+            "is negative; allowed: 0 (no invocation-based policy) or invocations per instance per minute",
+        )
+    for name in ("scale_in_cooldown_seconds", "scale_out_cooldown_seconds"):
+        seconds = getattr(s, name)
+        if not 0 <= seconds <= 86_400:
+            raise _fail(name, seconds, "is out of range; allowed: 0..86400 seconds")
+    if s.triton_image_tag not in TRITON_IMAGE_TAGS:
+        known = ", ".join(TRITON_IMAGE_TAGS)
+        raise _fail(
+            "triton_image_tag",
+            s.triton_image_tag,
+            f"is not a known SageMaker Triton image tag; allowed: {known}",
+        )
+    _validate_region(s)
+    _validate_kms_key(s)
+    _validate_alarms(s)
+    _validate_build_runner(s)
+
+
+def _validate_region(s: Settings) -> None:
+    if s.region is None:
+        return
+    if not REGION_PATTERN.fullmatch(s.region):
+        raise _fail("region", s.region, "is not an AWS region name; allowed: e.g. us-east-1")
+    regions = registry_accounts(s.triton_image_tag)
+    if s.region not in regions:
+        raise _fail(
+            "region",
+            s.region,
+            f"has no SageMaker Triton image {s.triton_image_tag}; allowed: " + ", ".join(regions),
+        )
+
+
+def _validate_kms_key(s: Settings) -> None:
+    if s.kms_key_arn is None:
+        return
+    match = KMS_KEY_ARN_PATTERN.fullmatch(s.kms_key_arn)
+    if match is None:
+        raise _fail(
+            "kms_key_arn",
+            s.kms_key_arn,
+            "is not a KMS key ARN; allowed: arn:aws:kms:<region>:<account>:key/<key id>",
+        )
+    if s.region is not None and match["region"] != s.region:
+        raise _fail(
+            "kms_key_arn", s.kms_key_arn, f"is not in the stack's region; allowed: a key in {s.region}"
+        )
+
+
+def _validate_alarms(s: Settings) -> None:
+    if s.alarm_email is not None and not EMAIL_PATTERN.fullmatch(s.alarm_email):
+        raise _fail("alarm_email", s.alarm_email, "is not an email address; allowed: e.g. ops@example.com")
+    if s.alarm_5xx_errors_per_minute < 1:
+        raise _fail(
+            "alarm_5xx_errors_per_minute",
+            s.alarm_5xx_errors_per_minute,
+            "is out of range; allowed: 1 or more",
+        )
+    for name in ("alarm_gpu_memory_percent", "alarm_disk_percent", "alarm_cache_hit_percent"):
+        percent = getattr(s, name)
+        if not 0 < percent <= 100:
+            raise _fail(name, _plain(percent), "is out of range; allowed: (0, 100] percent")
+    if not 1 <= s.alarm_model_loading_wait_ms <= 3_600_000:
+        raise _fail(
+            "alarm_model_loading_wait_ms",
+            s.alarm_model_loading_wait_ms,
+            "is out of range; allowed: 1..3600000 milliseconds",
+        )
+    if not 1 <= s.alarm_evaluation_minutes <= MAX_ALARM_EVALUATION_MINUTES:
+        raise _fail(
+            "alarm_evaluation_minutes",
+            s.alarm_evaluation_minutes,
+            f"is out of range; allowed: 1..{MAX_ALARM_EVALUATION_MINUTES} minutes",
+        )
+    if not 1 <= s.alarm_datapoints_to_alarm <= s.alarm_evaluation_minutes:
+        raise _fail(
+            "alarm_datapoints_to_alarm",
+            s.alarm_datapoints_to_alarm,
+            f"is out of range; allowed: 1..alarmEvaluationMinutes ({s.alarm_evaluation_minutes})",
+        )
+
+
+def _plain(number: float) -> str:
+    return f"{number:g}"
+
+
+def _validate_build_runner(s: Settings) -> None:
+    if s.builder_compute_type not in BUILDER_GPUS:
+        allowed = ", ".join(f"{name} ({gpu.gpu})" for name, gpu in BUILDER_GPUS.items())
+        raise _fail(
+            "builder_compute_type", s.builder_compute_type, f"is not a CodeBuild GPU size; allowed: {allowed}"
+        )
+    if not MIN_BUILD_MINUTES <= s.build_timeout_minutes <= MAX_BUILD_MINUTES:
+        allowed = f"{MIN_BUILD_MINUTES}..{MAX_BUILD_MINUTES} (cdk deploy waits at most an hour for the build)"
+        raise _fail("build_timeout_minutes", s.build_timeout_minutes, f"is out of range; allowed: {allowed}")
+    if s.build_log_retention_days not in LOG_RETENTION_DAYS:
+        allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
+        raise _fail(
+            "build_log_retention_days",
+            s.build_log_retention_days,
+            f"is not a log retention; allowed: {allowed}",
+        )

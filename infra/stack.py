@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from infra.build_target import PROJECT_ROOT, catalog_in_project
+from infra.constructs.build_runner import ModelBuildRunner
+from infra.constructs.endpoint_autoscaling import EndpointAutoscaling
+from infra.constructs.model_build_trigger import ModelBuildTrigger
+from infra.constructs.model_store import ModelStore
+from infra.constructs.monitoring import AlarmThresholds, EndpointMonitoring
+from infra.constructs.triton_endpoint import TritonEndpoint
+from infra.constructs.triton_image import TritonImage
+from infra.settings import Settings
+from triton_mme.core.catalog import Catalog, Format
+
+
+class TritonMmeStack(Stack):
+    """A SageMaker GPU multi-model endpoint served by Triton, its model store and its autoscaling."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: Settings, catalog: Catalog, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.settings = settings
+        self.encryption_key = (
+            kms.Key.from_key_arn(self, "EncryptionKey", settings.kms_key_arn)
+            if settings.kms_key_arn
+            else None
+        )
+        self.store = ModelStore(self, "ModelStore", encryption_key=self.encryption_key)
+        self.image = TritonImage(self, "TritonImage", tag=settings.triton_image_tag)
+        self.endpoint = TritonEndpoint(
+            self,
+            "Triton",
+            store=self.store,
+            image=self.image,
+            instance_type=settings.instance_type,
+            initial_instance_count=settings.initial_instance_count,
+            encryption_key=self.encryption_key,
+            encrypt_volume=settings.endpoint_volume_accepts_kms_key,
+        )
+        self.build_runner = ModelBuildRunner(
+            self,
+            "ModelBuild",
+            store=self.store,
+            project_root=PROJECT_ROOT,
+            catalog=catalog_in_project(settings),
+            compute_type=settings.builder_compute_type,
+            triton_image_tag=settings.triton_image_tag,
+            tensorrt=Format.TENSORRT in catalog.formats,
+            timeout=Duration.minutes(settings.build_timeout_minutes),
+            log_retention=settings.build_log_retention,
+            encryption_key=self.encryption_key,
+        )
+        self.build = ModelBuildTrigger(
+            self,
+            "ModelBuildTrigger",
+            project=self.build_runner.project,
+            fingerprint=self.build_runner.fingerprint,
+            log_retention=settings.build_log_retention,
+        )
+        # In one deployment: the store exists, the build publishes the models, then the endpoint changes.
+        self.endpoint.model.node.add_dependency(self.build.resource)
+        self.autoscaling = EndpointAutoscaling(
+            self,
+            "Autoscaling",
+            endpoint_name=self.endpoint.endpoint_name,
+            variant_name=self.endpoint.variant_name,
+            min_capacity=settings.min_instance_count,
+            max_capacity=settings.max_instance_count,
+            gpu_utilization_target=settings.gpu_utilization_target,
+            invocations_per_instance_target=settings.invocations_per_instance_target,
+            scale_in_cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
+            scale_out_cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
+        )
+        self.monitoring = EndpointMonitoring(
+            self,
+            "Monitoring",
+            endpoint_name=self.endpoint.endpoint_name,
+            variant_name=self.endpoint.variant_name,
+            thresholds=AlarmThresholds(
+                errors_5xx_per_minute=settings.alarm_5xx_errors_per_minute,
+                gpu_memory_percent=settings.alarm_gpu_memory_percent,
+                disk_percent=settings.alarm_disk_percent,
+                model_loading_wait_ms=settings.alarm_model_loading_wait_ms,
+                cache_hit_percent=settings.alarm_cache_hit_percent,
+                evaluation_periods=settings.alarm_evaluation_minutes,
+                datapoints_to_alarm=settings.alarm_datapoints_to_alarm,
+            ),
+            alarm_email=settings.alarm_email,
+            min_instances=settings.min_instance_count,
+            max_instances=settings.max_instance_count,
+        )
+
+        CfnOutput(self, "EndpointName", value=self.endpoint.endpoint_name)
+        CfnOutput(self, "ModelBucketName", value=self.store.bucket.bucket_name)
+        CfnOutput(self, "ModelPrefixUrl", value=self.store.model_prefix_url)
+        CfnOutput(self, "AlarmTopicArn", value=self.monitoring.alarm_topic.topic.topic_arn)
+        CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard.dashboard_name)

@@ -1,5 +1,0 @@
-import sys
-
-from model_build.cli import main
-
-sys.exit(main())

@@ -1,0 +1,145 @@
+"""Archives: exact layout, reproducible bytes, and one-line rejection of anything Triton would not load."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from triton_mme.core.archive import ArchiveError, extract_archive, read_archive
+from triton_mme.core.catalog import Format
+from triton_mme.core.manifest import Manifest
+from triton_mme.core.naming import ARCHIVE_NAME_PATTERN
+from triton_mme.model_build.packaging import file_sha256, write_archive
+from triton_mme.model_build.verify import verify_archive
+
+CONFIG = 'name: "m-onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 2\n'
+
+
+def _pack(out: Path, model: bytes = b"model bytes", config: str = CONFIG) -> Path:
+    model_file = out.parent / f"{out.name}-model.onnx"
+    model_file.write_bytes(model)
+    packed = write_archive(
+        out, name="m", fmt=Format.ONNX, model_dir="m-onnx", config_text=config, model_file=model_file,
+        model_file_name="model.onnx",
+    )  # fmt: skip
+    return packed.path
+
+
+def _raw_archive(path: Path, entries: list[tuple[str, bytes | None, bytes]]) -> Path:
+    """entries: (name, file bytes or None for a directory, tar type)."""
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data, kind in entries:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            if kind == tarfile.SYMTYPE:
+                info.linkname = "../../etc/passwd"
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def test_same_inputs_give_byte_identical_archives_named_by_content(tmp_path: Path) -> None:
+    first = _pack(tmp_path / "a")
+    second = _pack(tmp_path / "b")
+    assert first.read_bytes() == second.read_bytes()
+    assert first.name == second.name
+    match = ARCHIVE_NAME_PATTERN.match(first.name)
+    assert match and file_sha256(first).startswith(match["digest"])
+    assert _pack(tmp_path / "c", model=b"other bytes").name != first.name
+
+
+def test_entries_have_fixed_order_owners_times_and_no_gzip_timestamp(tmp_path: Path) -> None:
+    path = _pack(tmp_path / "a")
+    with tarfile.open(path) as tar:
+        members = tar.getmembers()
+    assert [m.name for m in members] == ["m-onnx", "m-onnx/config.pbtxt", "m-onnx/1", "m-onnx/1/model.onnx"]
+    assert {(m.mtime, m.uid, m.gid, m.uname, m.gname) for m in members} == {(0, 0, 0, "", "")}
+    assert [oct(m.mode) for m in members] == ["0o755", "0o644", "0o755", "0o644"]
+    header = path.read_bytes()[:10]
+    assert header[3] == 0  # FLG: no file name stored
+    assert header[4:8] == b"\0\0\0\0"  # MTIME
+    with gzip.open(path) as stream:
+        assert stream.read()
+
+
+def test_read_and_extract_a_good_archive(tmp_path: Path) -> None:
+    path = _pack(tmp_path / "a")
+    contents = read_archive(path)
+    assert (contents.model_dir, contents.format, contents.model_file_name) == (
+        "m-onnx",
+        Format.ONNX,
+        "model.onnx",
+    )
+    assert contents.config.max_batch_size == 2
+    model_dir = extract_archive(path, tmp_path / "x")
+    assert sorted(str(p.relative_to(model_dir)) for p in model_dir.rglob("*")) == [
+        "1", "1/model.onnx", "config.pbtxt",
+    ]  # fmt: skip
+
+
+D, F, L = tarfile.DIRTYPE, tarfile.REGTYPE, tarfile.SYMTYPE
+CFG = CONFIG.encode()
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ([("m/config.pbtxt", CFG, F)], "expected exactly '<dir>/config.pbtxt' and '<dir>/1/model"),
+        (
+            [("m/config.pbtxt", CFG, F), ("m/1/model.onnx", b"x", F), ("m/extra.txt", b"x", F)],
+            "expected exactly",
+        ),
+        ([("a/config.pbtxt", CFG, F), ("b/1/model.onnx", b"x", F)], "expected exactly"),
+        ([("m/config.pbtxt", CFG, F), ("m/2/model.onnx", b"x", F)], "expected exactly"),
+        (
+            [("m/config.pbtxt", CFG, F), ("m/1/model.onnx", b"x", F), ("/etc/cron.d", None, D)],
+            "unsafe entry path",
+        ),
+        ([("m/config.pbtxt", CFG, F), ("m/../../evil", b"x", F)], "unsafe entry path"),
+        ([("m/config.pbtxt", CFG, F), ("m/1/model.onnx", b"x", L)], "is a link or device"),
+        ([("m/config.pbtxt", b"max_batch: 2", F), ("m/1/model.onnx", b"x", F)], "does not match Triton's"),
+        (
+            [("m/config.pbtxt", CFG, F), ("m/1/model.pt", b"x", F)],
+            "config platform 'onnxruntime_onnx' does not serve",
+        ),
+        (
+            [("m/config.pbtxt", CFG, F), ("m/1/weights.bin", b"x", F)],
+            "model file 'weights.bin'; allowed model.onnx",
+        ),
+    ],
+)
+def test_bad_layouts_are_one_line_errors(tmp_path: Path, entries: list, message: str) -> None:
+    path = _raw_archive(tmp_path / "bad.tar.gz", entries)
+    with pytest.raises(ArchiveError) as caught:
+        read_archive(path)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_not_an_archive(tmp_path: Path) -> None:
+    path = tmp_path / "junk.tar.gz"
+    path.write_bytes(b"not gzip")
+    with pytest.raises(ArchiveError, match=r"junk.tar.gz: not a readable .tar.gz archive"):
+        read_archive(path)
+
+
+def test_verify_runs_every_built_archive(built: tuple[Path, Manifest]) -> None:
+    out, manifest = built
+    for record in manifest.archives:
+        report = verify_archive(out / record.target_model)
+        runtime = "onnxruntime" if record.format == "onnx" else "torchscript"
+        assert report.checks == [
+            "layout", "config.pbtxt round trip", f"{runtime} run at batch 1", f"{runtime} run at batch 4",
+        ]  # fmt: skip
+        assert not report.not_run
+
+
+def test_verify_rejects_a_model_file_that_does_not_run(tmp_path: Path) -> None:
+    path = _pack(tmp_path / "a", model=b"this is not onnx")
+    with pytest.raises(ArchiveError, match=r"the model does not run: "):
+        verify_archive(path)

@@ -1,0 +1,275 @@
+"""The GPU build runner and the build-before-deploy trigger, synthesized in a small stack of their own."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_logs as logs
+from aws_cdk.assertions import Match, Template
+from cdk_nag import AwsSolutionsChecks
+
+from infra.constructs.build_runner import ModelBuildRunner
+from infra.constructs.model_build_trigger import ModelBuildTrigger
+from infra.constructs.model_store import ModelStore
+from triton_mme.model_build import cache
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FLAGS = {
+    k: v for k, v in json.loads((REPO_ROOT / "cdk.json").read_text())["context"].items() if k.startswith("@")
+}
+
+
+def runner_stack(
+    outdir: Path, *, project_root: Path = REPO_ROOT, **overrides: Any
+) -> tuple[Template, ModelBuildRunner, Path]:
+    app = cdk.App(outdir=str(outdir), context=FLAGS)
+    stack = cdk.Stack(app, "Runner", env=cdk.Environment(region="eu-west-1"))
+    options: dict[str, Any] = {
+        "catalog": "models.yaml",
+        "compute_type": "SMALL",
+        "triton_image_tag": "25.04-py3",
+        "tensorrt": True,
+        "timeout": cdk.Duration.minutes(50),
+        "log_retention": logs.RetentionDays.ONE_MONTH,
+        **overrides,
+    }
+    runner = ModelBuildRunner(
+        stack, "Build", store=ModelStore(stack, "Store"), project_root=project_root, **options
+    )
+    ModelBuildTrigger(stack, "Trigger", project=runner.project, fingerprint=runner.fingerprint,
+                      log_retention=logs.RetentionDays.ONE_MONTH)  # fmt: skip
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # fails on any unacknowledged cdk-nag finding
+    return Template.from_stack(stack), runner, outdir
+
+
+@pytest.fixture(scope="module")
+def default(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, ModelBuildRunner, Path]:
+    return runner_stack(tmp_path_factory.mktemp("runner"))
+
+
+def project_of(template: Template) -> dict[str, Any]:
+    (project,) = template.find_resources("AWS::CodeBuild::Project").values()
+    return dict(project["Properties"])
+
+
+def spec_of(template: Template) -> dict[str, Any]:
+    return dict(json.loads(project_of(template)["Source"]["BuildSpec"]))
+
+
+def variables_of(template: Template) -> dict[str, Any]:
+    return {v["Name"]: v["Value"] for v in project_of(template)["Environment"]["EnvironmentVariables"]}
+
+
+def test_project_runs_on_the_small_gpu_with_the_cuda12_image_and_settings(default: Any) -> None:
+    project = project_of(default[0])
+    environment = project["Environment"]
+    assert environment["Type"] == "LINUX_GPU_CONTAINER"
+    assert environment["ComputeType"] == "BUILD_GENERAL1_SMALL"
+    image = json.dumps(environment["Image"])
+    assert "763104351884.dkr.ecr." in image
+    assert "/pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-ec2" in image
+    assert project["TimeoutInMinutes"] == 50
+    assert project["Source"]["Type"] == "S3"
+    variables = variables_of(default[0])
+    assert variables["TENSORRT_REQUIREMENT"] == "tensorrt-cu12==10.9.0.34"
+    assert variables["TRITON_IMAGE_TAG"] == "25.04-py3"
+    assert variables["MODEL_CATALOG"] == "models.yaml"
+    assert (variables["MODEL_PREFIX"], variables["MANIFEST_PREFIX"]) == ("models/", "manifests/")
+
+
+def test_buildspec_prints_the_gpu_installs_then_builds_profiles_and_publishes(default: Any) -> None:
+    phases = spec_of(default[0])["phases"]
+    install, build = phases["install"]["commands"], phases["build"]["commands"]
+    assert install[0] == "nvidia-smi"
+    assert install[1] == "python -m pip install --quiet -r requirements-build.txt"
+    assert install[2].startswith("python -c 'import torch;")  # the image's own PyTorch, logged
+    assert "https://pypi.nvidia.com" in install[3] and '"$TENSORRT_REQUIREMENT"' in install[3]
+    steps = [re.match(r"python -m triton_mme (\S+)", command)[1] for command in build]  # type: ignore[index]
+    assert steps == ["build", "profile", "upload", "publish-performance"]
+    assert '--triton-tag "$TRITON_IMAGE_TAG"' in build[0]
+    for publishing in build[2:]:
+        assert '--bucket "$MODEL_BUCKET"' in publishing and '--prefix "$MODEL_PREFIX"' in publishing
+
+
+def test_no_tensorrt_install_when_the_catalog_has_no_tensorrt(tmp_path: Path) -> None:
+    template, _, _ = runner_stack(tmp_path, tensorrt=False)
+    install = spec_of(template)["phases"]["install"]["commands"]
+    assert not any("tensorrt" in command.lower() for command in install)
+
+
+def test_large_runner_and_cuda13_tag_pick_the_v100_fleet_and_cuda13_image(tmp_path: Path) -> None:
+    template, _, _ = runner_stack(tmp_path, compute_type="LARGE", triton_image_tag="25.09-py3")
+    environment = project_of(template)["Environment"]
+    assert environment["ComputeType"] == "BUILD_GENERAL1_LARGE"
+    assert "2.9.0-gpu-py312-cu130-ubuntu22.04-ec2" in json.dumps(environment["Image"])
+    assert variables_of(template)["TENSORRT_REQUIREMENT"] == "tensorrt-cu13==10.13.3.9"
+
+
+def statements(template: Template, logical_id_part: str) -> list[dict[str, Any]]:
+    found = []
+    for logical_id, policy in template.find_resources("AWS::IAM::Policy").items():
+        if logical_id_part in logical_id:
+            found.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return found
+
+
+def actions(statement: dict[str, Any]) -> list[str]:
+    return [statement["Action"]] if isinstance(statement["Action"], str) else list(statement["Action"])
+
+
+def test_runner_writes_only_the_model_and_manifest_prefixes(default: Any) -> None:
+    runner_statements = statements(default[0], "BuildProjectRole")
+    writes = [
+        s for s in runner_statements if any(a.startswith(("s3:Put", "s3:Delete", "s3:*")) for a in actions(s))
+    ]
+    assert len(writes) == 1
+    # Statements with the same resources are merged: the upload's read-back shares this one.
+    assert set(actions(writes[0])) == {"s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"}
+    targets = sorted(json.dumps(r) for r in writes[0]["Resource"])
+    assert len(targets) == 2
+    assert '"/manifests/*"' in targets[0] and "StoreBucket" in targets[0]
+    assert '"/models/*"' in targets[1] and "StoreBucket" in targets[1]
+    everything = json.dumps(runner_statements)
+    assert "s3:DeleteObject" not in everything and '"s3:*"' not in everything
+
+
+def test_runner_reads_back_only_the_store_prefixes_and_its_own_source(default: Any) -> None:
+    reads = [s for s in statements(default[0], "BuildProjectRole") if "s3:GetObject" in actions(s)]
+    assert len(reads) == 1
+    assert all("StoreBucket" in json.dumps(r) for r in reads[0]["Resource"])
+    source_reads = [s for s in statements(default[0], "BuildProjectRole") if "s3:GetObject*" in actions(s)]
+    (source_read,) = source_reads
+    asset_key = f"/{default[1].source.asset_hash}.zip"
+    assert any(asset_key in json.dumps(r) for r in source_read["Resource"])
+
+
+def test_build_logs_go_to_their_own_group_with_the_retention_setting(default: Any) -> None:
+    template = default[0]
+    logs_config = project_of(template)["LogsConfig"]["CloudWatchLogs"]
+    assert logs_config["Status"] == "ENABLED"
+    group_id = logs_config["GroupName"]["Ref"]
+    assert template.to_json()["Resources"][group_id]["Properties"]["RetentionInDays"] == 30
+
+
+SHIPPED_PACKAGES = ("core", "model_build", "profiler", "store")
+
+
+def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(default: Any) -> None:
+    _, runner, outdir = default
+    files = {p.relative_to(outdir / f"asset.{runner.source.asset_hash}").as_posix()
+             for p in (outdir / f"asset.{runner.source.asset_hash}").rglob("*") if p.is_file()}  # fmt: skip
+    assert {
+        "models.yaml",
+        "requirements-build.txt",
+        "triton_mme/cli.py",
+        "triton_mme/core/catalog.py",
+    } <= files
+    packages = {f.split("/")[1] for f in files if f.count("/") >= 2 and f.startswith("triton_mme/")}
+    assert packages == set(SHIPPED_PACKAGES)
+    outside = {f for f in files if not f.startswith("triton_mme/")} - {
+        "models.yaml",
+        "requirements-build.txt",
+    }
+    assert outside == set()
+    assert not any("__pycache__" in f or f.endswith(".pyc") or "/tests/" in f for f in files)
+
+
+def test_trigger_resource_carries_the_project_and_fingerprint_and_waits_an_hour(default: Any) -> None:
+    template, runner, _ = default
+    assert re.fullmatch(r"[0-9a-f]{64}", runner.fingerprint)
+    template.has_resource_properties(
+        "Custom::ModelBuild",
+        {
+            "ProjectName": {"Ref": Match.string_like_regexp("BuildProject")},
+            "Fingerprint": runner.fingerprint,
+            "ServiceTimeout": "3600",
+        },
+    )
+
+
+def test_provider_polls_every_minute_for_at_most_an_hour(default: Any) -> None:
+    (machine,) = default[0].find_resources("AWS::StepFunctions::StateMachine").values()
+    definition = json.dumps(machine["Properties"]["DefinitionString"])
+    assert '\\"IntervalSeconds\\":60' in definition
+    assert '\\"MaxAttempts\\":60' in definition
+
+
+def test_trigger_handlers_may_only_start_and_read_builds_of_that_project(default: Any) -> None:
+    template = default[0]
+    reads = {"codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"}
+    for name, allowed in (("TriggerOnEvent", {"codebuild:StartBuild", *reads}), ("TriggerIsComplete", reads)):
+        granted = statements(template, name + "ServiceRoleDefaultPolicy")
+        assert {a for s in granted for a in actions(s)} == allowed
+        for statement in granted:
+            assert statement["Resource"] == {
+                "Fn::GetAtt": [Match.string_like_regexp("BuildProject"), "Arn"]
+            } or ("BuildProject" in json.dumps(statement["Resource"]))
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Handler": "handler.on_event", "Runtime": Match.string_like_regexp("python3")},
+    )
+    template.has_resource_properties("AWS::Lambda::Function", {"Handler": "handler.is_complete"})
+
+
+def fake_project(root: Path, catalog: str) -> Path:
+    """A copy of the project's Python packages, requirements and a catalog."""
+    shutil.copytree(
+        REPO_ROOT / "triton_mme", root / "triton_mme", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for name in ("requirements.txt", "requirements-build.txt"):
+        shutil.copy(REPO_ROOT / name, root / name)
+    (root / "models.yaml").write_text(catalog)
+    return root
+
+
+def test_fingerprint_follows_the_catalog_and_nothing_else(tmp_path: Path) -> None:
+    catalog = (REPO_ROOT / "models.yaml").read_text()
+    first = runner_stack(tmp_path / "a", project_root=fake_project(tmp_path / "pa", catalog))[1].fingerprint
+    same = runner_stack(tmp_path / "b", project_root=fake_project(tmp_path / "pb", catalog))[1].fingerprint
+    changed = runner_stack(
+        tmp_path / "c", project_root=fake_project(tmp_path / "pc", catalog.replace("128", "64"))
+    )[1].fingerprint
+    assert first == same
+    assert changed != first
+
+
+def test_an_edit_to_the_client_changes_neither_the_asset_nor_a_build_cache_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    catalog = (REPO_ROOT / "models.yaml").read_text()
+    project = fake_project(tmp_path / "project", catalog)
+    monkeypatch.setattr(
+        cache, "BUILD_CODE_DIRS", (project / "triton_mme/core", project / "triton_mme/model_build")
+    )
+    before = runner_stack(tmp_path / "a", project_root=project)[1].source.asset_hash, cache.build_code_hash()
+
+    for edited in ("client/inputs.py", "local_triton/server.py"):
+        with (project / "triton_mme" / edited).open("a") as source:
+            source.write("\n# an edit\n")
+    after_client = (
+        runner_stack(tmp_path / "b", project_root=project)[1].source.asset_hash,
+        cache.build_code_hash(),
+    )
+    with (project / "triton_mme/core/naming.py").open("a") as source:
+        source.write("\n# an edit\n")
+    after_core = (
+        runner_stack(tmp_path / "c", project_root=project)[1].source.asset_hash,
+        cache.build_code_hash(),
+    )
+
+    assert after_client == before
+    assert after_core[0] != before[0] and after_core[1] != before[1]
+
+
+def test_a_catalog_outside_the_project_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match=r"catalog \.\./models\.yaml is not a file inside .*; allowed: a relative"
+    ):
+        runner_stack(tmp_path, catalog="../models.yaml")

@@ -1,0 +1,227 @@
+"""The build trigger's handlers against CodeBuild's real API shapes (botocore Stubber), offline."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from infra.constructs.model_build_trigger_handler import handler
+
+PROJECT = "ModelBuildProject"
+BUILD_ID = f"{PROJECT}:0b7c5a4e-1111-2222-3333-444455556666"
+FINGERPRINT = "a" * 64
+LOG_LINK = "https://console.aws.amazon.com/cloudwatch/home?region=eu-west-1#logEvent:group=/build;stream=x"
+
+
+@pytest.fixture
+def codebuild(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
+    client = boto3.client(
+        "codebuild", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    monkeypatch.setattr(handler, "_client", client)
+    with Stubber(client) as stubber:
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+def event(request: str, fingerprint: str = FINGERPRINT, **extra: Any) -> dict[str, Any]:
+    return {
+        "RequestType": request,
+        "ResourceProperties": {"ServiceToken": "arn", "ProjectName": PROJECT, "Fingerprint": fingerprint},
+        **extra,
+    }
+
+
+def build(status: str, *, fingerprint: str = FINGERPRINT, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": BUILD_ID,
+        "buildStatus": status,
+        "environment": {
+            "type": "LINUX_GPU_CONTAINER",
+            "image": "image",
+            "computeType": "BUILD_GENERAL1_SMALL",
+            "environmentVariables": [{"name": handler.FINGERPRINT_VARIABLE, "value": fingerprint}],
+        },
+        "logs": {"deepLink": LOG_LINK},
+        **extra,
+    }
+
+
+def expect_no_earlier_build(stubber: Stubber, ids: list[str] | None = None) -> None:
+    stubber.add_response(
+        "list_builds_for_project",
+        {"ids": ids} if ids else {},
+        {"projectName": PROJECT, "sortOrder": "DESCENDING"},
+    )
+
+
+def expect_start(stubber: Stubber) -> None:
+    stubber.add_response(
+        "start_build",
+        {"build": build("IN_PROGRESS")},
+        {
+            "projectName": PROJECT,
+            "environmentVariablesOverride": [
+                {"name": handler.FINGERPRINT_VARIABLE, "value": FINGERPRINT, "type": "PLAINTEXT"}
+            ],
+        },
+    )
+
+
+def started(build_id: str = BUILD_ID) -> dict[str, Any]:
+    return {
+        "RequestType": "Create",
+        "PhysicalResourceId": "x",
+        "Data": {"BuildId": build_id, "Started": "true"},
+    }
+
+
+def test_create_starts_one_build_and_tags_it_with_the_fingerprint(codebuild: Stubber) -> None:
+    expect_no_earlier_build(codebuild)
+    expect_start(codebuild)
+
+    response = handler.on_event(event("Create"))
+
+    assert response["Data"] == {"BuildId": BUILD_ID, "Started": "true"}
+    assert response["PhysicalResourceId"] == f"{PROJECT}:{FINGERPRINT}"
+
+
+def test_changed_fingerprint_on_update_starts_a_build(codebuild: Stubber) -> None:
+    older = "b" * 64
+    expect_no_earlier_build(codebuild, ids=["old-build"])
+    codebuild.add_response(
+        "batch_get_builds", {"builds": [build("SUCCEEDED", fingerprint=older)]}, {"ids": ["old-build"]}
+    )
+    expect_start(codebuild)
+
+    response = handler.on_event(
+        event(
+            "Update",
+            PhysicalResourceId=f"{PROJECT}:{older}",
+            OldResourceProperties={"ProjectName": PROJECT, "Fingerprint": older},
+        )
+    )
+
+    assert response["Data"]["Started"] == "true"
+    assert response["PhysicalResourceId"] == f"{PROJECT}:{FINGERPRINT}"
+
+
+def test_update_with_an_unchanged_fingerprint_starts_nothing(codebuild: Stubber) -> None:
+    response = handler.on_event(
+        event(
+            "Update",
+            PhysicalResourceId="kept",
+            OldResourceProperties={"ProjectName": PROJECT, "Fingerprint": FINGERPRINT, "Other": "changed"},
+        )
+    )
+
+    assert response["PhysicalResourceId"] == "kept"
+    assert response["Data"]["Started"] == "false"
+    assert handler.is_complete({**event("Update"), **response}) == {"IsComplete": True}
+
+
+def test_a_fingerprint_that_already_built_successfully_is_not_rebuilt(codebuild: Stubber) -> None:
+    # E.g. the rollback of a failed update returns to the previous, already-built fingerprint.
+    expect_no_earlier_build(codebuild, ids=[BUILD_ID])
+    codebuild.add_response("batch_get_builds", {"builds": [build("SUCCEEDED")]}, {"ids": [BUILD_ID]})
+
+    response = handler.on_event(
+        event("Update", PhysicalResourceId="p", OldResourceProperties={"Fingerprint": "c" * 64})
+    )
+
+    assert response["Data"] == {"BuildId": BUILD_ID, "Started": "false"}
+
+
+def test_an_earlier_failed_build_of_the_same_fingerprint_is_retried(codebuild: Stubber) -> None:
+    expect_no_earlier_build(codebuild, ids=[BUILD_ID])
+    codebuild.add_response("batch_get_builds", {"builds": [build("FAILED")]}, {"ids": [BUILD_ID]})
+    expect_start(codebuild)
+
+    assert handler.on_event(event("Create"))["Data"]["Started"] == "true"
+
+
+def test_in_progress_build_is_not_complete(codebuild: Stubber) -> None:
+    codebuild.add_response("batch_get_builds", {"builds": [build("IN_PROGRESS")]}, {"ids": [BUILD_ID]})
+
+    assert handler.is_complete(started()) == {"IsComplete": False}
+
+
+def test_succeeded_build_completes_the_resource(codebuild: Stubber) -> None:
+    codebuild.add_response("batch_get_builds", {"builds": [build("SUCCEEDED")]}, {"ids": [BUILD_ID]})
+
+    assert handler.is_complete(started()) == {"IsComplete": True, "Data": {"BuildId": BUILD_ID}}
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [("FAILED", "failed"), ("STOPPED", "stopped"), ("TIMED_OUT", "timed out"), ("FAULT", "fault")],
+)
+def test_unsuccessful_build_fails_with_its_id_and_log_link(
+    codebuild: Stubber, status: str, words: str
+) -> None:
+    phases = [
+        {"phaseType": "INSTALL", "phaseStatus": "SUCCEEDED"},
+        {
+            "phaseType": "BUILD",
+            "phaseStatus": status,
+            "contexts": [
+                {"statusCode": "COMMAND_EXECUTION_ERROR", "message": "Error while executing\ncommand"}
+            ],
+        },
+    ]
+    codebuild.add_response(
+        "batch_get_builds", {"builds": [build(status, phases=phases)]}, {"ids": [BUILD_ID]}
+    )
+
+    with pytest.raises(handler.ModelBuildFailed) as failure:
+        handler.is_complete(started())
+
+    message = str(failure.value)
+    assert (
+        message == f"model build {BUILD_ID} {words} in phase BUILD: Error while executing; logs: {LOG_LINK}"
+    )
+    assert "\n" not in message
+
+
+def test_failure_without_a_deep_link_points_to_the_build_console(
+    codebuild: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    failed = build("FAILED")
+    del failed["logs"]
+    codebuild.add_response("batch_get_builds", {"builds": [failed]}, {"ids": [BUILD_ID]})
+
+    with pytest.raises(handler.ModelBuildFailed) as failure:
+        handler.is_complete(started())
+
+    console = "https://eu-west-1.console.aws.amazon.com/codesuite/codebuild/projects/ModelBuildProject/build/"
+    assert str(failure.value).endswith(
+        f"logs: {console}ModelBuildProject%3A0b7c5a4e-1111-2222-3333-444455556666/log?region=eu-west-1"
+    )
+
+
+def test_a_vanished_build_fails_clearly(codebuild: Stubber) -> None:
+    codebuild.add_response(
+        "batch_get_builds", {"builds": [], "buildsNotFound": [BUILD_ID]}, {"ids": [BUILD_ID]}
+    )
+
+    with pytest.raises(handler.ModelBuildFailed, match=f"model build {BUILD_ID} not found"):
+        handler.is_complete(started())
+
+
+def test_delete_is_a_no_op_that_calls_nothing(codebuild: Stubber) -> None:
+    delete = event("Delete", PhysicalResourceId="p")
+
+    assert handler.on_event(delete) == {"PhysicalResourceId": "p"}
+    assert handler.is_complete(delete) == {"IsComplete": True}
+
+
+def test_delete_succeeds_even_with_broken_properties() -> None:
+    delete = {"RequestType": "Delete", "PhysicalResourceId": "p", "ResourceProperties": {}}
+
+    assert handler.on_event(delete) == {"PhysicalResourceId": "p"}
+    assert handler.is_complete(delete) == {"IsComplete": True}

@@ -1,0 +1,233 @@
+"""Settings: defaults match cdk.json, `-c` strings are parsed, every bad value is one clear line."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from synth_support import CDK_JSON_CONTEXT
+
+from infra.settings import CONTEXT_KEYS, GPU_MME_INSTANCE_TYPES, Settings, SettingsError
+
+KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def test_cdk_json_holds_every_setting_with_the_same_defaults() -> None:
+    assert set(CONTEXT_KEYS) - {"region"} <= set(CDK_JSON_CONTEXT)
+    assert Settings.from_context(CDK_JSON_CONTEXT) == Settings()
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    settings = Settings()
+    assert (settings.instance_type, settings.initial_instance_count) == ("ml.g5.xlarge", 2)
+    assert (settings.min_instance_count, settings.max_instance_count) == (1, 5)
+    assert settings.gpu_utilization_target == 60
+    assert (settings.scale_in_cooldown_seconds, settings.scale_out_cooldown_seconds) == (600, 200)
+    assert settings.invocations_per_instance_target == 0
+    assert settings.triton_image_tag == "25.04-py3"
+    assert settings.model_catalog == "models.yaml"
+    assert settings.kms_key_arn is None and settings.region is None
+
+
+def test_command_line_strings_are_converted() -> None:
+    settings = Settings.from_context(
+        {
+            "instanceType": "ml.p3.2xlarge",
+            "initialInstanceCount": "3",
+            "minInstanceCount": " 2 ",
+            "maxInstanceCount": "8",
+            "gpuUtilizationTarget": "75.5",
+            "invocationsPerInstanceTarget": "900",
+            "scaleInCooldownSeconds": "300",
+            "scaleOutCooldownSeconds": "60",
+            "tritonImageTag": "24.09-py3",
+            "region": "eu-west-1",
+            "kmsKeyArn": KEY_ARN,
+        }
+    )
+    assert settings == Settings(
+        instance_type="ml.p3.2xlarge",
+        initial_instance_count=3,
+        min_instance_count=2,
+        max_instance_count=8,
+        gpu_utilization_target=75.5,
+        invocations_per_instance_target=900,
+        scale_in_cooldown_seconds=300,
+        scale_out_cooldown_seconds=60,
+        triton_image_tag="24.09-py3",
+        region="eu-west-1",
+        kms_key_arn=KEY_ARN,
+    )
+
+
+def test_empty_values_mean_the_default() -> None:
+    assert Settings.from_context({"kmsKeyArn": "", "region": None, "instanceType": ""}) == Settings()
+
+
+def test_settings_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Settings().instance_type = "ml.g4dn.xlarge"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "accepts_key"),
+    [("ml.g5.xlarge", False), ("ml.g4dn.16xlarge", False), ("ml.p3.2xlarge", True), ("ml.p2.xlarge", True)],
+)
+def test_only_types_without_instance_storage_take_a_volume_key(instance_type: str, accepts_key: bool) -> None:
+    assert Settings(instance_type=instance_type).endpoint_volume_accepts_kms_key is accepts_key
+
+
+def test_every_documented_gpu_mme_type_is_accepted() -> None:
+    for instance_type in GPU_MME_INSTANCE_TYPES:
+        assert Settings(instance_type=instance_type).instance_type == instance_type
+
+
+REJECTED: list[tuple[dict[str, Any], str]] = [
+    # Instance types: multi-GPU sizes, CPU types and undocumented GPU families.
+    (
+        {"instanceType": "ml.g4dn.12xlarge"},
+        r"^instanceType=ml\.g4dn\.12xlarge is not a single-GPU type .*allowed: ml\.g4dn\.xlarge, ",
+    ),
+    (
+        {"instanceType": "ml.g5.12xlarge"},
+        r"^instanceType=ml\.g5\.12xlarge is not a single-GPU type",
+    ),
+    (
+        {"instanceType": "ml.m5.xlarge"},
+        r"^instanceType=ml\.m5\.xlarge is not a single-GPU type .*ml\.p2\.xlarge$",
+    ),
+    (
+        {"instanceType": "ml.g6.xlarge"},
+        r"^instanceType=ml\.g6\.xlarge is not a single-GPU type",
+    ),
+    (
+        {"instanceType": 5},
+        r"^instanceType=5 is not text",
+    ),
+    # Instance counts.
+    (
+        {"minInstanceCount": "3"},
+        r"^minInstanceCount=3 is above initialInstanceCount=2; allowed: min <= initial <= max$",
+    ),
+    (
+        {"initialInstanceCount": "6"},
+        r"^initialInstanceCount=6 is above maxInstanceCount=5; allowed: min <= initial <= max$",
+    ),
+    (
+        {"minInstanceCount": "0"},
+        r"^minInstanceCount=0 is out of range; allowed: 1\.\.100$",
+    ),
+    (
+        {"minInstanceCount": "-1"},
+        r"^minInstanceCount=-1 is out of range; allowed: 1\.\.100$",
+    ),
+    (
+        {"maxInstanceCount": "500"},
+        r"^maxInstanceCount=500 is out of range; allowed: 1\.\.100$",
+    ),
+    # Target utilization outside (0, 100].
+    (
+        {"gpuUtilizationTarget": "0"},
+        r"^gpuUtilizationTarget=0 is out of range; allowed: \(0, 100\]$",
+    ),
+    (
+        {"gpuUtilizationTarget": "-5"},
+        r"^gpuUtilizationTarget=-5 is out of range; allowed: \(0, 100\]$",
+    ),
+    (
+        {"gpuUtilizationTarget": "100.5"},
+        r"^gpuUtilizationTarget=100\.5 is out of range; allowed: \(0, 100\]$",
+    ),
+    (
+        {"gpuUtilizationTarget": "nan"},
+        r"^gpuUtilizationTarget=nan is not a finite number",
+    ),
+    (
+        {"gpuUtilizationTarget": "inf"},
+        r"^gpuUtilizationTarget=inf is not a finite number",
+    ),
+    # Non-numeric numbers.
+    (
+        {"initialInstanceCount": "two"},
+        r"^initialInstanceCount=two is not a whole number; allowed: an integer",
+    ),
+    (
+        {"initialInstanceCount": "2.5"},
+        r"^initialInstanceCount=2\.5 is not a whole number",
+    ),
+    (
+        {"maxInstanceCount": True},
+        r"^maxInstanceCount=True is not a whole number",
+    ),
+    (
+        {"gpuUtilizationTarget": "sixty"},
+        r"^gpuUtilizationTarget=sixty is not a number; allowed: a number",
+    ),
+    (
+        {"scaleInCooldownSeconds": "10m"},
+        r"^scaleInCooldownSeconds=10m is not a whole number",
+    ),
+    (
+        {"scaleOutCooldownSeconds": "-1"},
+        r"^scaleOutCooldownSeconds=-1 is out of range; allowed: 0\.\.86400 seconds$",
+    ),
+    (
+        {"invocationsPerInstanceTarget": "-1"},
+        r"^invocationsPerInstanceTarget=-1 is negative; allowed: 0 ",
+    ),
+    # Unknown image tags and regions without the image.
+    (
+        {"tritonImageTag": "23.10-py3"},
+        r"^tritonImageTag=23\.10-py3 is not a known SageMaker Triton image tag; allowed: 23\.12-py3, ",
+    ),
+    (
+        {"tritonImageTag": "25.04"},
+        r"^tritonImageTag=25\.04 is not a known SageMaker Triton image tag",
+    ),
+    (
+        {"tritonImageTag": "25.09-py3", "region": "cn-north-1"},
+        r"^region=cn-north-1 has no SageMaker Triton image 25\.09-py3; allowed: af-south-1, ",
+    ),
+    (
+        {"region": "ap-southeast-6"},
+        r"^region=ap-southeast-6 has no SageMaker Triton image 25\.04-py3; allowed: ",
+    ),
+    (
+        {"region": "mars-north"},
+        r"^region=mars-north is not an AWS region name",
+    ),
+    # Malformed or misplaced KMS keys.
+    (
+        {"kmsKeyArn": "alias/models"},
+        r"^kmsKeyArn=alias/models is not a KMS key ARN; allowed: arn:aws:kms:<region>:.*:key/<key id>$",
+    ),
+    (
+        {"kmsKeyArn": "arn:aws:kms:eu-west-1:123456789012:alias/models"},
+        r"^kmsKeyArn=\S+ is not a KMS key ARN",
+    ),
+    (
+        {"kmsKeyArn": KEY_ARN.replace("123456789012", "1234")},
+        r"is not a KMS key ARN",
+    ),
+    (
+        {"kmsKeyArn": KEY_ARN, "region": "us-east-1"},
+        r"^kmsKeyArn=\S+ is not in the stack's region; allowed: a key in us-east-1$",
+    ),
+    (
+        {"stackName": "1-stack"},
+        r"^stackName=1-stack is not a valid stack name",
+    ),
+]
+
+
+@pytest.mark.parametrize(("context", "message"), REJECTED, ids=[str(c) for c, _ in REJECTED])
+def test_invalid_settings_are_rejected_in_one_line(context: dict[str, Any], message: str) -> None:
+    with pytest.raises(SettingsError, match=message) as caught:
+        Settings.from_context(context)
+    assert "\n" not in str(caught.value)
+
+
+def test_direct_construction_is_validated_too() -> None:
+    with pytest.raises(SettingsError, match=r"^maxInstanceCount=0 is out of range"):
+        Settings(max_instance_count=0)

@@ -1,0 +1,160 @@
+"""Helpers of the local Triton tests: archives from the project's build code, configs, processes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tritonclient.grpc import model_config_pb2 as mc
+
+from triton_mme.core.archive import extract_archive, read_archive
+from triton_mme.core.catalog import Format, parse_catalog
+from triton_mme.core.manifest import ArchiveRecord, TensorSpec
+from triton_mme.core.naming import MODEL_FILE_NAMES, model_directory
+from triton_mme.core.samples import sample_inputs
+from triton_mme.core.triton_config import build_model_config, render_config
+from triton_mme.model_build import runtimes
+from triton_mme.model_build.packaging import write_archive
+
+MAX_BATCH_SIZE = 4
+
+
+def build_config(fmt: Format, *, tensorrt_accelerator: bool = True) -> mc.ModelConfig:
+    """The config.pbtxt the build writes for the tiny CNN in `fmt` (ONNX with the TensorRT accelerator on)."""
+    raw = TINY_CATALOG["models"][0] | {
+        "onnxruntime": {"tensorrt_accelerator": {"enabled": tensorrt_accelerator}}
+    }
+    entry = parse_catalog({"models": [raw]}).models[0]
+    prefix = "INPUT__0" if fmt is Format.TORCHSCRIPT else "input"
+    inputs = (TensorSpec(name=prefix, datatype="FP32", dims=(3, 64, 64)),)
+    outputs = (
+        TensorSpec(
+            name=prefix.replace("INPUT", "OUTPUT").replace("input", "output"), datatype="FP32", dims=(1000,)
+        ),
+    )
+    return build_model_config(
+        entry, fmt, model_name=model_directory(entry.name, fmt), inputs=inputs, outputs=outputs
+    )
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that mention `text` (tritonserver and stubs carry their paths)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in command and state != "Z":
+            found.append(f"{entry.name}: {command[:200]}")
+    return found
+
+
+TINY_ROBERTA = {
+    "model_type": "roberta",
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "vocab_size": 1000,
+    "max_position_embeddings": 130,
+}
+# Random-initialised models in every CPU format, small enough to export in seconds.
+TINY_CATALOG = {
+    "models": [
+        {
+            "name": "tiny-cnn",
+            "source": "torchvision:squeezenet1_1",
+            "weights": "random",
+            "formats": ["onnx", "torchscript"],
+            "max_batch_size": MAX_BATCH_SIZE,
+            "input_shape": [3, 64, 64],
+        },
+        {
+            "name": "tiny-roberta",
+            "source": "huggingface:example/tiny-roberta",
+            "weights": "random",
+            "formats": ["onnx", "torchscript"],
+            "max_batch_size": MAX_BATCH_SIZE,
+            "sequence_length": 16,
+            "hf_config": TINY_ROBERTA,
+        },
+    ]
+}
+
+
+@dataclass
+class BuiltArchive:
+    """One archive of the build directory, with its own model file run directly for reference outputs."""
+
+    record: ArchiveRecord
+    path: Path
+    _runner: Any = None
+
+    @property
+    def target_model(self) -> str:
+        return self.record.target_model
+
+    def sample(self, batch_size: int) -> dict[str, np.ndarray]:
+        return sample_inputs(self.record.inputs, batch_size, seed=batch_size)
+
+    def reference(self, feeds: dict[str, np.ndarray], workdir: Path) -> dict[str, np.ndarray]:
+        inputs = [s.name for s in self.record.inputs]
+        outputs = [s.name for s in self.record.outputs]
+        if self._runner is None:
+            model_dir = extract_archive(self.path, workdir / self.target_model)
+            model_file = next((model_dir / "1").iterdir())
+            if self.record.format == "onnx":
+                self._runner = runtimes.onnx_session(model_file)
+            else:
+                self._runner = runtimes.load_torchscript(model_file)
+        if self.record.format == "onnx":
+            return runtimes.run_onnx(self._runner, feeds)
+        return runtimes.run_torchscript(self._runner, feeds, inputs, outputs)
+
+
+def tensorrt_archive(out: Path, like: ArchiveRecord, workdir: Path) -> Path:
+    """What the build packs for TensorRT (its config and layout), with a placeholder where the plan goes."""
+    entry = parse_catalog(TINY_CATALOG).entry(like.name)
+    config = build_model_config(
+        entry,
+        Format.TENSORRT,
+        model_name=model_directory(like.name, Format.TENSORRT),
+        inputs=like.inputs,
+        outputs=like.outputs,
+    )
+    plan = workdir / "model.plan"
+    plan.write_bytes(b"a plan runs only on the GPU and TensorRT version that built it")
+    packed = write_archive(
+        out,
+        name=like.name,
+        fmt=Format.TENSORRT,
+        model_dir=model_directory(like.name, Format.TENSORRT),
+        config_text=render_config(config),
+        model_file=plan,
+        model_file_name=MODEL_FILE_NAMES[Format.TENSORRT],
+    )
+    return packed.path
+
+
+def mismatched_archive(out: Path, source: Path, workdir: Path) -> Path:
+    """An ONNX archive whose config names an input the graph does not have: Triton must refuse to load it."""
+    config = read_archive(source).config
+    config.input[0].name = "not_in_the_graph"
+    config.ClearField("model_warmup")
+    model_dir = extract_archive(source, workdir)
+    packed = write_archive(
+        out,
+        name="mismatched",
+        fmt=Format.ONNX,
+        model_dir="mismatched-onnx",
+        config_text=render_config(config),
+        model_file=model_dir / "1" / "model.onnx",
+        model_file_name="model.onnx",
+    )
+    return packed.path

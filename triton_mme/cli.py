@@ -1,0 +1,100 @@
+"""`triton-mme`: the project's one command line, a sub-command per job.
+
+Each job package may hold a `commands` module with `register(subparsers)`, which adds its sub-commands
+and sets each one's `handler` (parsed arguments -> exit status). Packages are found at start-up, so a
+machine that has only some of them (the build runner ships core, build and store) offers just those.
+Command modules stay cheap to import: heavy libraries are imported inside the handlers.
+
+Errors a user can fix (`UserError`) print one line, `error: <message>`, and exit with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+import triton_mme
+from triton_mme.core.errors import UserError
+
+PROG = "triton-mme"
+# Help lists the jobs in the order data flows through them; packages not named here follow.
+FLOW_ORDER = ("model_build", "profiler", "store", "client", "local_triton")
+# Command packages outside triton_mme (the benchmark suite lives beside its results).
+EXTRA_COMMAND_MODULES = ("benchmarks.commands",)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a whole number of at least 1")
+    return int(text)
+
+
+def port_number(text: str) -> int:
+    """An argparse type: 0 (any free port) to 65535."""
+    if not text.strip().isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port; allowed 0 (any free port) to 65535")
+    return int(text)
+
+
+def command_modules() -> list[ModuleType]:
+    """Every `commands` module present, in a stable order."""
+    packages = [package.name for package in pkgutil.iter_modules(triton_mme.__path__) if package.ispkg]
+    packages.sort(key=lambda name: (FLOW_ORDER.index(name) if name in FLOW_ORDER else len(FLOW_ORDER), name))
+    names = [f"triton_mme.{name}.commands" for name in packages]
+    modules = []
+    for name in [*names, *EXTRA_COMMAND_MODULES]:
+        try:
+            modules.append(importlib.import_module(name))
+        except ModuleNotFoundError as error:
+            if error.name is None or not name.startswith(error.name):
+                raise  # a command module that exists but lacks a dependency is a real error
+    return modules
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(
+        prog=PROG,
+        description="Build, publish, check and call the models of a Triton multi-model endpoint.",
+    )
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in command_modules():
+        module.register(commands)
+    return root
+
+
+def _cloud_error(error: Exception) -> str | None:
+    """One line for an AWS SDK error, without importing botocore where it is not loaded."""
+    exceptions = sys.modules.get("botocore.exceptions")
+    if exceptions is None:
+        return None
+    if isinstance(error, exceptions.ClientError):
+        details = error.response.get("Error", {})
+        return f"AWS {error.operation_name}: {details.get('Code')}: {details.get('Message')}"
+    if isinstance(error, exceptions.BotoCoreError):
+        return f"AWS: {error}"
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
+    except Exception as error:
+        message = _cloud_error(error)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+    return 1

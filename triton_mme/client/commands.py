@@ -1,0 +1,124 @@
+"""`triton-mme invoke`: send one request to the endpoint and print what the model says."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from triton_mme.core.locations import BUILD_DIR
+from triton_mme.core.manifest import MANIFEST_FILE_NAME
+
+DEFAULT_MANIFEST = str(BUILD_DIR / MANIFEST_FILE_NAME)
+TOP_K = 5
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "invoke",
+        help="send one request to the endpoint (or a local Triton, or files) and print the reply",
+        description="Send one inference request to the multi-model endpoint (or a local Triton, or files) "
+        "and print the reply: top-5 classes for image models, output tensors otherwise. Requests are "
+        "Triton binary by default (application/vnd.sagemaker-triton.binary+json), KServe v2 JSON "
+        "with --json.",
+    )
+    where = parser.add_argument_group("where the request goes (one of)")
+    where.add_argument("--endpoint", help="SageMaker endpoint name")
+    where.add_argument("--local", metavar="URL", help="local multi-model server, e.g. http://127.0.0.1:8080")
+    where.add_argument(
+        "--dry-run",
+        type=Path,
+        metavar="DIR",
+        help="write body.bin and content-type.txt to DIR instead of sending",
+    )
+    model = parser.add_argument_group("which model")
+    chosen = model.add_mutually_exclusive_group(required=True)
+    chosen.add_argument("--target-model", metavar="KEY", help="archive key under the model prefix")
+    chosen.add_argument("--model", metavar="NAME", help="logical model name, resolved through the manifest")
+    model.add_argument(
+        "--format", help="format to use when the model has several (onnx, torchscript, tensorrt)"
+    )
+    model.add_argument(
+        "--manifest",
+        default=DEFAULT_MANIFEST,
+        metavar="PATH|S3_URL",
+        help="build manifest, a file or s3://bucket/manifests/manifest.json: resolves --model, gives input "
+        "names, dims, outputs, preprocessing, labels and tokenizer (default: %(default)s)",
+    )
+    data = parser.add_argument_group("input (one of)")
+    given = data.add_mutually_exclusive_group(required=True)
+    given.add_argument(
+        "--image", nargs="+", type=Path, metavar="FILE", help="image file(s), one per batch row"
+    )
+    given.add_argument("--text", nargs="+", metavar="TEXT", help="text(s), one per batch row")
+    given.add_argument("--npy", nargs="+", metavar="[NAME=]FILE", help=".npy array(s) sent as they are")
+    parser.add_argument(
+        "--tokenizer", type=Path, help="tokenizer.json or its directory (default: the one the build recorded)"
+    )
+    parser.add_argument("--json", action="store_true", help="send KServe v2 JSON instead of Triton binary")
+    parser.add_argument("--region", help="AWS region of the endpoint (default: the AWS configuration's)")
+    parser.set_defaults(handler=invoke)
+
+
+def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
+    from triton_mme.client import invoke as calls
+    from triton_mme.client.manifest_source import ManifestSource
+    from triton_mme.client.payloads import decode_response, encode_request
+    from triton_mme.client.transport import write_dry_run
+
+    if args.endpoint is not None and args.local is not None:
+        raise calls.UsageError("give either --endpoint NAME or --local URL, not both")
+    if args.endpoint is None and args.local is None and args.dry_run is None:
+        raise calls.UsageError("say where to send the request: --endpoint NAME, --local URL or --dry-run DIR")
+    target = calls.resolve_target(
+        ManifestSource(args.manifest), model=args.model, format=args.format, target_model=args.target_model
+    )
+    if args.image:
+        inputs = calls.image_inputs(target, args.image)
+    elif args.text:
+        inputs = calls.text_inputs(target, args.text, args.tokenizer)
+    else:
+        inputs = calls.array_inputs(target, args.npy)
+    calls.check_batch(inputs, target.record)
+    request = encode_request(inputs, calls.output_names(target), binary=not args.json)
+    kind = "JSON" if args.json else "binary"
+    if args.dry_run is not None:
+        from triton_mme.client.payloads import check_request_size
+
+        check_request_size(request)
+        body_path, type_path = write_dry_run(args.dry_run, request)
+        size = f"{len(request.body):,} bytes"
+        print(f"{kind} request for {target.target_model}: {size} -> {body_path}, {type_path}")
+        return 0
+    started = time.perf_counter()
+    reply = calls.send(
+        request, target, endpoint=args.endpoint, local_url=args.local, runtime=runtime, region=args.region
+    )
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    print(
+        f"{target.target_model}: {kind} request {len(request.body):,} bytes, "
+        f"reply {len(reply.body):,} bytes in {elapsed_ms:.0f} ms"
+    )
+    _print_reply(decode_response(reply.content_type, reply.body), target, args)
+    return 0
+
+
+def _print_reply(outputs: dict[str, Any], target: Any, args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from triton_mme.client import invoke as calls
+    from triton_mme.client.labels import top_k
+
+    if args.image and target.record is not None and len(outputs) == 1:
+        (scores,) = outputs.values()
+        if scores.ndim == 2:
+            names = calls.class_names(target)
+            for path, predictions in zip(args.image, top_k(scores, names, TOP_K), strict=True):
+                print(f"{path}:")
+                for rank, guess in enumerate(predictions, start=1):
+                    print(f"  {rank}. {guess.probability:7.2%}  {guess.label} ({guess.class_index})")
+            return
+    for name, array in outputs.items():
+        preview = np.array2string(array.reshape(-1)[:8], precision=4, separator=", ")
+        print(f"{name}: shape {list(array.shape)} {array.dtype}, first values {preview}")

@@ -1,0 +1,146 @@
+"""Call a model of the multi-model endpoint: resolve its TargetModel, prepare inputs, send, read the reply.
+
+The functions here are what the `invoke` command composes; an application can use them directly:
+
+    source = ManifestSource("s3://my-bucket/manifests/manifest.json")
+    target = resolve_target(source, model="resnet50")
+    inputs = image_inputs(target, [Path("cat.jpg")])
+    reply = send(encode_request(inputs, output_names(target), binary=True), target, endpoint="my-endpoint")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from triton_mme.client.inputs import image_batch, load_tokenizer, npy_inputs, text_batch
+from triton_mme.client.labels import read_labels
+from triton_mme.client.manifest_source import ManifestSource
+from triton_mme.client.payloads import EncodedRequest, check_request_size
+from triton_mme.client.transport import Reply, invoke_endpoint, invoke_local, runtime_client
+from triton_mme.core.errors import UserError
+from triton_mme.core.manifest import ArchiveRecord
+
+
+class UsageError(UserError, ValueError):
+    """Arguments that do not fit together or do not fit the model; one line."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The TargetModel to call and, when a manifest names it, its entry and where its files are."""
+
+    target_model: str
+    record: ArchiveRecord | None = None
+    source: ManifestSource | None = None
+
+    def needs_record(self, what: str) -> ArchiveRecord:
+        if self.record is None:
+            raise UsageError(
+                f"{what} needs the model's manifest entry: pass --model NAME or a --manifest naming it"
+            )
+        return self.record
+
+    def companion(self, role: str) -> bytes | None:
+        if self.record is None or self.source is None or role not in self.record.files:
+            return None
+        return self.source.companion(self.record.files[role])
+
+
+def resolve_target(
+    source: ManifestSource | None,
+    *,
+    model: str | None = None,
+    format: str | None = None,
+    target_model: str | None = None,
+) -> Target:
+    """By logical name (`model`, through the manifest) or by TargetModel (the manifest is optional)."""
+    if (model is None) == (target_model is None):
+        raise UsageError("name the model either by --model NAME or by --target-model KEY")
+    if model is not None:
+        if source is None:
+            raise UsageError("--model needs a --manifest to resolve the name")
+        manifest = source.manifest()
+        try:
+            record = manifest.find(model, format)
+        except KeyError as error:
+            raise UsageError(f"{source.location}: {error.args[0]}") from None
+        return Target(record.target_model, record, source)
+    assert target_model is not None
+    if source is None or not source.exists():
+        return Target(target_model)
+    named = next((a for a in source.manifest().archives if a.target_model == target_model), None)
+    return Target(target_model, named, source)
+
+
+def image_inputs(target: Target, paths: Sequence[Path]) -> dict[str, np.ndarray]:
+    record = target.needs_record("--image")
+    if len(record.inputs) != 1:
+        raise UsageError(f"--image: model '{record.name}' takes {len(record.inputs)} inputs, not one image")
+    spec = record.inputs[0]
+    return {spec.name: image_batch(paths, spec, record.preprocessing)}
+
+
+def text_inputs(target: Target, texts: Sequence[str], tokenizer: Path | None = None) -> dict[str, np.ndarray]:
+    """Tokenised with `tokenizer` (a tokenizer.json or its directory), else the one the build recorded."""
+    record = target.needs_record("--text")
+    if tokenizer is not None:
+        return text_batch(texts, record.inputs, load_tokenizer(tokenizer))
+    recorded = target.companion("tokenizer")
+    if recorded is None:
+        raise UsageError(
+            f"model '{record.name}' has no recorded tokenizer (it was built without pretrained weights or "
+            "added from elsewhere); pass --tokenizer DIR with the model's tokenizer.json"
+        )
+    return text_batch(texts, record.inputs, load_tokenizer(recorded))
+
+
+def array_inputs(target: Target, arguments: Sequence[str]) -> dict[str, np.ndarray]:
+    return npy_inputs(arguments, target.record.inputs if target.record else None)
+
+
+def check_batch(inputs: dict[str, np.ndarray], record: ArchiveRecord | None) -> int:
+    """The batch size all inputs agree on, within the model's max_batch_size."""
+    batch_sizes = {array.shape[0] if array.ndim else 1 for array in inputs.values()}
+    if len(batch_sizes) != 1:
+        raise UsageError(f"inputs disagree on the batch size: {sorted(batch_sizes)}")
+    batch = batch_sizes.pop()
+    if record is not None and 0 < record.max_batch_size < batch:
+        raise UsageError(
+            f"batch of {batch} is above model '{record.name}' max_batch_size {record.max_batch_size}"
+        )
+    return batch
+
+
+def output_names(target: Target) -> list[str]:
+    return [spec.name for spec in target.record.outputs] if target.record else []
+
+
+def class_names(target: Target) -> list[str] | None:
+    content = target.companion("labels")
+    if content is None or target.record is None:
+        return None
+    return read_labels(content, target.record.files["labels"])
+
+
+def send(
+    request: EncodedRequest,
+    target: Target,
+    *,
+    endpoint: str | None = None,
+    local_url: str | None = None,
+    runtime: Any = None,
+    region: str | None = None,
+) -> Reply:
+    """Send to a SageMaker endpoint (InvokeEndpoint with TargetModel) or a local multi-model server."""
+    if (endpoint is None) == (local_url is None):
+        raise UsageError("give either --endpoint NAME or --local URL")
+    check_request_size(request)
+    if local_url is not None:
+        return invoke_local(local_url, target.target_model, request)
+    assert endpoint is not None
+    return invoke_endpoint(runtime or runtime_client(region), endpoint, target.target_model, request)

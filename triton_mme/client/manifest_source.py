@@ -1,0 +1,78 @@
+"""Where a client reads the manifest and its companion files: a build directory or the model store.
+
+`build/models/manifest.json` after a local build, or `s3://<bucket>/manifests/manifest.json` for an
+application that calls the deployed endpoint. Companion files (labels, tokenizer) are read from beside
+the manifest in both cases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from triton_mme.core.errors import UserError, first_line
+from triton_mme.core.manifest import Manifest
+from triton_mme.core.naming import COMPANION_NAME_PATTERN
+
+S3_SCHEME = "s3://"
+
+
+class ManifestError(UserError, ValueError):
+    """A manifest (or a file it names) that cannot be read; one line."""
+
+
+@dataclass(frozen=True)
+class ManifestSource:
+    location: str
+    s3: Any = None  # a boto3 S3 client, for s3:// locations
+
+    @property
+    def is_s3(self) -> bool:
+        return self.location.startswith(S3_SCHEME)
+
+    def _sibling(self, name: str) -> str:
+        return (
+            f"{self.location.rsplit('/', 1)[0]}/{name}"
+            if self.is_s3
+            else str(Path(self.location).parent / name)
+        )
+
+    def exists(self) -> bool:
+        return self.is_s3 or Path(self.location).is_file()
+
+    def _read(self, location: str) -> bytes:
+        if not location.startswith(S3_SCHEME):
+            try:
+                return Path(location).read_bytes()
+            except OSError as error:
+                raise ManifestError(f"{location}: cannot read it ({error.strerror})") from None
+        bucket, _, key = location.removeprefix(S3_SCHEME).partition("/")
+        client = self.s3
+        if client is None:
+            import boto3
+
+            client = boto3.client("s3")
+        try:
+            return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read())
+        except Exception as error:  # botocore's ClientError and friends: one line either way
+            response = getattr(error, "response", {}).get("Error", {})
+            reason = f"{response.get('Code')}: {response.get('Message')}" if response else first_line(error)
+            raise ManifestError(f"{location}: cannot read it ({reason})") from None
+
+    def manifest(self) -> Manifest:
+        body = self._read(self.location)
+        try:
+            return Manifest.from_json(body.decode("utf-8"))
+        except (ValueError, ValidationError, UnicodeDecodeError) as error:
+            raise ManifestError(f"{self.location}: not a valid manifest ({first_line(error)})") from None
+
+    def companion(self, name: str) -> bytes:
+        """A file the manifest names (checked against the naming rule, so it never leaves its folder)."""
+        if not COMPANION_NAME_PATTERN.fullmatch(name):
+            raise ManifestError(
+                f"{self.location}: names a companion file '{name}' that breaks the naming rule"
+            )
+        return self._read(self._sibling(name))

@@ -1,0 +1,92 @@
+"""Where a request goes: a SageMaker endpoint, a local Triton with the SageMaker routes, or files."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.parse import quote
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from triton_mme.client.payloads import EncodedRequest
+from triton_mme.core.errors import UserError
+
+BODY_FILE_NAME = "body.bin"
+CONTENT_TYPE_FILE_NAME = "content-type.txt"
+
+
+class TransportError(UserError, RuntimeError):
+    """The request did not get a successful reply; the message is one line."""
+
+
+class Reply(NamedTuple):
+    content_type: str
+    body: bytes
+
+
+def runtime_client(region: str | None) -> Any:
+    import boto3
+
+    try:
+        return boto3.client("sagemaker-runtime", region_name=region)
+    except BotoCoreError as error:
+        raise TransportError(f"sagemaker-runtime: {error}; pass --region or configure AWS") from None
+
+
+def invoke_endpoint(runtime: Any, endpoint: str, target_model: str, request: EncodedRequest) -> Reply:
+    """InvokeEndpoint on a multi-model endpoint with a `sagemaker-runtime` client."""
+    try:
+        response = runtime.invoke_endpoint(
+            EndpointName=endpoint,
+            TargetModel=target_model,
+            ContentType=request.content_type,
+            Body=request.body,
+        )
+    except ClientError as error:
+        details = error.response.get("Error", {})
+        status = error.response.get("OriginalStatusCode")
+        origin = f" (model status {status})" if status else ""
+        message = " ".join(str(details.get("Message", "")).split())
+        raise TransportError(f"endpoint {endpoint}: {details.get('Code')}{origin}: {message}") from None
+    except BotoCoreError as error:
+        raise TransportError(f"endpoint {endpoint}: {error}") from None
+    return Reply(str(response.get("ContentType", "")), response["Body"].read())
+
+
+def invoke_local(url: str, target_model: str, request: EncodedRequest, *, timeout: float = 300) -> Reply:
+    """POST the same body to `<url>/models/<TargetModel>/invoke`, the route a multi-model container serves."""
+    address = f"{url.rstrip('/')}/models/{quote(target_model, safe='')}/invoke"
+    post = urllib.request.Request(
+        address, data=request.body, method="POST", headers={"Content-Type": request.content_type}
+    )
+    try:
+        with urllib.request.urlopen(post, timeout=timeout) as response:
+            return Reply(response.headers.get("Content-Type", ""), response.read())
+    except urllib.error.HTTPError as error:
+        raise TransportError(f"{address}: HTTP {error.code}: {_error_text(error.read())}") from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise TransportError(f"{address}: cannot reach the server ({reason})") from None
+
+
+def _error_text(body: bytes) -> str:
+    text = body.decode("utf-8", errors="replace")
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and "error" in parsed:
+        text = str(parsed["error"])
+    return " ".join(text.split())[:500] or "(empty body)"
+
+
+def write_dry_run(directory: Path, request: EncodedRequest) -> tuple[Path, Path]:
+    """The request as files: exactly the bytes and content type that would be sent."""
+    directory.mkdir(parents=True, exist_ok=True)
+    body_path, type_path = directory / BODY_FILE_NAME, directory / CONTENT_TYPE_FILE_NAME
+    body_path.write_bytes(request.body)
+    type_path.write_text(request.content_type + "\n", encoding="ascii")
+    return body_path, type_path

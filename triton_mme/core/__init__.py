@@ -1,0 +1,1 @@
+"""The shared core: catalog, manifest, naming, Triton config, archives, platform facts. No torch, no boto3."""

@@ -1,0 +1,109 @@
+"""`triton-mme serve-local | standin | measure-local`: the build's archives in a local CPU Triton."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from triton_mme.cli import port_number, positive_int
+from triton_mme.core.locations import BUILD_DIR
+from triton_mme.local_triton.runner import DEFAULT_MODEL_BUDGET
+
+DEFAULT_PORT = 8080
+
+
+def register(subparsers: Any) -> None:
+    serve = subparsers.add_parser(
+        "serve-local",
+        help="serve the archives of a build directory in a local CPU Triton until Ctrl-C",
+        description="Serve *.tar.gz archives on http://127.0.0.1:<port> the way a SageMaker multi-model "
+        "endpoint loads them: unpack on first invocation, load under the TargetModel name, unload the least "
+        "recently used past the model budget.",
+    )
+    serve.add_argument("--models", type=Path, default=BUILD_DIR, help="directory of *.tar.gz archives")
+    serve.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help="loopback port of the local endpoint"
+    )
+    serve.add_argument(
+        "--model-budget",
+        type=positive_int,
+        default=DEFAULT_MODEL_BUDGET,
+        help="models kept loaded; past it the least recently used is unloaded",
+    )
+    serve.add_argument(
+        "--scratch", type=Path, help="where archives are unpacked (default: a temporary directory)"
+    )
+    serve.add_argument("--access-log", action="store_true", help="print one line per request")
+    serve.set_defaults(handler=_serve)
+
+    standin = subparsers.add_parser("standin", help="print what the local CPU stand-in changes in an archive")
+    standin.add_argument("archive", type=Path)
+    standin.set_defaults(handler=_show_standin)
+
+    measure = subparsers.add_parser(
+        "measure-local", help="load time and latency of every archive in the local CPU Triton"
+    )
+    measure.add_argument("--models", type=Path, default=BUILD_DIR)
+    measure.add_argument("--requests", type=positive_int, default=20, help="timed requests per model")
+    measure.set_defaults(handler=_measure)
+
+
+def _stop_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from triton_mme.local_triton.runner import LocalTriton
+
+    local = LocalTriton(
+        models_dir=args.models,
+        port=args.port,
+        model_budget=args.model_budget,
+        scratch_dir=args.scratch,
+        access_log=args.access_log,
+    )
+    # Ctrl-C and `kill` both stop cleanly, even where the shell started us with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        local.start()
+        print(f"Local multi-model endpoint: {local.url}  (POST /models/<TargetModel>/invoke)", flush=True)
+        print(
+            f"Triton's SageMaker listener: port {local.triton.sagemaker_port} on ALL interfaces (0.0.0.0); "
+            "send traffic only to 127.0.0.1",
+            flush=True,
+        )
+        print(f"Archives in {args.models}; model budget {args.model_budget}; Ctrl-C stops.", flush=True)
+        while local.triton.is_running():
+            time.sleep(0.5)
+        print(f"error: tritonserver stopped unexpectedly: {local.triton.log_tail()}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("Stopping the local Triton ...", flush=True)
+        return 0
+    finally:
+        local.stop()
+
+
+def _show_standin(args: argparse.Namespace) -> int:
+    from triton_mme.local_triton.loader import unpack
+    from triton_mme.local_triton.standin import install_standin
+
+    with tempfile.TemporaryDirectory(prefix="local-triton-standin-") as scratch:
+        model_dir = unpack(args.archive, Path(scratch) / "model")
+        standin = install_standin(model_dir, where=args.archive.name)
+        for change in standin.changes:
+            print(f"{args.archive.name}: {change}")
+    return 0
+
+
+def _measure(args: argparse.Namespace) -> int:
+    from triton_mme.local_triton.measure import measure
+
+    return measure(args.models, requests=args.requests)

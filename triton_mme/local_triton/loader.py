@@ -1,0 +1,207 @@
+"""Load archives the way the SageMaker multi-model platform does, against the local Triton's SageMaker API.
+
+On the first invocation of a TargetModel its archive is unpacked into `<scratch>/<hash>/model` (the
+platform uses /opt/ml/models/<hash>/model), the CPU stand-in is installed and Triton is asked to load it
+under the TargetModel name. Past the model budget the least recently used model is unloaded and its
+directory deleted, as the platform does under memory and disk pressure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import shutil
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from triton_mme.core.archive import ArchiveError, extract_archive
+from triton_mme.core.errors import UserError
+from triton_mme.local_triton.server import LOOPBACK
+from triton_mme.local_triton.standin import StandInError, install_standin
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+LOAD_TIMEOUT_S = 900.0
+INVOKE_TIMEOUT_S = 300.0
+
+
+class ModelError(UserError):
+    """A request the platform refuses; `status` is the HTTP status, the message one line."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    content_type: str
+    body: bytes
+
+    def error_message(self) -> str:
+        """Triton's error text on one line."""
+        try:
+            text = str(json.loads(self.body)["error"])
+        except (ValueError, KeyError, TypeError):
+            text = self.body.decode(errors="replace")
+        return " ".join(text.split()) or f"HTTP {self.status}"
+
+
+class SageMakerApi:
+    """Triton's SageMaker listener, always reached over loopback."""
+
+    def __init__(self, port: int):
+        self.port = port
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes = b"",
+        *,
+        content_type: str = "application/json",
+        timeout_s: float = 30.0,
+    ) -> Reply:
+        connection = http.client.HTTPConnection(LOOPBACK, self.port, timeout=timeout_s)
+        try:
+            connection.request(method, path, body=body, headers={"Content-Type": content_type})
+            response = connection.getresponse()
+            return Reply(response.status, response.getheader("Content-Type", ""), response.read())
+        finally:
+            connection.close()
+
+    def load(self, name: str, url: Path) -> Reply:
+        body = json.dumps({"model_name": name, "url": str(url)}).encode()
+        return self.request("POST", "/models", body, timeout_s=LOAD_TIMEOUT_S)
+
+    def unload(self, name: str) -> Reply:
+        return self.request("DELETE", f"/models/{name}", timeout_s=LOAD_TIMEOUT_S)
+
+    def invoke(self, name: str, body: bytes, content_type: str) -> Reply:
+        return self.request(
+            "POST", f"/models/{name}/invoke", body, content_type=content_type, timeout_s=INVOKE_TIMEOUT_S
+        )
+
+
+def list_archives(models_dir: Path) -> list[str]:
+    return sorted(p.name for p in models_dir.iterdir() if p.is_file() and p.name.endswith(ARCHIVE_SUFFIXES))
+
+
+def unpack(archive: Path, destination: Path) -> Path:
+    """Unpack into `destination` atomically (a failed unpack leaves nothing); returns the model directory."""
+    partial = destination.with_name(destination.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        model_dir = extract_archive(archive, partial)
+    except ArchiveError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ModelError(400, str(error)) from None
+    partial.rename(destination)
+    return destination / model_dir.name
+
+
+class ModelCache:
+    """Which TargetModels are loaded, in least-recently-used order, within a budget of loaded models."""
+
+    def __init__(
+        self,
+        *,
+        models_dir: Path,
+        scratch_dir: Path,
+        api: SageMakerApi,
+        budget: int,
+        report: Callable[[str], None] = print,
+    ):
+        if budget < 1:
+            raise ValueError(f"model budget: {budget} is not allowed; at least 1")
+        self.models_dir = models_dir
+        self.scratch_dir = scratch_dir
+        self.api = api
+        self.budget = budget
+        self.report = report
+        self._loaded: OrderedDict[str, Path] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> list[str]:
+        """Loaded TargetModels, least recently used first."""
+        with self._lock:
+            return list(self._loaded)
+
+    def archive_for(self, target_model: str) -> Path:
+        path = (self.models_dir / target_model).resolve()
+        if (
+            not target_model.endswith(ARCHIVE_SUFFIXES)
+            or path.parent != self.models_dir.resolve()
+            or not path.is_file()
+        ):
+            known = ", ".join(list_archives(self.models_dir)) or "none"
+            raise ModelError(404, f"no archive '{target_model}' in {self.models_dir}; known: {known}")
+        return path
+
+    def invoke(self, target_model: str, body: bytes, content_type: str) -> Reply:
+        self.ensure_loaded(target_model)
+        reply = self.api.invoke(target_model, body, content_type)
+        if reply.status == 404:
+            # Unloaded by another request between load and invoke: load it again once, as the platform would.
+            self.ensure_loaded(target_model)
+            reply = self.api.invoke(target_model, body, content_type)
+        return reply
+
+    def ensure_loaded(self, target_model: str) -> None:
+        with self._lock:
+            if target_model in self._loaded:
+                self._loaded.move_to_end(target_model)
+                return
+            archive = self.archive_for(target_model)
+            self._load(target_model, archive)
+            while len(self._loaded) > self.budget:
+                oldest = next(iter(self._loaded))
+                self._unload(oldest, reason=f"least recently used; budget {self.budget}")
+
+    def unload(self, target_model: str) -> bool:
+        with self._lock:
+            if target_model not in self._loaded:
+                return False
+            self._unload(target_model, reason="on request")
+            return True
+
+    def _load(self, target_model: str, archive: Path) -> None:
+        started = time.perf_counter()
+        home = self.scratch_dir / hashlib.sha256(target_model.encode()).hexdigest()[:16]
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        root = home / "model"
+        loaded = False
+        try:
+            try:
+                standin = install_standin(unpack(archive, root), where=target_model)
+            except StandInError as error:
+                raise ModelError(400, str(error)) from None
+            for change in standin.changes:
+                self.report(f"{target_model}: {change}")
+            reply = self.api.load(target_model, root)
+            if reply.status != 200:
+                raise ModelError(
+                    reply.status, f"{target_model}: Triton did not load it: {reply.error_message()}"
+                )
+            loaded = True
+        finally:
+            if not loaded:
+                shutil.rmtree(home, ignore_errors=True)
+        self._loaded[target_model] = home
+        self.report(f"{target_model}: loaded ({standin.format}) in {time.perf_counter() - started:.1f} s")
+
+    def _unload(self, target_model: str, *, reason: str) -> None:
+        home = self._loaded.pop(target_model)
+        reply = self.api.unload(target_model)
+        shutil.rmtree(home, ignore_errors=True)
+        if reply.status != 200:
+            self.report(f"{target_model}: unload answered HTTP {reply.status}: {reply.error_message()}")
+        else:
+            self.report(f"{target_model}: unloaded ({reason})")

@@ -1,0 +1,125 @@
+"""The local endpoint: SageMaker's invoke routes on loopback, in front of Triton's SageMaker listener.
+
+`POST /models/<TargetModel>/invoke` (and `POST /invocations` with the X-Amzn-SageMaker-Target-Model
+header, as InvokeEndpoint sends it) loads the archive on first use and forwards the body and Content-Type
+unchanged, so KServe v2 JSON and Triton's binary framing both pass through; Triton's status, Content-Type
+(with json-header-size) and body come back as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote
+
+from triton_mme.local_triton.loader import ModelCache, ModelError, Reply, list_archives
+from triton_mme.local_triton.server import LOOPBACK
+
+TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: LocalEndpoint
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.access_log:
+            super().log_message(format, *args)
+
+    def _send(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type or "application/json")
+        self.send_header("Content-Length", str(len(reply.body)))
+        self.end_headers()
+        self.wfile.write(reply.body)
+
+    def _send_json(self, status: int, payload: object) -> None:
+        self._send(Reply(status, "application/json", json.dumps(payload).encode()))
+
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _route(self) -> tuple[str, str]:
+        """(TargetModel, action) from /models/<TargetModel>[/invoke]; ('', '') for other paths."""
+        parts = self.path.split("?", 1)[0].strip("/").split("/")
+        if len(parts) in (2, 3) and parts[0] == "models" and parts[1]:
+            return unquote(parts[1]), "/".join(parts[2:])
+        return "", ""
+
+    def _guarded(self, action: Any) -> None:
+        try:
+            action()
+        except ModelError as error:
+            self._send_json(error.status, {"error": str(error)})
+        except OSError as error:
+            self._send_json(HTTPStatus.BAD_GATEWAY, {"error": f"local Triton did not answer: {error}"})
+
+    def do_GET(self) -> None:
+        cache = self.server.cache
+        if self.path == "/ping":
+            ready = self.server.ping()
+            self._send_json(HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE, {"ready": ready})
+        elif self.path == "/models":
+            loaded = cache.loaded
+            models = [{"targetModel": n, "loaded": n in loaded} for n in list_archives(cache.models_dir)]
+            self._send_json(HTTPStatus.OK, {"models": models, "loaded": loaded, "budget": cache.budget})
+        else:
+            self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no route GET {self.path}"})
+
+    def do_POST(self) -> None:
+        body = self._body()
+        target, action = self._route()
+        if self.path == "/invocations":
+            target, action = self.headers.get(TARGET_MODEL_HEADER, ""), "invoke"
+            if not target:
+                self._send_json(HTTPStatus.BAD_REQUEST, {"error": f"missing header {TARGET_MODEL_HEADER}"})
+                return
+        if not target or action != "invoke":
+            self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no route POST {self.path}"})
+            return
+        content_type = self.headers.get("Content-Type") or "application/json"
+        self._guarded(lambda: self._send(self.server.cache.invoke(target, body, content_type)))
+
+    def do_DELETE(self) -> None:
+        target, action = self._route()
+        if not target or action:
+            self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no route DELETE {self.path}"})
+            return
+
+        def unload() -> None:
+            if not self.server.cache.unload(target):
+                raise ModelError(HTTPStatus.NOT_FOUND, f"'{target}' is not loaded")
+            self._send_json(HTTPStatus.OK, {"unloaded": target})
+
+        self._guarded(unload)
+
+
+class LocalEndpoint(ThreadingHTTPServer):
+    """An HTTP server on 127.0.0.1 that plays the SageMaker runtime in front of one local Triton."""
+
+    daemon_threads = True
+
+    def __init__(self, cache: ModelCache, *, port: int, ping: Any, access_log: bool = False):
+        super().__init__((LOOPBACK, port), _Handler)
+        self.cache = cache
+        self.ping = ping
+        self.access_log = access_log
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.server_address[1]}"
+
+    def start_in_background(self) -> None:
+        self._thread = threading.Thread(target=self.serve_forever, name="local-endpoint", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self.shutdown()
+            self._thread.join()
+            self._thread = None
+        self.server_close()

@@ -1,0 +1,112 @@
+"""The incremental build cache: a record per (catalog entry, format, build code, library versions).
+
+An unchanged entry maps to the same key, and a key whose archive is still in place with the recorded
+sha256 is reused without exporting anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from triton_mme.core.catalog import Format, ModelEntry
+from triton_mme.core.files import file_sha256, write_atomically
+from triton_mme.core.manifest import ArchiveRecord
+from triton_mme.core.naming import COMPANION_NAME_PATTERN
+
+CACHE_DIR_NAME = ".cache"
+# Everything the build imports of this project: the shared core and the build package itself (its
+# exporters and shipped Hugging Face configs included). Other packages cannot change an archive.
+BUILD_CODE_DIRS = (Path(__file__).resolve().parents[1] / "core", Path(__file__).resolve().parent)
+BUILD_CODE_SUFFIXES = (".py", ".json")
+LIBRARIES = (
+    "torch",
+    "torchvision",
+    "onnx",
+    "onnxruntime",
+    "transformers",
+    "tritonclient",
+    "protobuf",
+    "numpy",
+)
+
+
+def build_code_files() -> list[Path]:
+    """The source files whose bytes can change what the build produces."""
+    files = []
+    for directory in BUILD_CODE_DIRS:
+        files += [
+            path
+            for path in directory.rglob("*")
+            if path.suffix in BUILD_CODE_SUFFIXES and "__pycache__" not in path.parts
+        ]
+    return sorted(files)
+
+
+def build_code_hash() -> str:
+    digest = hashlib.sha256()
+    root = BUILD_CODE_DIRS[0].parent
+    for path in build_code_files():
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def library_versions() -> dict[str, str]:
+    versions = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def cache_key(entry: ModelEntry, fmt: Format, *, extra: dict[str, Any] | None = None) -> str:
+    material = {
+        "entry": entry.model_dump(mode="json"),
+        "format": fmt.value,
+        "code": build_code_hash(),
+        "libraries": library_versions(),
+        "extra": extra or {},
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class BuildCache:
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self.directory = out_dir / CACHE_DIR_NAME
+
+    def lookup(self, key: str) -> ArchiveRecord | None:
+        """The cached record, only when its archive is still in out_dir with the recorded content."""
+        path = self.directory / f"{key}.json"
+        if not path.is_file():
+            return None
+        try:
+            record = ArchiveRecord.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValueError:
+            return None
+        archive = self.out_dir / record.target_model
+        if not archive.is_file() or archive.stat().st_size != record.size_bytes:
+            return None
+        if not companions_in_place(self.out_dir, record):
+            return None
+        return record if file_sha256(archive) == record.sha256 else None
+
+    def store(self, key: str, record: ArchiveRecord) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        write_atomically(self.directory / f"{key}.json", record.model_dump_json(indent=2))
+
+
+def companions_in_place(out_dir: Path, record: ArchiveRecord) -> bool:
+    """Every companion file of the record is in out_dir with the content its name promises."""
+    for name in record.files.values():
+        named = COMPANION_NAME_PATTERN.match(name)
+        path = out_dir / name
+        if named is None or not path.is_file() or not file_sha256(path).startswith(named["digest"]):
+            return False
+    return True

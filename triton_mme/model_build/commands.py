@@ -1,0 +1,89 @@
+"""`triton-mme build` and `triton-mme verify`: make verified archives from the catalog, re-check archives."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from triton_mme.core.catalog import Format, Weights, load_catalog
+from triton_mme.core.locations import BUILD_DIR
+from triton_mme.core.manifest import MANIFEST_FILE_NAME
+from triton_mme.core.platform import DEFAULT_TRITON_TAG
+
+TRITON_TAG_ENV = "TRITON_IMAGE_TAG"
+
+
+def register(subparsers: Any) -> None:
+    build = subparsers.add_parser(
+        "build",
+        help="export, verify and package every (model, format) of the catalog",
+        description="Build one <name>-<format>-<content hash>.tar.gz per (model, format) and then "
+        "manifest.json. Each export is checked against PyTorch at batch 1 and max_batch_size before it "
+        "is packaged; a failed check leaves no archive. Unchanged entries are reused from <out>/.cache.",
+    )
+    build.add_argument(
+        "--catalog", type=Path, default=Path("models.yaml"), help="model catalog (default: %(default)s)"
+    )
+    build.add_argument("--out", type=Path, default=BUILD_DIR, help="output directory (default: %(default)s)")
+    build.add_argument("--only", metavar="NAME", help="build only the catalog model with this name")
+    build.add_argument(
+        "--weights",
+        choices=[w.value for w in Weights],
+        help="override every entry's weights; 'random' builds offline from a fixed seed",
+    )
+    build.add_argument(
+        "--skip-format",
+        action="append",
+        default=[],
+        choices=[f.value for f in Format],
+        help="do not build this format (repeatable); e.g. tensorrt on a machine without GPU or TensorRT",
+    )
+    build.add_argument(
+        "--triton-tag",
+        default=os.environ.get(TRITON_TAG_ENV) or DEFAULT_TRITON_TAG,
+        help=f"serving Triton image tag the TensorRT plans must match (default: ${TRITON_TAG_ENV}, "
+        "else the project's default tag; now %(default)s)",
+    )
+    build.add_argument(
+        "--no-progress", action="store_true", help="no progress bars (one line per archive remains)"
+    )
+    build.set_defaults(handler=_build)
+
+    verify = subparsers.add_parser(
+        "verify",
+        help="re-check built archives (layout, config.pbtxt, a real run for ONNX and TorchScript)",
+        description="Check each archive's layout and config.pbtxt against Triton's schema and run ONNX and "
+        "TorchScript models at batch 1 and max_batch_size, comparing outputs with the config.",
+    )
+    verify.add_argument("archives", nargs="+", type=Path, metavar="ARCHIVE", help=".tar.gz archive to check")
+    verify.set_defaults(handler=_verify)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from triton_mme.model_build.pipeline import build_catalog
+
+    manifest = build_catalog(
+        load_catalog(args.catalog),
+        args.out,
+        only=args.only,
+        weights_override=Weights(args.weights) if args.weights else None,
+        skip_formats=[Format(f) for f in args.skip_format],
+        triton_tag=args.triton_tag,
+        progress=not args.no_progress,
+    )
+    print(f"{len(manifest.archives)} archives in {args.out}; manifest: {Path(args.out) / MANIFEST_FILE_NAME}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from triton_mme.model_build.verify import verify_archive
+
+    for path in args.archives:
+        report = verify_archive(path)
+        line = f"{Path(path).name}: OK ({', '.join(report.checks)})"
+        if report.not_run:
+            line += f"; not run: {'; '.join(report.not_run)}"
+        print(line)
+    return 0

@@ -1,0 +1,127 @@
+"""ONNX export (dynamic batch axis), onnx.checker, offline transformer fusions, ONNX Runtime parity."""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from pathlib import Path
+from typing import Any
+
+import onnx
+import torch
+
+from triton_mme.core.catalog import Format
+from triton_mme.core.manifest import TensorSpec
+from triton_mme.model_build.exporters import ExportContext, ExportedModel, ExportError, verification_batches
+from triton_mme.model_build.parity import FP32, compare
+from triton_mme.model_build.sources import LoadedModel
+
+# The highest opset of torch's TorchScript-based exporter, and loadable by every ONNX Runtime the
+# supported Triton images ship (24.09: 1.19.2 and later; opset 20 needs 1.17+).
+OPSET = 20
+BATCH_AXIS = "batch"
+# ONNX Runtime's transformer optimizer knows these architectures' attention patterns.
+TRANSFORMER_OPTIMIZER_TYPES = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "distilbert": "bert"}
+ONNX_TYPES: dict[int, str] = {
+    onnx.TensorProto.FLOAT: "FP32",
+    onnx.TensorProto.FLOAT16: "FP16",
+    onnx.TensorProto.DOUBLE: "FP64",
+    onnx.TensorProto.INT64: "INT64",
+    onnx.TensorProto.INT32: "INT32",
+    onnx.TensorProto.INT8: "INT8",
+    onnx.TensorProto.UINT8: "UINT8",
+    onnx.TensorProto.BOOL: "BOOL",
+}
+
+
+def _spec(value: onnx.ValueInfoProto) -> TensorSpec:
+    tensor = value.type.tensor_type
+    if tensor.elem_type not in ONNX_TYPES:
+        raise ExportError(
+            f"ONNX tensor '{value.name}' has element type {tensor.elem_type}, which Triton cannot map"
+        )
+    dims = tensor.shape.dim
+    if not dims or dims[0].HasField("dim_value"):
+        raise ExportError(f"ONNX tensor '{value.name}' has no dynamic batch axis")
+    return TensorSpec(
+        name=value.name,
+        datatype=ONNX_TYPES[tensor.elem_type],
+        dims=tuple(d.dim_value if d.HasField("dim_value") else -1 for d in dims[1:]),
+    )
+
+
+def graph_tensors(model_file: Path) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
+    """Inputs and outputs as the exported graph declares them (initialisers are not inputs)."""
+    graph = onnx.load(str(model_file), load_external_data=False).graph
+    initialisers = {i.name for i in graph.initializer}
+    inputs = tuple(_spec(v) for v in graph.input if v.name not in initialisers)
+    return inputs, tuple(_spec(v) for v in graph.output)
+
+
+def export_plain(loaded: LoadedModel, path: Path) -> Path:
+    """torch.onnx.export with the TorchScript-based exporter: its graphs are what ONNX Runtime's
+    transformer optimizer fuses (the dynamo exporter's attention is left unfused)."""
+    names = [s.name for s in loaded.inputs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            loaded.module,
+            loaded.example_inputs(2),
+            str(path),
+            dynamo=False,
+            opset_version=OPSET,
+            input_names=names,
+            output_names=list(loaded.output_names),
+            dynamic_axes={n: {0: BATCH_AXIS} for n in [*names, *loaded.output_names]},
+            do_constant_folding=True,
+        )
+    onnx.checker.check_model(str(path))
+    return path
+
+
+def optimize_transformer(loaded: LoadedModel, plain: Path, path: Path) -> dict[str, int]:
+    """Offline fusions (Attention, SkipLayerNormalization, BiasGelu); returns the fused-op counts."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    facts = loaded.transformer
+    optimized = optimize_model(
+        str(plain),
+        model_type=TRANSFORMER_OPTIMIZER_TYPES[facts["model_type"]],
+        num_heads=facts["num_heads"],
+        hidden_size=facts["hidden_size"],
+        opt_level=0,
+    )
+    optimized.save_model_to_file(str(path), use_external_data_format=False)
+    fused = {op: count for op, count in optimized.get_fused_operator_statistics().items() if count}
+    del optimized  # a second in-memory copy of the weights; free it before verification
+    gc.collect()
+    onnx.checker.check_model(str(path))
+    return fused
+
+
+class OnnxExporter:
+    format = Format.ONNX
+
+    def export(self, loaded: LoadedModel, context: ExportContext) -> ExportedModel:
+        plain = export_plain(loaded, context.workdir / "plain.onnx")
+        context.exported["onnx-plain"] = plain
+        details: dict[str, Any] = {"opset": OPSET, "exporter": "torch.onnx (TorchScript-based)"}
+        model_file = plain
+        if loaded.transformer.get("model_type") in TRANSFORMER_OPTIMIZER_TYPES:
+            model_file = context.workdir / "model.onnx"
+            details["fused_operators"] = optimize_transformer(loaded, plain, model_file)
+        inputs, outputs = graph_tensors(model_file)
+        return ExportedModel(Format.ONNX, model_file, inputs, outputs, details)
+
+    def verify(self, loaded: LoadedModel, exported: ExportedModel) -> dict[str, Any]:
+        from triton_mme.model_build import runtimes
+
+        session = runtimes.onnx_session(exported.model_file)
+        errors: dict[str, float] = {}
+        for batch in verification_batches(loaded.entry.max_batch_size):
+            feeds = loaded.sample(batch)
+            produced = runtimes.run_onnx(session, feeds)
+            found = compare(f"onnx batch {batch}", produced, loaded.reference(feeds), FP32)
+            for name, error in found.items():
+                errors[name] = max(errors.get(name, 0.0), error)
+        return {"parity": {"runtime": "onnxruntime-cpu", "tolerance": vars(FP32), "max_abs_error": errors}}

@@ -1,0 +1,348 @@
+"""The build pipeline: catalog -> (export -> verify -> package) per (model, format) -> manifest.json.
+
+Programmatic entry points:
+- build_catalog(catalog, out_dir, *, only=None, weights_override=None, skip_formats=(), ...) -> Manifest
+- build_archive(entry, fmt, out_dir, ...) -> ArchiveRecord (one verified archive, no cache)
+- export_model(entry, fmt, workdir, ...) -> ExportedModel (exported and verified, not packaged)
+- export_onnx(entry, workdir, *, weights=None, optimize=True) -> Path
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from triton_mme.core.catalog import Catalog, CatalogError, Format, ModelEntry, Weights
+from triton_mme.core.errors import UserError, first_line
+from triton_mme.core.files import write_atomically
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
+from triton_mme.core.naming import MODEL_FILE_NAMES, companion_file_name, model_directory
+from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.triton_config import build_model_config, render_config
+from triton_mme.model_build.cache import BuildCache, cache_key, companions_in_place
+from triton_mme.model_build.exporters import ExportContext, ExportedModel, ExportError, exporter_for
+from triton_mme.model_build.packaging import write_archive
+
+if TYPE_CHECKING:
+    from triton_mme.model_build.sources import Companions, LoadedModel
+
+# TensorRT reads the ONNX export, so ONNX goes first when a model has both.
+FORMAT_ORDER = (Format.ONNX, Format.TORCHSCRIPT, Format.TENSORRT)
+
+
+class BuildError(UserError, RuntimeError):
+    """A build that did not complete; the message is one line."""
+
+
+@dataclass(frozen=True)
+class ArchiveOutcome:
+    record: ArchiveRecord
+    cached: bool
+    seconds: float
+
+
+def effective_entry(entry: ModelEntry, weights: Weights | None) -> ModelEntry:
+    return entry if weights is None else entry.model_copy(update={"weights": weights})
+
+
+def _jobs(entry: ModelEntry, skip: frozenset[Format]) -> list[Format]:
+    return [fmt for fmt in FORMAT_ORDER if fmt in entry.formats and fmt not in skip]
+
+
+def _check_tensorrt(entries: list[ModelEntry], skip: frozenset[Format], triton_tag: str) -> None:
+    if any(Format.TENSORRT in _jobs(e, skip) for e in entries):
+        from triton_mme.model_build.exporters.tensorrt import require_tensorrt
+
+        try:
+            require_tensorrt(triton_tag)
+        except ExportError as error:
+            raise BuildError(str(error)) from None
+
+
+def _check_sources(entries: list[ModelEntry]) -> None:
+    if not entries:
+        return
+    import torchvision
+
+    from triton_mme.model_build.sources import resolve_hf_config
+
+    known = set(torchvision.models.list_models())
+    for entry in entries:
+        if entry.source_kind == "torchvision" and entry.source_id not in known:
+            raise CatalogError(
+                f"model '{entry.name}': source: torchvision has no model '{entry.source_id}'; "
+                f"allowed e.g. resnet50, mobilenet_v3_small, squeezenet1_1"
+            )
+        if entry.source_kind == "huggingface" and entry.weights is Weights.RANDOM:
+            resolve_hf_config(entry)
+
+
+def _write_companions(companions: Companions, out_dir: Path) -> dict[str, str]:
+    """Write each companion file under its content-addressed name; role -> file name."""
+    names = {}
+    for role, content in sorted(companions.files.items()):
+        name = companion_file_name(role, hashlib.sha256(content).hexdigest())
+        if not (out_dir / name).is_file():
+            write_atomically(out_dir / name, content)
+        names[role] = name
+    return names
+
+
+def _record(
+    entry: ModelEntry,
+    exported: ExportedModel,
+    packed_path: Path,
+    sha256: str,
+    size: int,
+    companions: Companions,
+    files: dict[str, str],
+) -> ArchiveRecord:
+    return ArchiveRecord(
+        name=entry.name,
+        format=exported.format.value,
+        target_model=packed_path.name,
+        sha256=sha256,
+        size_bytes=size,
+        source=entry.source,
+        weights=entry.weights.value,
+        max_batch_size=entry.max_batch_size,
+        inputs=exported.inputs,
+        outputs=exported.outputs,
+        details=exported.details,
+        preprocessing=companions.preprocessing,
+        files=files,
+    )
+
+
+def _export_verified(loaded: LoadedModel, fmt: Format, context: ExportContext) -> ExportedModel:
+    exporter = exporter_for(fmt)
+    exported = exporter.export(loaded, context)
+    exported.details.update(exporter.verify(loaded, exported))
+    return exported
+
+
+def _package(
+    entry: ModelEntry, exported: ExportedModel, out_dir: Path, companions: Companions
+) -> ArchiveRecord:
+    fmt = exported.format
+    model_dir = model_directory(entry.name, fmt)
+    config = build_model_config(
+        entry, fmt, model_name=model_dir, inputs=exported.inputs, outputs=exported.outputs
+    )
+    packed = write_archive(
+        out_dir,
+        name=entry.name,
+        fmt=fmt,
+        model_dir=model_dir,
+        config_text=render_config(config),
+        model_file=exported.model_file,
+        model_file_name=MODEL_FILE_NAMES[fmt],
+    )
+    files = _write_companions(companions, out_dir)
+    return _record(entry, exported, packed.path, packed.sha256, packed.size_bytes, companions, files)
+
+
+def export_model(
+    entry: ModelEntry,
+    fmt: Format,
+    workdir: Path,
+    *,
+    weights: Weights | None = None,
+    triton_tag: str = DEFAULT_TRITON_TAG,
+) -> ExportedModel:
+    """Export one (model, format) into workdir and verify it against PyTorch; nothing is packaged."""
+    from triton_mme.model_build.sources import load_model
+
+    entry = effective_entry(entry, weights)
+    workdir.mkdir(parents=True, exist_ok=True)
+    return _export_verified(load_model(entry), fmt, ExportContext(workdir, triton_tag))
+
+
+def export_onnx(
+    entry: ModelEntry, workdir: Path, *, weights: Weights | None = None, optimize: bool = True
+) -> Path:
+    """The ONNX file the build would package (optimize=True) or the plain torch.onnx export."""
+    from triton_mme.model_build.exporters.onnx import export_plain
+    from triton_mme.model_build.sources import load_model
+
+    if optimize:
+        return export_model(entry, Format.ONNX, workdir, weights=weights).model_file
+    workdir.mkdir(parents=True, exist_ok=True)
+    return export_plain(load_model(effective_entry(entry, weights)), workdir / "plain.onnx")
+
+
+def build_archive(
+    entry: ModelEntry,
+    fmt: Format,
+    out_dir: Path,
+    *,
+    weights: Weights | None = None,
+    triton_tag: str = DEFAULT_TRITON_TAG,
+) -> ArchiveRecord:
+    """Export, verify and package one archive into out_dir (no cache, no manifest)."""
+    from triton_mme.model_build.sources import load_model
+
+    entry = effective_entry(entry, weights)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    loaded = load_model(entry)
+    with tempfile.TemporaryDirectory(prefix=".work-", dir=out_dir) as scratch:
+        context = ExportContext(Path(scratch), triton_tag)
+        return _package(entry, _export_verified(loaded, fmt, context), out_dir, loaded.companions)
+
+
+def _kept_records(out_dir: Path, catalog: Catalog, rebuilt: set[tuple[str, str]]) -> list[ArchiveRecord]:
+    """Archives of an earlier build that this run did not touch but that are still in the catalog."""
+    path = out_dir / MANIFEST_FILE_NAME
+    if not path.is_file():
+        return []
+    try:
+        previous = Manifest.read(path)
+    except ValueError:
+        return []
+    wanted = {(m.name, f.value) for m in catalog.models for f in m.formats}
+    return [
+        record
+        for record in previous.archives
+        if (record.name, record.format) in wanted - rebuilt
+        and (out_dir / record.target_model).is_file()
+        and companions_in_place(out_dir, record)
+    ]
+
+
+def _remove_leftovers(out_dir: Path) -> None:
+    """Scratch files of an interrupted build (one build per out_dir at a time)."""
+    for scratch in out_dir.glob(".work-*"):
+        shutil.rmtree(scratch, ignore_errors=True)
+    for partial in out_dir.glob(".partial-*"):
+        partial.unlink(missing_ok=True)
+
+
+def _report_line(outcome: ArchiveOutcome) -> str:
+    record = outcome.record
+    how = "cached" if outcome.cached else f"built in {outcome.seconds:.1f} s"
+    return f"{record.name}/{record.format}: {record.target_model} ({record.size_bytes / 1e6:.1f} MB, {how})"
+
+
+def build_catalog(
+    catalog: Catalog,
+    out_dir: str | Path,
+    *,
+    only: str | None = None,
+    weights_override: Weights | None = None,
+    skip_formats: Iterable[Format] = (),
+    triton_tag: str = DEFAULT_TRITON_TAG,
+    progress: bool = True,
+    on_archive: Callable[[ArchiveOutcome], None] | None = None,
+) -> Manifest:
+    """Build every (model, format) of the catalog into verified archives, then write manifest.json.
+
+    Raises CatalogError before any work for entries that cannot be built, BuildError (one line) when
+    any archive fails; a failed archive leaves nothing behind and no manifest is written.
+    """
+    from tqdm import tqdm
+
+    out_dir = Path(out_dir)
+    skip = frozenset(skip_formats)
+    selected = [catalog.entry(only)] if only else list(catalog.models)
+    entries = [effective_entry(e, weights_override) for e in selected]
+    _check_tensorrt(entries, skip, triton_tag)
+    cache = BuildCache(out_dir)
+    plans = [_plan(entry, _jobs(entry, skip), cache, triton_tag) for entry in entries]
+    # A cache hit proves its entry's source; only entries with something to export are checked (and
+    # a rebuild with nothing to do never imports the model libraries).
+    _check_sources([plan.entry for plan in plans if plan.pending])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(out_dir)
+    total = sum(len(_jobs(e, skip)) for e in entries)
+    records: list[ArchiveRecord] = []
+    failures: list[str] = []
+    with tqdm(total=total, unit="archive", file=sys.stderr, disable=not progress, dynamic_ncols=True) as bar:
+        for plan in plans:
+            skipped = sorted(f.value for f in skip & set(plan.entry.formats))
+            if skipped:
+                bar.write(f"{plan.entry.name}: skipping {', '.join(skipped)} (asked to)", file=sys.stderr)
+            for outcome in _build_entry(plan, out_dir, cache, triton_tag, failures, bar):
+                records.append(outcome.record)
+                bar.write(_report_line(outcome), file=sys.stderr)
+                if on_archive:
+                    on_archive(outcome)
+    if failures:
+        raise BuildError(f"{len(failures)} of {total} archives failed; first: {failures[0]}")
+    rebuilt = {(r.name, r.format) for r in records}
+    archives = sorted([*records, *_kept_records(out_dir, catalog, rebuilt)], key=lambda r: (r.name, r.format))
+    manifest = Manifest(archives=tuple(archives))
+    write_atomically(out_dir / MANIFEST_FILE_NAME, manifest.to_json())
+    return manifest
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One catalog entry's archives: cache key per format, and what the cache already holds."""
+
+    entry: ModelEntry
+    keys: dict[Format, str]
+    hits: dict[Format, ArchiveRecord]
+
+    @property
+    def pending(self) -> list[Format]:
+        return [fmt for fmt in self.keys if fmt not in self.hits]
+
+
+def _plan(entry: ModelEntry, formats: list[Format], cache: BuildCache, triton_tag: str) -> _Plan:
+    keys: dict[Format, str] = {}
+    for fmt in formats:
+        extra = {}
+        if fmt is Format.TENSORRT:
+            from triton_mme.model_build.exporters.tensorrt import require_tensorrt
+
+            extra = {"triton_tag": triton_tag, "tensorrt": str(require_tensorrt(triton_tag).__version__)}
+        keys[fmt] = cache_key(entry, fmt, extra=extra)
+    hits = {fmt: hit for fmt, key in keys.items() if (hit := cache.lookup(key)) is not None}
+    return _Plan(entry, keys, hits)
+
+
+def _build_entry(
+    plan: _Plan,
+    out_dir: Path,
+    cache: BuildCache,
+    triton_tag: str,
+    failures: list[str],
+    bar: Any,
+) -> Iterable[ArchiveOutcome]:
+    entry, keys = plan.entry, plan.keys
+    for hit in plan.hits.values():
+        bar.update(1)
+        yield ArchiveOutcome(hit, cached=True, seconds=0.0)
+    pending = plan.pending
+    if not pending:
+        return
+    from triton_mme.model_build.sources import load_model
+
+    try:
+        loaded = load_model(entry)
+    except Exception as error:
+        for fmt in pending:
+            failures.append(f"{entry.name}/{fmt.value}: cannot load the model: {first_line(error)}")
+            bar.update(1)
+        return
+    with tempfile.TemporaryDirectory(prefix=".work-", dir=out_dir) as scratch:
+        context = ExportContext(Path(scratch), triton_tag)
+        for fmt in pending:
+            started = time.monotonic()
+            try:
+                record = _package(entry, _export_verified(loaded, fmt, context), out_dir, loaded.companions)
+            except Exception as error:
+                failures.append(f"{entry.name}/{fmt.value}: {first_line(error)}")
+                bar.write(f"{entry.name}/{fmt.value}: FAILED: {first_line(error)}", file=sys.stderr)
+                bar.update(1)
+                continue
+            cache.store(keys[fmt], record)
+            bar.update(1)
+            yield ArchiveOutcome(record, cached=False, seconds=time.monotonic() - started)

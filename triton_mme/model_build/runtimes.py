@@ -1,0 +1,65 @@
+"""Run an exported model file on numpy inputs: ONNX Runtime, TorchScript, TensorRT.
+
+The deep-learning libraries are imported inside the functions so that importing this module (and
+triton_mme.core.archive) stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ORT_TYPES = {
+    "tensor(float)": "FP32",
+    "tensor(float16)": "FP16",
+    "tensor(double)": "FP64",
+    "tensor(int64)": "INT64",
+    "tensor(int32)": "INT32",
+    "tensor(int8)": "INT8",
+    "tensor(uint8)": "UINT8",
+    "tensor(bool)": "BOOL",
+}
+
+
+def onnx_session(model_path: Path, *, device: str = "cpu") -> Any:
+    import onnxruntime as ort
+
+    providers = ["CPUExecutionProvider"]
+    if device == "cuda":
+        providers.insert(0, "CUDAExecutionProvider")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(model_path), sess_options=options, providers=providers)
+
+
+def run_onnx(session: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    names = [output.name for output in session.get_outputs()]
+    return dict(zip(names, session.run(names, dict(feeds)), strict=True))
+
+
+def load_torchscript(model_path: Path, *, device: str = "cpu") -> Any:
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what Triton's PyTorch backend serves
+        return torch.jit.load(str(model_path), map_location=device).eval()
+
+
+def run_torchscript(
+    module: Any, feeds: Mapping[str, np.ndarray], input_order: list[str], output_names: list[str]
+) -> dict[str, np.ndarray]:
+    """TorchScript has positional tensors: INPUT__i in, OUTPUT__i out (Triton's naming)."""
+    import torch
+
+    device = next(iter(module.parameters())).device
+    with torch.inference_mode():
+        result = module(*(torch.from_numpy(feeds[name]).to(device) for name in input_order))
+    tensors: tuple[Any, ...] = tuple(result) if isinstance(result, tuple | list) else (result,)
+    if len(tensors) != len(output_names):
+        raise ValueError(f"the model returns {len(tensors)} outputs, the config declares {len(output_names)}")
+    return {name: tensor.detach().cpu().numpy() for name, tensor in zip(output_names, tensors, strict=True)}

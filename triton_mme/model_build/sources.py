@@ -1,0 +1,228 @@
+"""Load a catalog entry as a PyTorch module whose outputs are plain tensors.
+
+`weights: pretrained` downloads (torchvision `weights="DEFAULT"`, Hugging Face `from_pretrained`);
+`weights: random` builds the same architecture offline from a fixed seed, and for Hugging Face from a
+configuration shipped in triton_mme/model_build/hf_configs or given in the catalog — never fetched.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
+from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
+from triton_mme.core.samples import sample_inputs
+
+SEED = 0
+HF_CONFIG_DIR = Path(__file__).parent / "hf_configs"
+TEXT_INPUTS = ("input_ids", "attention_mask")
+# Eager attention exports the MatMul/Softmax pattern that ONNX Runtime's transformer optimizer fuses.
+HF_ATTENTION = "eager"
+REFERENCE_CHUNK = 8
+# torchvision's ImageNet normalisation and classic resize ratio (256 -> 224), for weights without a preset.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+DEFAULT_RESIZE_RATIO = 256 / 224
+
+
+@dataclass(frozen=True)
+class Companions:
+    """What a client needs besides the archive to call the model: how to prepare a picture, and files
+    (by role: "labels" as a JSON list of class names, "tokenizer" as tokenizer.json) recorded with it."""
+
+    preprocessing: ImagePreprocessing | None = None
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to export: the module, its named inputs and the names of its outputs."""
+
+    entry: ModelEntry
+    module: torch.nn.Module
+    inputs: tuple[TensorSpec, ...]
+    output_names: tuple[str, ...]
+    # Architecture facts the ONNX transformer optimizer needs (model type, heads, hidden size).
+    transformer: dict[str, Any] = field(default_factory=dict)
+    companions: Companions = field(default_factory=Companions)
+
+    def sample(self, batch_size: int, *, seed: int = SEED) -> dict[str, np.ndarray]:
+        return sample_inputs(self.inputs, batch_size, seed=seed)
+
+    def example_inputs(self, batch_size: int, *, seed: int = SEED) -> tuple[torch.Tensor, ...]:
+        feeds = self.sample(batch_size, seed=seed)
+        return tuple(torch.from_numpy(feeds[spec.name]) for spec in self.inputs)
+
+    @torch.inference_mode()
+    def reference(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """PyTorch's own outputs, the ground truth every export is compared with.
+
+        Computed in slices of REFERENCE_CHUNK samples (samples are independent in eval mode), which
+        bounds the memory of a large model's reference at max_batch_size.
+        """
+        device = next(self.module.parameters()).device
+        batch = len(next(iter(feeds.values())))
+        parts: dict[str, list[np.ndarray]] = {n: [] for n in self.output_names}
+        for start in range(0, batch, REFERENCE_CHUNK):
+            chunk = [
+                torch.from_numpy(feeds[s.name][start : start + REFERENCE_CHUNK]).to(device)
+                for s in self.inputs
+            ]
+            for name, tensor in zip(self.output_names, self.module(*chunk), strict=True):
+                parts[name].append(tensor.float().cpu().numpy())
+        return {name: np.concatenate(chunks) for name, chunks in parts.items()}
+
+
+class _ImageClassifier(torch.nn.Module):
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor]:
+        return (self.model(images),)
+
+
+class _TextEncoder(torch.nn.Module):
+    """Returns (last_hidden_state[, pooler_output]) as a tuple of tensors, not a ModelOutput."""
+
+    def __init__(self, model: torch.nn.Module, with_pooler: bool) -> None:
+        super().__init__()
+        self.model = model
+        self.with_pooler = with_pooler
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+        if self.with_pooler:
+            return (out.last_hidden_state, out.pooler_output)
+        return (out.last_hidden_state,)
+
+
+def _effective(entry: ModelEntry, weights: Weights | None) -> Weights:
+    return weights or entry.weights
+
+
+def shipped_hf_configs() -> list[str]:
+    return sorted(p.stem for p in HF_CONFIG_DIR.glob("*.json"))
+
+
+def resolve_hf_config(entry: ModelEntry) -> dict[str, Any]:
+    """The architecture for a random Hugging Face model: catalog dict, or a shipped config by name.
+
+    Without `hf_config` the shipped config named like the model id's last part is used
+    (huggingface:FacebookAI/roberta-large -> roberta-large.json).
+    """
+    if isinstance(entry.hf_config, dict):
+        config = dict(entry.hf_config)
+    else:
+        name = entry.hf_config or entry.source_id.rsplit("/", 1)[-1]
+        path = HF_CONFIG_DIR / f"{name}.json"
+        if not path.is_file():
+            shipped = ", ".join(shipped_hf_configs())
+            raise CatalogError(
+                f"model '{entry.name}': hf_config: no shipped config '{name}' for weights: random; "
+                f"allowed a mapping of config fields or one of: {shipped}"
+            )
+        config = json.loads(path.read_text(encoding="utf-8"))
+    if "model_type" not in config:
+        raise CatalogError(f"model '{entry.name}': hf_config: needs 'model_type' (e.g. roberta)")
+    return config
+
+
+def image_companions(model_name: str, image_shape: tuple[int, ...]) -> Companions:
+    """The evaluation transform and class names of the model's torchvision weights (no download: both
+    are metadata of the weights enum), the transform scaled to the input's height and width."""
+    import torchvision
+
+    crop = (image_shape[1], image_shape[2]) if len(image_shape) == 3 else (224, 224)
+    try:
+        default = torchvision.models.get_model_weights(model_name).DEFAULT
+    except ValueError:  # an architecture without published weights
+        default = None
+    if default is None:
+        preprocessing = ImagePreprocessing(
+            resize_size=round(min(crop) * DEFAULT_RESIZE_RATIO),
+            crop_size=crop,
+            mean=IMAGENET_MEAN,
+            std=IMAGENET_STD,
+        )
+        return Companions(preprocessing=preprocessing)
+    preset = default.transforms()
+    preprocessing = ImagePreprocessing(
+        resize_size=round(min(crop) * preset.resize_size[0] / preset.crop_size[0]),
+        crop_size=crop,
+        mean=tuple(float(v) for v in preset.mean),
+        std=tuple(float(v) for v in preset.std),
+        interpolation=preset.interpolation.value,
+    )
+    categories = default.meta.get("categories")
+    files = {"labels": json.dumps(list(categories)).encode("utf-8")} if categories else {}
+    return Companions(preprocessing=preprocessing, files=files)
+
+
+def tokenizer_json(source_id: str, sequence_length: int) -> bytes:
+    """The model's fast tokenizer as tokenizer.json, set to pad and truncate to the model's length, so a
+    client can encode text with the `tokenizers` package alone."""
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer
+
+    loaded = AutoTokenizer.from_pretrained(source_id)
+    backend = Tokenizer.from_str(loaded.backend_tokenizer.to_str())
+    backend.enable_truncation(max_length=sequence_length)
+    backend.enable_padding(length=sequence_length, pad_id=loaded.pad_token_id, pad_token=loaded.pad_token)
+    return backend.to_str().encode("utf-8")
+
+
+def _torchvision(entry: ModelEntry, weights: Weights) -> LoadedModel:
+    import torchvision
+
+    torch.manual_seed(SEED)
+    model = torchvision.models.get_model(
+        entry.source_id, weights="DEFAULT" if weights is Weights.PRETRAINED else None
+    )
+    inputs = (TensorSpec(name="input", datatype="FP32", dims=entry.image_shape),)
+    companions = image_companions(entry.source_id, entry.image_shape)
+    return LoadedModel(entry, _ImageClassifier(model).eval(), inputs, ("output",), companions=companions)
+
+
+def _huggingface(entry: ModelEntry, weights: Weights) -> LoadedModel:
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(SEED)
+    if weights is Weights.PRETRAINED:
+        model = transformers.AutoModel.from_pretrained(entry.source_id, attn_implementation=HF_ATTENTION)
+    else:
+        fields = resolve_hf_config(entry)
+        config = transformers.AutoConfig.for_model(**fields)
+        model = transformers.AutoModel.from_config(config, attn_implementation=HF_ATTENTION)
+    model.eval()
+    length = entry.text_length
+    inputs = tuple(TensorSpec(name=name, datatype="INT64", dims=(length,)) for name in TEXT_INPUTS)
+    with_pooler = getattr(model, "pooler", None) is not None
+    outputs = ("last_hidden_state", "pooler_output") if with_pooler else ("last_hidden_state",)
+    config = model.config
+    transformer = {
+        "model_type": config.model_type,
+        "num_heads": config.num_attention_heads,
+        "hidden_size": config.hidden_size,
+    }
+    # Only pretrained models have a published tokenizer; a random one is built offline and has none.
+    companions = Companions()
+    if weights is Weights.PRETRAINED:
+        companions = Companions(files={"tokenizer": tokenizer_json(entry.source_id, length)})
+    return LoadedModel(
+        entry, _TextEncoder(model, with_pooler).eval(), inputs, outputs, transformer, companions
+    )
+
+
+def load_model(entry: ModelEntry, *, weights: Weights | None = None) -> LoadedModel:
+    """Instantiate a catalog entry (weights overridable, e.g. random for an offline build)."""
+    chosen = _effective(entry, weights)
+    loader = _torchvision if entry.source_kind == "torchvision" else _huggingface
+    return loader(entry, chosen)

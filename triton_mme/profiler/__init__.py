@@ -1,0 +1,1 @@
+"""Measure built archives on a GPU: load time, latency, throughput and GPU memory."""

@@ -1,0 +1,3 @@
+"""The model store on S3: publish, list, add and remove archives and manifests.
+
+The only code that writes to S3."""

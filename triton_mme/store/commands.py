@@ -1,0 +1,247 @@
+"""`triton-mme upload | list | add | remove | publish-performance`: the model store on S3."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from contextlib import ExitStack
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def register(subparsers: Any) -> None:
+    upload = subparsers.add_parser(
+        "upload",
+        help="publish built archives and their manifest to S3",
+        description="Publish the archives and files named in <from>/manifest.json, then the manifest "
+        "itself. Objects already present with the same sha256 are skipped; a key holding different bytes "
+        "is never overwritten (nothing is uploaded then). The manifest is written last, under its own "
+        "prefix.",
+    )
+    _add_build_dir(upload)
+    _add_bucket_arguments(upload)
+    upload.set_defaults(handler=_upload)
+
+    listing = subparsers.add_parser(
+        "list",
+        help="list the archives in the bucket with the current manifest's names",
+        description="List archives under the model prefix with their size and the model/format the "
+        "current manifest gives them; archives the manifest does not name are marked.",
+    )
+    _add_bucket_arguments(listing)
+    listing.set_defaults(handler=_list)
+
+    add = subparsers.add_parser(
+        "add",
+        help="verify and publish an archive built elsewhere",
+        description="Verify an archive's layout and config.pbtxt, then publish it under its file name. "
+        "With --name the current manifest gains (or replaces) the entry for that model and format.",
+    )
+    add.add_argument("archive", type=Path, metavar="ARCHIVE", help="a <name>.tar.gz model archive")
+    add.add_argument("--name", help="logical model name to record in the manifest")
+    add.add_argument("--source", default="external", help="where the model came from (default: %(default)s)")
+    add.add_argument("--weights", default="external", help="which weights it carries (default: %(default)s)")
+    _add_bucket_arguments(add)
+    add.set_defaults(handler=_add)
+
+    remove = subparsers.add_parser(
+        "remove",
+        help="delete an archive from the bucket",
+        description="Delete an archive. Refused while the current manifest points to it, unless --force, "
+        "which first publishes a manifest without it.",
+    )
+    remove.add_argument("target_model", metavar="TARGET_MODEL", help="archive key relative to the prefix")
+    remove.add_argument("--force", action="store_true", help="remove it even if the manifest names it")
+    _add_bucket_arguments(remove)
+    remove.set_defaults(handler=_remove)
+
+    performance = subparsers.add_parser(
+        "publish-performance",
+        help="publish <from>/performance.json beside the manifest it measured",
+        description="Upload the figures as <manifest-prefix>/<manifest sha256>.performance.json and "
+        "<manifest-prefix>/performance.json; refused when they measured another manifest.",
+    )
+    _add_build_dir(performance)
+    _add_bucket_arguments(performance)
+    performance.set_defaults(handler=_publish_performance)
+
+
+def _add_build_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        default=BUILD_DIR,
+        metavar="DIR",
+        help="build output directory holding the archives and manifest.json (default: %(default)s)",
+    )
+
+
+def _add_bucket_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bucket", required=True, help="the model store bucket")
+    parser.add_argument(
+        "--prefix",
+        default=MODEL_PREFIX,
+        help="key prefix the endpoint loads models from (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--manifest-prefix",
+        default=MANIFEST_PREFIX,
+        help="key prefix of the published manifest (default: %(default)s)",
+    )
+
+
+def _s3_command(command: Callable[[argparse.Namespace, Any], int]) -> Handler:
+    """Give the command an S3 client, and turn S3's errors into one line naming the bucket."""
+
+    @wraps(command)
+    def handler(args: argparse.Namespace) -> int:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from triton_mme.store.publish import PublishError
+
+        try:
+            return command(args, boto3.client("s3"))
+        except ClientError as error:
+            details = error.response.get("Error", {})
+            raise PublishError(
+                f"s3://{args.bucket}: {details.get('Code')}: {details.get('Message')}"
+            ) from None
+        except BotoCoreError as error:
+            raise PublishError(f"s3://{args.bucket}: {error}") from None
+
+    return handler
+
+
+def _prefixes(args: argparse.Namespace) -> Any:
+    from triton_mme.store.operations import Prefixes
+
+    return Prefixes.of(args.prefix, args.manifest_prefix)
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _progress_bars(stack: ExitStack) -> Callable[[str, int], Callable[[int], None]]:
+    from tqdm import tqdm
+
+    def start(key: str, size: int) -> Callable[[int], None]:
+        bar = stack.enter_context(
+            tqdm(total=size, unit="B", unit_scale=True, desc=key, leave=False, disable=None)
+        )
+        return bar.update
+
+    return start
+
+
+@_s3_command
+def _upload(args: argparse.Namespace, s3: Any) -> int:
+    from triton_mme.store.publish import upload_build
+
+    prefixes = _prefixes(args)
+    with ExitStack() as bars:
+        report = upload_build(
+            s3,
+            args.source,
+            args.bucket,
+            prefix=prefixes.models,
+            manifest_prefix=prefixes.manifests,
+            progress=_progress_bars(bars),
+        )
+    for key in report.uploaded:
+        print(f"uploaded s3://{args.bucket}/{key}")
+    for key in report.skipped:
+        print(f"skipped  s3://{args.bucket}/{key} (already published, same sha256)")
+    for key in report.manifest_keys:
+        print(f"manifest s3://{args.bucket}/{key}")
+    return 0
+
+
+@_s3_command
+def _list(args: argparse.Namespace, s3: Any) -> int:
+    from triton_mme.store.operations import list_store
+
+    prefixes = _prefixes(args)
+    listing = list_store(s3, args.bucket, prefixes)
+    rows = [("TARGET_MODEL", "SIZE", "MODEL", "FORMAT")]
+    for archive in listing.archives:
+        model, fmt = (
+            (archive.record.name, archive.record.format) if archive.record else ("(not in manifest)", "-")
+        )
+        rows.append(
+            (archive.target_model, "MISSING" if archive.size is None else _human(archive.size), model, fmt)
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    for row in rows:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        )
+    in_bucket = sum(1 for a in listing.archives if a.size is not None)
+    published = f"s3://{args.bucket}/{prefixes.manifests}manifest.json"
+    summary = f"{in_bucket} archives under s3://{args.bucket}/{prefixes.models}; manifest {published}: "
+    print(summary + (f"{listing.manifest_entries} entries" if listing.manifest_entries else "none published"))
+    if listing.missing:
+        from triton_mme.store.publish import PublishError
+
+        raise PublishError(f"the manifest names {len(listing.missing)} archives missing from the bucket")
+    return 0
+
+
+@_s3_command
+def _add(args: argparse.Namespace, s3: Any) -> int:
+    from triton_mme.store.operations import add_archive
+
+    report = add_archive(
+        s3,
+        args.bucket,
+        args.archive,
+        _prefixes(args),
+        name=args.name,
+        source=args.source,
+        weights=args.weights,
+    )
+    print(f"verified {args.archive.name}: {', '.join(report.checks)}")
+    for check in report.not_run:
+        print(f"not run  {check}")
+    for key in report.uploaded:
+        print(f"uploaded s3://{args.bucket}/{key}")
+    for key in report.skipped:
+        print(f"skipped  s3://{args.bucket}/{key} (already published, same sha256)")
+    if report.record is not None:
+        mapping = f"{report.record.name}/{report.record.format} -> {report.record.target_model}"
+        print(f"manifest s3://{args.bucket}/{report.manifest_key} now maps {mapping}")
+    return 0
+
+
+@_s3_command
+def _remove(args: argparse.Namespace, s3: Any) -> int:
+    from triton_mme.store.operations import remove_archive
+
+    report = remove_archive(s3, args.bucket, args.target_model, _prefixes(args), force=args.force)
+    if report.manifest_key is not None:
+        print(
+            f"manifest s3://{args.bucket}/{report.manifest_key} no longer names {', '.join(report.dropped)}"
+        )
+    print(f"removed  s3://{args.bucket}/{report.removed_key}")
+    return 0
+
+
+@_s3_command
+def _publish_performance(args: argparse.Namespace, s3: Any) -> int:
+    from triton_mme.store.operations import publish_performance
+
+    for key in publish_performance(s3, args.bucket, args.source, _prefixes(args).manifests):
+        print(f"figures  s3://{args.bucket}/{key}")
+    return 0

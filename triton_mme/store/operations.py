@@ -1,0 +1,239 @@
+"""Operating the model store: list what is published, add an archive built elsewhere, remove one,
+publish performance figures. Each returns what it did; the command line only prints it.
+
+Every write goes through `publish`: archives are never overwritten, and a manifest is made current only
+after everything it names is in the bucket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from triton_mme.core.archive import ArchiveContents, read_archive
+from triton_mme.core.catalog import MODEL_NAME_PATTERN
+from triton_mme.core.files import file_sha256
+from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX, PERFORMANCE_FILE_NAME
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
+from triton_mme.core.naming import ARCHIVE_NAME_PATTERN, ARCHIVE_SUFFIX, CONTENT_HASH_LENGTH
+from triton_mme.store.publish import (
+    LocalObject,
+    PublishError,
+    S3Client,
+    check_prefixes,
+    head,
+    is_already_published,
+    normalise_prefix,
+    publish_manifest,
+    publish_objects,
+    put_json,
+    read_published_manifest,
+)
+
+
+@dataclass(frozen=True)
+class Prefixes:
+    """The model prefix (the endpoint's ModelDataUrl) and the manifest prefix, both ending in '/'."""
+
+    models: str
+    manifests: str
+
+    @classmethod
+    def of(cls, models: str = MODEL_PREFIX, manifests: str = MANIFEST_PREFIX) -> Prefixes:
+        """Normalised (`models`, `/models/` -> `models/`) and checked not to overlap."""
+        prefixes = cls(normalise_prefix(models), normalise_prefix(manifests))
+        check_prefixes(prefixes.models, prefixes.manifests)
+        return prefixes
+
+
+@dataclass(frozen=True)
+class ListedArchive:
+    target_model: str
+    size: int | None  # None: named by the manifest but missing from the bucket
+    record: ArchiveRecord | None  # None: in the bucket but not named by the manifest
+
+
+@dataclass(frozen=True)
+class Listing:
+    archives: tuple[ListedArchive, ...]
+    manifest_entries: int
+
+    @property
+    def missing(self) -> list[str]:
+        return [a.target_model for a in self.archives if a.size is None]
+
+
+def _list_objects(s3: S3Client, bucket: str, prefix: str) -> list[dict[str, Any]]:
+    objects: list[dict[str, Any]] = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        objects.extend(page.get("Contents", []))
+    return objects
+
+
+def list_store(s3: S3Client, bucket: str, prefixes: Prefixes) -> Listing:
+    """Archives under the model prefix with the current manifest's names, and any it names but lacks."""
+    manifest = read_published_manifest(s3, bucket, prefixes.manifests) or Manifest()
+    records = {record.target_model: record for record in manifest.archives}
+    listed, present = [], set()
+    for item in sorted(_list_objects(s3, bucket, prefixes.models), key=lambda o: o["Key"]):
+        key = item["Key"].removeprefix(prefixes.models)
+        present.add(key)
+        listed.append(ListedArchive(key, int(item["Size"]), records.get(key)))
+    listed += [ListedArchive(key, None, records[key]) for key in sorted(set(records) - present)]
+    return Listing(tuple(listed), len(manifest.archives))
+
+
+@dataclass(frozen=True)
+class AddReport:
+    checks: tuple[str, ...]
+    not_run: tuple[str, ...]
+    uploaded: tuple[str, ...]
+    skipped: tuple[str, ...]
+    manifest_key: str | None
+    record: ArchiveRecord | None
+
+
+def check_archive_name(path: Path, sha256: str, logical_name: str | None) -> None:
+    if not path.name.endswith(ARCHIVE_SUFFIX):
+        raise PublishError(
+            f"{path}: an archive must be a <name>{ARCHIVE_SUFFIX} file (its name becomes the TargetModel)"
+        )
+    named = ARCHIVE_NAME_PATTERN.match(path.name)
+    # A renamed archive must not carry another content's hash: the endpoint caches by name.
+    if named and not sha256.startswith(named["digest"]):
+        raise PublishError(
+            f"{path}: the name claims content hash {named['digest']} but the file's sha256 starts with "
+            f"{sha256[:CONTENT_HASH_LENGTH]}"
+        )
+    if logical_name is not None and not MODEL_NAME_PATTERN.fullmatch(logical_name):
+        raise PublishError(
+            f"--name '{logical_name}': lowercase letters, digits and hyphens, starting and ending with a "
+            "letter or digit, at most 50 characters"
+        )
+
+
+def archive_record(
+    contents: ArchiveContents, *, name: str, sha256: str, size: int, source: str, weights: str
+) -> ArchiveRecord:
+    """A manifest entry for a verified archive, from its own config.pbtxt."""
+    return ArchiveRecord(
+        name=name,
+        format=contents.format.value,
+        target_model=contents.path.name,
+        sha256=sha256,
+        size_bytes=size,
+        source=source,
+        weights=weights,
+        max_batch_size=contents.config.max_batch_size,
+        inputs=contents.inputs,
+        outputs=contents.outputs,
+        details={"published_by": "add"},
+    )
+
+
+def add_archive(
+    s3: S3Client,
+    bucket: str,
+    path: Path,
+    prefixes: Prefixes,
+    *,
+    name: str | None = None,
+    source: str = "external",
+    weights: str = "external",
+) -> AddReport:
+    """Verify an archive built elsewhere, publish it, and with `name` record it in the current manifest."""
+    from triton_mme.model_build.verify import verify_archive
+
+    if not path.is_file():
+        raise PublishError(f"{path}: no such archive file")
+    item = LocalObject(path=path, key=path.name, sha256=file_sha256(path), size=path.stat().st_size)
+    check_archive_name(path, item.sha256, name)
+    contents = read_archive(path)
+    report = verify_archive(path)
+    uploaded, skipped = publish_objects(s3, bucket, prefixes.models, [item])
+    if name is None:
+        return AddReport(
+            tuple(report.checks), tuple(report.not_run), tuple(uploaded), tuple(skipped), None, None
+        )
+    record = archive_record(
+        contents, name=name, sha256=item.sha256, size=item.size, source=source, weights=weights
+    )
+    current = read_published_manifest(s3, bucket, prefixes.manifests) or Manifest()
+    kept = tuple(r for r in current.archives if (r.name, r.format) != (record.name, record.format))
+    keys = publish_manifest(
+        s3,
+        bucket,
+        current.model_copy(update={"archives": (*kept, record)}),
+        model_prefix=prefixes.models,
+        manifest_prefix=prefixes.manifests,
+    )
+    return AddReport(
+        tuple(report.checks), tuple(report.not_run), tuple(uploaded), tuple(skipped), keys[-1], record
+    )
+
+
+@dataclass(frozen=True)
+class RemoveReport:
+    removed_key: str
+    manifest_key: str | None  # the manifest published without the archive (with force)
+    dropped: tuple[str, ...]  # "<name>/<format>" entries it no longer names
+
+
+def remove_archive(
+    s3: S3Client, bucket: str, target_model: str, prefixes: Prefixes, *, force: bool = False
+) -> RemoveReport:
+    """Delete an archive; refused while the current manifest names it unless `force`, which first
+    publishes a manifest without it (the manifest must stop naming it before it goes away)."""
+    target = target_model.removeprefix(prefixes.models)
+    key = prefixes.models + target
+    if head(s3, bucket, key) is None:
+        raise PublishError(f"s3://{bucket}/{key}: no such archive")
+    manifest = read_published_manifest(s3, bucket, prefixes.manifests)
+    manifest_key: str | None = None
+    dropped: tuple[str, ...] = ()
+    if manifest is not None and target in manifest.target_models:
+        dropped = tuple(f"{r.name}/{r.format}" for r in manifest.archives if r.target_model == target)
+        if not force:
+            raise PublishError(
+                f"s3://{bucket}/{key}: the current manifest still points to it ({', '.join(dropped)}); "
+                "publish a manifest without it first, or pass --force"
+            )
+        remaining = tuple(r for r in manifest.archives if r.target_model != target)
+        manifest_key = publish_manifest(
+            s3,
+            bucket,
+            manifest.model_copy(update={"archives": remaining}),
+            model_prefix=prefixes.models,
+            manifest_prefix=prefixes.manifests,
+        )[-1]
+    s3.delete_object(Bucket=bucket, Key=key)
+    return RemoveReport(key, manifest_key, dropped)
+
+
+def publish_performance(s3: S3Client, bucket: str, build_dir: Path, manifest_prefix: str) -> tuple[str, ...]:
+    """Publish `<build_dir>/performance.json` beside the manifest it measured.
+
+    The dated copy `<manifest sha256>.performance.json` is written once and never overwritten; the
+    current `performance.json` follows it. Refused when the figures measured another manifest.
+    """
+    figures_path = build_dir / PERFORMANCE_FILE_NAME
+    try:
+        body = figures_path.read_bytes()
+        measured = json.loads(body)["manifest_sha256"]
+        digest = Manifest.read(build_dir / MANIFEST_FILE_NAME).sha256
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise PublishError(f"{figures_path}: cannot read the figures or their manifest ({error})") from None
+    if measured != digest:
+        raise PublishError(
+            f"{figures_path} measured manifest {measured}, not the built one ({digest}); run profile again"
+        )
+    dated = f"{manifest_prefix}{digest}.{PERFORMANCE_FILE_NAME}"
+    body_sha = hashlib.sha256(body).hexdigest()
+    if not is_already_published(s3, bucket, dated, body_sha, len(body)):
+        put_json(s3, bucket, dated, body, body_sha)
+    current = f"{manifest_prefix}{PERFORMANCE_FILE_NAME}"
+    put_json(s3, bucket, current, body, body_sha)
+    return dated, current
