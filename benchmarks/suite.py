@@ -6,7 +6,16 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks import build, cold_start, gpu, payloads, resnet_steady, synthesis, text_model
+from benchmarks import (
+    build,
+    client_invoke,
+    cold_start,
+    gpu,
+    payloads,
+    resnet_steady,
+    synthesis,
+    text_model,
+)
 from benchmarks.context import RunContext
 from benchmarks.results import Section
 
@@ -28,6 +37,7 @@ BENCHMARKS = (
     Benchmark(synthesis.NAME, synthesis.TITLE, synthesis.run),
     Benchmark(build.NAME, build.TITLE, build.run),
     Benchmark(gpu.NAME, gpu.TITLE, gpu.run, gpu.unavailable),
+    Benchmark(client_invoke.NAME, client_invoke.TITLE, client_invoke.run),
 )
 
 

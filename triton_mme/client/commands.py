@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.locations import BUILD_DIR
-from triton_mme.core.manifest import MANIFEST_FILE_NAME
+from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 
 DEFAULT_MANIFEST = str(BUILD_DIR / MANIFEST_FILE_NAME)
 TOP_K = 5

@@ -7,7 +7,6 @@ CDK app can read the catalog cheaply. Every field a user may leave out has a def
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -15,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from triton_mme.core.errors import UserError
+from triton_mme.core.formats import Format, Weights
 
 # Matched against the whole name (fullmatch): a trailing newline is not a name character.
 MODEL_NAME_PATTERN = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?")
@@ -24,19 +24,11 @@ DEFAULT_SEQUENCE_LENGTH = 128
 MAX_BATCH_SIZE_LIMIT = 1024
 
 
+__all__ = ["Catalog", "CatalogError", "Format", "ModelEntry", "Weights", "load_catalog", "parse_catalog"]
+
+
 class CatalogError(UserError, ValueError):
     """A catalog that cannot be used; the message is one line naming entry, field and what is allowed."""
-
-
-class Format(StrEnum):
-    ONNX = "onnx"
-    TORCHSCRIPT = "torchscript"
-    TENSORRT = "tensorrt"
-
-
-class Weights(StrEnum):
-    PRETRAINED = "pretrained"
-    RANDOM = "random"
 
 
 class _Frozen(BaseModel):

@@ -12,4 +12,5 @@ from pathlib import Path
 BUILD_DIR = Path("build/models")
 MODEL_PREFIX = "models/"
 MANIFEST_PREFIX = "manifests/"
+MANIFEST_FILE_NAME = "manifest.json"
 PERFORMANCE_FILE_NAME = "performance.json"

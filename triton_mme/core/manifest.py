@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MANIFEST_FILE_NAME = "manifest.json"
+from triton_mme.core.locations import MANIFEST_FILE_NAME
+
+__all__ = ["MANIFEST_FILE_NAME", "ArchiveRecord", "ImagePreprocessing", "Manifest", "TensorSpec"]
 MANIFEST_SCHEMA_VERSION = 1
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from triton_mme.cli import port_number, positive_int
 from triton_mme.core.locations import BUILD_DIR
-from triton_mme.local_triton.runner import DEFAULT_MODEL_BUDGET
+from triton_mme.local_triton import DEFAULT_MODEL_BUDGET
 
 DEFAULT_PORT = 8080
 

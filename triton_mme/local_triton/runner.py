@@ -7,11 +7,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from triton_mme.local_triton import DEFAULT_MODEL_BUDGET
 from triton_mme.local_triton.loader import ModelCache, SageMakerApi, list_archives
 from triton_mme.local_triton.proxy import LocalEndpoint
 from triton_mme.local_triton.server import TritonServer
-
-DEFAULT_MODEL_BUDGET = 4
 
 
 class LocalTriton:

@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.catalog import Format, Weights, load_catalog
-from triton_mme.core.locations import BUILD_DIR
-from triton_mme.core.manifest import MANIFEST_FILE_NAME
+from triton_mme.core.formats import Format, Weights
+from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
 
 TRITON_TAG_ENV = "TRITON_IMAGE_TAG"
@@ -62,6 +61,7 @@ def register(subparsers: Any) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from triton_mme.core.catalog import load_catalog
     from triton_mme.model_build.pipeline import build_catalog
 
     manifest = build_catalog(
