@@ -1,0 +1,59 @@
+"""The serving report: how every archive of a build loaded and answered in the endpoint's own Triton.
+
+Written by the serving check (on the GPU runner in the `sagemaker-tritonserver` image, or offline
+against the local CPU Triton) beside the build's manifest, and read by the capacity planner. Figures
+carry their unit in the field name; a figure that could not be measured where the check ran is None.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+SERVING_REPORT_FILE_NAME = "serving-report.json"
+SERVING_REPORT_SCHEMA_VERSION = 1
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BatchFigures(_Frozen):
+    batch_size: int
+    requests: int
+    latency_p50_ms: float
+    latency_p99_ms: float
+    throughput_per_s: float  # inferences (batch rows) per second
+
+
+class ArchiveServing(_Frozen):
+    """One archive: loaded under its TargetModel name, checked against its golden outputs, unloaded."""
+
+    target_model: str
+    name: str
+    format: str
+    passed: bool
+    # The first line of Triton's error (or of the comparison) when it did not pass.
+    error: str | None = None
+    load_seconds: float | None = None
+    # Device memory the load took (nvidia-smi before/after); None on the CPU stand-in.
+    gpu_memory_mib: float | None = None
+    # Largest |served - reference| per output over the golden inputs, and the tolerance applied.
+    max_abs_error: dict[str, float] = {}
+    tolerance: dict[str, float] = {}
+    batches: tuple[BatchFigures, ...] = ()
+
+
+class ServingReport(_Frozen):
+    schema_version: int = SERVING_REPORT_SCHEMA_VERSION
+    manifest_sha256: str
+    # Where it ran: "sagemaker-tritonserver:<tag> on <GPU>, driver <version>" or "local CPU stand-in".
+    server: str
+    gpu: str | None = None
+    archives: tuple[ArchiveServing, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return all(archive.passed for archive in self.archives)
+
+    def find(self, target_model: str) -> ArchiveServing | None:
+        return next((a for a in self.archives if a.target_model == target_model), None)
