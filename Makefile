@@ -47,7 +47,7 @@ unit: install
 test: lint typecheck unit
 
 snapshot-update: install
-	$(PY) -m pytest tests/cdk --snapshot-update
+	$(PY) -m pytest tests/infra --snapshot-update
 
 deploy: install
 	$(CDK) deploy --all --require-approval never
