@@ -47,13 +47,13 @@ unit: install
 test: lint typecheck unit
 
 snapshot-update: install
-	$(PY) -m pytest tests/cdk --snapshot-update
+	$(PY) -m pytest tests/infra --snapshot-update
 
 deploy: install
 	$(CDK) deploy --all --require-approval never
 
 STACK ?= TritonMultiModelEndpoint
-# With DIFF_TEMPLATE=path/to/saved.template.json the diff needs no credentials (see README).
+# With DIFF_TEMPLATE=path/to/saved.template.json the diff needs no credentials (see docs/deploy.md).
 diff: install
 	$(if $(DIFF_TEMPLATE),$(CDK) diff $(STACK) --template $(DIFF_TEMPLATE),$(CDK) diff --all)
 
@@ -63,11 +63,12 @@ BUILD_ARGS ?= --weights random --skip-format tensorrt
 build-models: $(PY_STAMP)
 	$(TRITON_MME) build --catalog models.yaml --out $(BUILD_DIR) $(BUILD_ARGS)
 
-# Serves build/models in a local CPU Triton in SageMaker multi-model mode (see README, "Try it locally").
+# Serves build/models in a local CPU Triton in SageMaker multi-model mode (see docs/local-triton.md).
 serve-local: $(PY_STAMP)
 	$(TRITON_MME) serve-local --models $(BUILD_DIR) $(SERVE_ARGS)
 
-# Measured comparisons (see README, "Benchmarks"); results land in benchmarks/results/.
+# Measured comparisons (see docs/benchmarks.md); results land in benchmarks/results/. The suite's own
+# options follow `--`: `make bench BENCH_ARGS="-- --quick"`.
 bench: install
 	$(TRITON_MME) bench $(BENCH_ARGS)
 

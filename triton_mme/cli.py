@@ -2,7 +2,8 @@
 
 Each job package may hold a `commands` module with `register(subparsers)`, which adds its sub-commands
 and sets each one's `handler` (parsed arguments -> exit status). Packages are found at start-up, so a
-machine that has only some of them (the build runner ships core, build and store) offers just those.
+machine that has only some of them (the build runner ships core, model_build, profiler and store)
+offers just those.
 Command modules stay cheap to import: heavy libraries are imported inside the handlers.
 
 Errors a user can fix (`UserError`) print one line, `error: <message>`, and exit with status 1.

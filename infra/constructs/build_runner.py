@@ -18,7 +18,7 @@ from infra.constructs.nag import acknowledge_wildcard_resources
 from triton_mme.core.platform import DLC_REPOSITORY, DLC_TAG_BY_CUDA_MAJOR, triton_image
 
 # What the runner runs (`python -m triton_mme build | profile | upload`), besides the catalog: the entry
-# point, the shared core and the build, profiler and store packages. Nothing else of the project (the
+# point, the shared core and the model_build, profiler and store packages. Nothing else of the project (the
 # client, the local Triton, the CDK app) is shipped, so editing it never starts a GPU build.
 SOURCE_FILES = (
     "triton_mme/__init__.py",

@@ -7,7 +7,7 @@ from typing import Any
 from triton_mme.core.locations import BUILD_DIR, PERFORMANCE_FILE_NAME
 from triton_mme.core.platform import NVIDIA_PIP_INDEX
 
-# The runner runs the project's one command line from its source (core, build, store and profiler).
+# The runner runs the project's one command line from its source (core, model_build, profiler, store).
 COMMAND = "python -m triton_mme"
 
 

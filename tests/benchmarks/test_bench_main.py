@@ -57,4 +57,5 @@ def test_every_issue_item_has_a_benchmark() -> None:
         "synth",
         "build",
         "gpu",
+        "client_invoke",
     ]

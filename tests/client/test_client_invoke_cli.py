@@ -1,4 +1,4 @@
-"""`python -m triton_mme.client` end to end: Stubber for InvokeEndpoint, dry runs, a local server."""
+"""`triton-mme invoke` end to end: Stubber for InvokeEndpoint, dry runs, a local server."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """One JSON snapshot per stack: a tripwire for unintended template changes.
 
 Update after an intended change with `make snapshot-update` and review the diff in
-tests/cdk/__snapshots__/ like code.
+tests/infra/__snapshots__/ like code.
 """
 
 from __future__ import annotations

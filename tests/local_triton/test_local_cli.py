@@ -1,4 +1,4 @@
-"""`python -m local_triton`: Ctrl-C leaves nothing running, one-line errors, the stand-in report."""
+"""`triton-mme serve-local` and `standin`: Ctrl-C leaves nothing running, one-line errors, stand-in report."""
 
 from __future__ import annotations
 

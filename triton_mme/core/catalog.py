@@ -66,7 +66,7 @@ class OnnxRuntimeSettings(_Frozen):
     graph_optimization: Literal["disabled", "basic", "extended", "all"] = "all"
     cudnn_conv_algo_search: Literal["exhaustive", "heuristic", "default"] = "heuristic"
     # Sequential is ONNX Runtime's own default; parallel (the seed's GPU tuning) only helps graphs with
-    # many independent branches and measured 1.7x slower on ResNet-50 here (README, Benchmarks).
+    # many independent branches and measured 1.7x slower on ResNet-50 here (docs/benchmarks.md).
     execution_mode: Literal["sequential", "parallel"] = "sequential"
     arena_extend_strategy: Literal["next_power_of_two", "same_as_requested"] = "same_as_requested"
     enable_mem_pattern: bool = True
