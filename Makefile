@@ -68,7 +68,7 @@ serve-local: $(PY_STAMP)
 	$(TRITON_MME) serve-local --models $(BUILD_DIR) $(SERVE_ARGS)
 
 # Measured comparisons (see docs/benchmarks.md); results land in benchmarks/results/. The suite's own
-# options follow `--`: `make bench BENCH_ARGS="-- --quick"`.
+# options go in BENCH_ARGS: `make bench BENCH_ARGS=--quick`.
 bench: install
 	$(TRITON_MME) bench $(BENCH_ARGS)
 

@@ -15,32 +15,33 @@ import time
 from datetime import date
 from pathlib import Path
 
-from benchmarks.context import REPO_ROOT, RunContext
+from benchmarks.context import RunContext
 from benchmarks.machine import describe_machine, library_versions
+from benchmarks.options import add_arguments
 from benchmarks.report import write_report
 from benchmarks.results import Report
 from benchmarks.suite import BENCHMARKS, run_benchmark
-
-DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results"
+from triton_mme.core.errors import UserError
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    names = [benchmark.name for benchmark in BENCHMARKS]
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description="Run the benchmark suite.")
-    parser.add_argument("--quick", action="store_true", help="small counts and inputs, for iteration only")
-    parser.add_argument(
-        "--only", nargs="+", choices=names, metavar="NAME", help=f"run only these: {', '.join(names)}"
-    )
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help="results folder (default benchmarks/results)"
-    )
+    add_arguments(parser, names=[benchmark.name for benchmark in BENCHMARKS])
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    arguments = sys.argv[1:] if argv is None else argv
+    return run(parse_args(arguments), shlex.join(["python", "-m", "benchmarks", *arguments]))
+
+
+def run(args: argparse.Namespace, command: str) -> int:
+    """Run the selected benchmarks and write the results; `command` is recorded as what was run."""
+    known = [benchmark.name for benchmark in BENCHMARKS]
+    unknown = sorted(set(args.only or ()) - set(known))
+    if unknown:
+        raise UserError(f"--only {' '.join(unknown)}: no such benchmark; allowed: {', '.join(known)}")
     selected = [b for b in BENCHMARKS if not args.only or b.name in args.only]
-    command = shlex.join(["python", "-m", "benchmarks", *(sys.argv[1:] if argv is None else argv)])
     report = Report(
         date=date.today().isoformat(),
         machine=describe_machine(),

@@ -1,23 +1,26 @@
-"""`triton-mme bench`: run the benchmark suite (see benchmarks/__main__.py for its options)."""
+"""`triton-mme bench`: run the benchmark suite (results in benchmarks/results/)."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from typing import Any
+
+from benchmarks.options import add_arguments
 
 
 def register(subparsers: Any) -> None:
     bench = subparsers.add_parser(
         "bench",
         help="run the benchmark suite and write its results to benchmarks/results/",
-        description="Run the measured comparisons; every option after `bench` is the suite's own "
-        "(--quick, --only NAME ..., --out DIR; see `triton-mme bench -- --help`).",
+        description="Run the measured comparisons of the project's choices against their alternatives.",
     )
-    bench.add_argument("suite_args", nargs=argparse.REMAINDER, help="options for the suite")
+    add_arguments(bench)
     bench.set_defaults(handler=_bench)
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from benchmarks.__main__ import main
+    from benchmarks.__main__ import run
 
-    return main([a for a in args.suite_args if a != "--"])
+    return run(args, shlex.join(["triton-mme", *sys.argv[1:]]))

@@ -5,8 +5,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-MODEL_PREFIX = "models/"
-MANIFEST_PREFIX = "manifests/"
+from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX
+
 NONCURRENT_VERSION_DAYS = 30
 ACCESS_LOG_DAYS = 365
 

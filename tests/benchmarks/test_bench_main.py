@@ -59,3 +59,13 @@ def test_every_issue_item_has_a_benchmark() -> None:
         "gpu",
         "client_invoke",
     ]
+
+
+def test_the_bench_command_takes_the_suite_options_and_names_unknown_benchmarks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from triton_mme.cli import main as triton_mme_main
+
+    assert triton_mme_main(["bench", "--quick", "--only", "nonsense", "--out", str(tmp_path)]) == 1
+    assert "error: --only nonsense: no such benchmark; allowed: cold_start" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
