@@ -137,14 +137,14 @@ class ModelBuildRunner(Construct):
                 Validations.of(role).acknowledge(
                     Acknowledgment(
                         id=f"AwsSolutions-IAM5[Action::{action}]",
-                        reason="CodeBuild's encrypt/decrypt grant on the one key named by kmsKeyArn.",
+                        reason="CodeBuild's encrypt/decrypt grant on the one key given to the project.",
                     )
                 )
         else:
             Validations.of(self.project).acknowledge(
                 Acknowledgment(
                     id="AwsSolutions-CB4",
-                    reason="No kmsKeyArn is set; the project keeps no artifacts, its output is the store.",
+                    reason="No key given: the project keeps no artifacts, its output is the store.",
                 )
             )
         policy = role.node.find_child("DefaultPolicy")

@@ -94,8 +94,9 @@ class TritonEndpoint(Construct):
         if key is not None and volume_key is None:
             Annotations.of(self).add_warning_v2(
                 "triton-mme:volume-kms-key-skipped",
-                f"kmsKeyArn encrypts the model bucket only: {instance_type} has local NVMe instance storage "
-                "(hardware-encrypted), and SageMaker rejects an endpoint-config KmsKeyId for such types.",
+                f"The encryption key encrypts the model bucket only: {instance_type} has local NVMe "
+                "instance storage (hardware-encrypted), and SageMaker rejects an endpoint-config "
+                "KmsKeyId for such types.",
             )
         if volume_key is None:
             Validations.of(self.endpoint_config).acknowledge(
@@ -103,7 +104,7 @@ class TritonEndpoint(Construct):
                     id="AwsSolutions-SM2",
                     reason="No customer key applies to the volume: NVMe instance storage is "
                     "hardware-encrypted and rejects a KmsKeyId; other types use an AWS managed key "
-                    "unless kmsKeyArn is set.",
+                    "unless an encryption key is given.",
                 )
             )
         Validations.of(self.model).acknowledge(

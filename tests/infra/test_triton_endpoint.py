@@ -138,6 +138,6 @@ def test_no_warning_without_a_key(default: tuple) -> None:
 
 def _warnings(endpoint: TritonEndpoint) -> list[str]:
     messages = Annotations.from_stack(endpoint.endpoint.stack).find_warning(
-        "*", Match.string_like_regexp("kmsKeyArn")
+        "*", Match.string_like_regexp("encryption key")
     )
     return [str(message.entry.data) for message in messages]
