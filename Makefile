@@ -14,8 +14,11 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 CDK := npx --no-install cdk --no-notices
 TRITON_MME := $(VENV)/bin/triton-mme
 BUILD_DIR := build/models
+# Context for this run on top of cdk.json, e.g. CONTEXT="-c instanceType=ml.g5.2xlarge -c region=eu-west-1";
+# synth, preflight, deploy and diff all read the same settings.
+CONTEXT ?=
 
-.PHONY: install synth test lint typecheck unit deploy diff build-models serve-local bench snapshot-update clean
+.PHONY: install synth test lint typecheck unit preflight deploy diff build-models serve-local bench snapshot-update clean
 
 $(PY_STAMP): requirements.txt requirements-build.txt requirements-client.txt requirements-torch.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +34,7 @@ $(NODE_STAMP): package.json package-lock.json
 install: $(PY_STAMP) $(NODE_STAMP)
 
 synth: install
-	$(CDK) synth --quiet
+	$(CDK) synth --quiet $(CONTEXT)
 	@echo "Templates written to cdk.out/"
 
 lint: $(PY_STAMP)
@@ -47,15 +50,20 @@ unit: install
 test: lint typecheck unit
 
 snapshot-update: install
-	$(PY) -m pytest tests/infra --snapshot-update
+	$(PY) -m pytest tests/infra/test_app.py --snapshot-update
 
-deploy: install
-	$(CDK) deploy --all --require-approval never
+# Read-only checks of the AWS account for these settings (quotas, images, bootstrap, region, and changes the
+# deployed stack cannot take in one deployment); needs AWS credentials. See docs/first-deploy.md.
+preflight: $(PY_STAMP)
+	$(PY) app.py preflight $(CONTEXT)
+
+deploy: install preflight
+	$(CDK) deploy --all --require-approval never $(CONTEXT)
 
 STACK ?= TritonMultiModelEndpoint
 # With DIFF_TEMPLATE=path/to/saved.template.json the diff needs no credentials (see docs/deploy.md).
 diff: install
-	$(if $(DIFF_TEMPLATE),$(CDK) diff $(STACK) --template $(DIFF_TEMPLATE),$(CDK) diff --all)
+	$(if $(DIFF_TEMPLATE),$(CDK) diff $(STACK) --template $(DIFF_TEMPLATE) $(CONTEXT),$(CDK) diff --all $(CONTEXT))
 
 # Offline by default (random weights, no TensorRT); `make build-models BUILD_ARGS=` builds the catalog
 # as written (pretrained weights download; tensorrt needs a GPU and TensorRT).

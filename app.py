@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
-"""CDK entry point: the only place that reads context, environment and files.
+"""CDK entry point and `make preflight`: the only place that reads context, environment and files.
 
-Bad settings or a bad model catalog stop synthesis with one line on stderr and exit status 1.
+`cdk` runs `python app.py` to synthesize. `python app.py preflight [-c key=value ...]` checks the AWS account
+for the same settings, read from the same context (cdk.json, cdk.context.json, then `-c` pairs), without
+changing anything. Bad settings or a bad model catalog stop either in one line on stderr, exit status 1.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 # jsii prints a multi-line banner on stderr for Node versions it no longer tests; keep errors one line.
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
@@ -20,9 +27,17 @@ from infra.composition import compose
 from infra.settings import CONTEXT_KEYS, Settings, SettingsError
 from triton_mme.core.catalog import CatalogError, load_catalog
 
+PROJECT_ROOT = Path(__file__).resolve().parent
+# Where `cdk` reads project context from, in increasing precedence (before `-c` on its command line).
+CONTEXT_FILES = (("cdk.json", "context"), ("cdk.context.json", None))
+
+
+def settings_from(context: Mapping[str, Any]) -> Settings:
+    return Settings.from_context({key: context.get(key) for key in CONTEXT_KEYS})
+
 
 def read_settings(app: cdk.App) -> Settings:
-    return Settings.from_context({key: app.node.try_get_context(key) for key in CONTEXT_KEYS})
+    return settings_from({key: app.node.try_get_context(key) for key in CONTEXT_KEYS})
 
 
 def main(app: cdk.App | None = None) -> int:
@@ -41,5 +56,58 @@ def main(app: cdk.App | None = None) -> int:
     return 0
 
 
+def project_context(pairs: Sequence[str], root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """The context `cdk` gives the app: cdk.json's, then cdk.context.json's, then `-c key=value` pairs."""
+    context: dict[str, Any] = {}
+    for name, section in CONTEXT_FILES:
+        path = root / name
+        if path.is_file():
+            data = json.loads(path.read_text())
+            context.update(data.get(section, {}) if section else data)
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator or not key:
+            raise SettingsError(f"-c {pair} is not a context value; allowed: -c key=value")
+        context[key.strip()] = value
+    return context
+
+
+def preflight(argv: Sequence[str], session: Any = None) -> int:
+    """Run the read-only preflight checks; exit status 1 when any fails."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, NoCredentialsError
+
+    from infra.preflight import PreflightClients, run_preflight
+
+    parser = argparse.ArgumentParser(prog="make preflight", description=preflight.__doc__)
+    parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    try:
+        settings = settings_from(project_context(args.context))
+    except SettingsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    session = session or boto3.Session(region_name=settings.region)
+    region = settings.region or session.region_name
+    if not region:
+        print("error: no region; set region in cdk.json (or -c region=...) or AWS_REGION", file=sys.stderr)
+        return 1
+    try:
+        results = run_preflight(settings, region, PreflightClients.from_session(session))
+    except NoCredentialsError:
+        print("error: no AWS credentials; see docs/first-deploy.md", file=sys.stderr)
+        return 1
+    except BotoCoreError as error:
+        print(f"error: AWS: {error}", file=sys.stderr)
+        return 1
+    for result in results:
+        print(result.line())
+    failed = [result for result in results if not result.ok]
+    print(f"preflight {region}: {len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["preflight"]:
+        sys.exit(preflight(sys.argv[2:]))
     sys.exit(main())

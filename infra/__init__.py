@@ -1,1 +1,2 @@
-"""The CDK app: settings, the stack and its constructs (everything that becomes CloudFormation)."""
+"""The CDK app: settings and their platform rules, the stack and its constructs (everything that becomes
+CloudFormation), and the read-only preflight checks run before a deployment."""

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from infra.platform_rules import instance_patterns
 from infra.settings import Settings, SettingsError
 from triton_mme.core.catalog import Catalog, Format
-from triton_mme.core.platform import BUILDER_GPUS, TRITON_IMAGES, triton_image
+from triton_mme.core.platform import (
+    CODEBUILD_GPUS,
+    GPU_MME_INSTANCE_TYPES,
+    TRITON_IMAGES,
+    gpu_instance,
+    supports_compute_capability,
+    triton_image,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,21 +44,36 @@ def check_build_target(settings: Settings, catalog: Catalog) -> None:
 
 
 def tensorrt_problem(*, builder_compute_type: str, instance_type: str, triton_image_tag: str) -> str | None:
-    """Why this runner cannot build TensorRT plans for this endpoint (one line), or None when it can."""
-    builder = BUILDER_GPUS[builder_compute_type]
-    if not instance_type.startswith(builder.endpoint_family):
-        fitting = next(
-            (name for name, gpu in BUILDER_GPUS.items() if instance_type.startswith(gpu.endpoint_family)),
-            None,
-        )
-        fixes = [f"an {builder.endpoint_family}* instanceType"]
-        if fitting:
-            fixes.append(f"builderComputeType={fitting}")
+    """Why this runner cannot build TensorRT plans for this endpoint (one line), or None when it can.
+
+    A plan runs only on the compute capability that built it (hardware-compatible plans cover Ampere and
+    newer only, and are slower), so the runner's GPU and the endpoint's GPU must have the same one.
+    """
+    builder = CODEBUILD_GPUS[builder_compute_type]
+    instance = gpu_instance(instance_type)
+    if builder.compute_capability != instance.compute_capability:
+        same_as_builder = [
+            name
+            for name, other in GPU_MME_INSTANCE_TYPES.items()
+            if other.compute_capability == builder.compute_capability
+            and supports_compute_capability(triton_image_tag, name)
+        ]
+        fitting_builders = [
+            name
+            for name, gpu in CODEBUILD_GPUS.items()
+            if gpu.compute_capability == instance.compute_capability
+        ]
+        fixes = []
+        if same_as_builder:
+            patterns = instance_patterns(same_as_builder)
+            fixes.append(f"an instanceType with {builder.compute_capability:.1f} ({patterns})")
+        fixes.extend(f"builderComputeType={name}" for name in fitting_builders)
         fixes.append("drop 'tensorrt' from the catalog's formats")
         return (
             f"the catalog asks for tensorrt, but builderComputeType={builder_compute_type} builds on "
-            f"{builder.gpu} ({builder.architecture}), whose plans do not run on "
-            f"instanceType={instance_type}; use " + ", or ".join(fixes)
+            f"{builder.gpu} (compute capability {builder.compute_capability:.1f}), whose plans do not run on "
+            f"instanceType={instance_type} ({instance.gpu}, {instance.compute_capability:.1f}); use "
+            + ", or ".join(fixes)
         )
     if triton_image(triton_image_tag).tensorrt_requirement is None:
         known = ", ".join(tag for tag, image in TRITON_IMAGES.items() if image.tensorrt_requirement)

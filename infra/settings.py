@@ -1,7 +1,8 @@
 """The deployment settings: one frozen, validated object built from flat camelCase CDK context keys.
 
-Each dataclass field is one context key (`instance_type` <-> `instanceType`). To add a setting, add a
-field with its default (and the same default in cdk.json), and a check in `_validate` if it has limits.
+Each dataclass field is one context key (`instance_type` <-> `instanceType`). The field defaults are the only
+defaults: cdk.json holds CDK feature flags and whatever a deployment overrides. To add a setting, add a field
+with its default and a check in `_validate` if it has limits (docs/settings*.md describe every setting).
 """
 
 from __future__ import annotations
@@ -15,12 +16,22 @@ from typing import Any
 
 from aws_cdk import aws_logs as logs
 
+from infra.platform_rules import (
+    AUTO,
+    compute_capability_problem,
+    inference_ami_problem,
+    region_problem,
+    resolve_inference_ami,
+)
 from triton_mme.core.platform import (
-    BUILDER_GPUS,
+    CODEBUILD_GPUS,
+    CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES,
+    CODEBUILD_QUEUED_TIMEOUT_RANGE,
+    CUSTOM_RESOURCE_TIMEOUT_MINUTES,
     DEFAULT_TRITON_TAG,
     GPU_MME_INSTANCE_TYPES,
     TRITON_IMAGE_TAGS,
-    registry_accounts,
+    gpu_instance,
 )
 
 # A sanity bound on instance counts (typos such as 50 instead of 5); raise it deliberately if needed.
@@ -39,9 +50,11 @@ MAX_ALARM_EVALUATION_MINUTES = 1440
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
                       2922, 3288, 3653)  # fmt: skip
 
-# The build runs inside a custom resource, which CloudFormation waits on for at most one hour;
-# the rest of that hour covers queueing for a GPU runner and the polling interval.
-MIN_BUILD_MINUTES, MAX_BUILD_MINUTES = 5, 55
+# The build runs inside a custom resource, which CloudFormation waits on for at most one hour: queueing for
+# a GPU runner plus the build must end this many minutes before that, which covers the provider's polling
+# interval (one minute), CodeBuild's own finalizing and the handlers' start-up.
+BUILD_DEADLINE_MARGIN_MINUTES = 5
+BUILD_DEADLINE_MINUTES = CUSTOM_RESOURCE_TIMEOUT_MINUTES - BUILD_DEADLINE_MARGIN_MINUTES
 
 
 class SettingsError(ValueError):
@@ -68,6 +81,15 @@ class Settings:
     scale_in_cooldown_seconds: int = 600
     scale_out_cooldown_seconds: int = 200
     triton_image_tag: str = DEFAULT_TRITON_TAG
+    # The SageMaker inference AMI (NVIDIA driver) of the variant; `auto` picks the newest one whose driver
+    # runs the tag's CUDA natively on the instance type (infra/platform_rules.py).
+    inference_ami_version: str = AUTO
+    # Without network access the container still gets its models: SageMaker downloads them (docs/platform.md).
+    network_isolation: bool = True
+    endpoint_log_retention_days: int = 30
+    # Target tracking on the variant; off only while changing instanceType of a deployed stack
+    # (docs/first-deploy.md).
+    autoscaling: bool = True
     model_catalog: str = "models.yaml"
     kms_key_arn: str | None = None
     # Alarms (see infra/constructs/monitoring.py): thresholds per 1-minute period; an alarm fires when
@@ -83,6 +105,7 @@ class Settings:
     # The GPU build runner (see infra/constructs/build_runner.py); `cdk deploy` waits for its build.
     builder_compute_type: str = "SMALL"
     build_timeout_minutes: int = 50
+    build_queue_timeout_minutes: int = 5
     build_log_retention_days: int = 30
 
     def __post_init__(self) -> None:
@@ -102,18 +125,37 @@ class Settings:
 
     @property
     def endpoint_volume_accepts_kms_key(self) -> bool:
-        return not GPU_MME_INSTANCE_TYPES[self.instance_type]
+        return not gpu_instance(self.instance_type).has_instance_storage
+
+    @property
+    def resolved_inference_ami(self) -> str:
+        """The InferenceAmiVersion the variant gets (never `auto`)."""
+        return resolve_inference_ami(self.triton_image_tag, self.instance_type, self.inference_ami_version)
 
     @property
     def build_log_retention(self) -> logs.RetentionDays:
-        finite = [member for member in logs.RetentionDays if member is not logs.RetentionDays.INFINITE]
-        return dict(zip(LOG_RETENTION_DAYS, finite, strict=True))[self.build_log_retention_days]
+        return _retention(self.build_log_retention_days)
+
+    @property
+    def endpoint_log_retention(self) -> logs.RetentionDays:
+        return _retention(self.endpoint_log_retention_days)
+
+
+def _retention(days: int) -> logs.RetentionDays:
+    finite = [member for member in logs.RetentionDays if member is not logs.RetentionDays.INFINITE]
+    return dict(zip(LOG_RETENTION_DAYS, finite, strict=True))[days]
 
 
 CONTEXT_KEYS: tuple[str, ...] = tuple(context_key(field.name) for field in dataclasses.fields(Settings))
 
 
 def _convert(key: str, raw: Any, type_name: str) -> Any:
+    if type_name == "bool":
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
+            return raw.strip().lower() == "true"
+        raise SettingsError(f"{key}={raw} is not true or false; allowed: true, false")
     if type_name == "int":
         if isinstance(raw, int) and not isinstance(raw, bool):
             return raw
@@ -189,24 +231,29 @@ def _validate(s: Settings) -> None:
             s.triton_image_tag,
             f"is not a known SageMaker Triton image tag; allowed: {known}",
         )
-    _validate_region(s)
+    _validate_platform(s)
     _validate_kms_key(s)
     _validate_alarms(s)
     _validate_build_runner(s)
-
-
-def _validate_region(s: Settings) -> None:
-    if s.region is None:
-        return
-    if not REGION_PATTERN.fullmatch(s.region):
-        raise _fail("region", s.region, "is not an AWS region name; allowed: e.g. us-east-1")
-    regions = registry_accounts(s.triton_image_tag)
-    if s.region not in regions:
+    if s.endpoint_log_retention_days not in LOG_RETENTION_DAYS:
         raise _fail(
-            "region",
-            s.region,
-            f"has no SageMaker Triton image {s.triton_image_tag}; allowed: " + ", ".join(regions),
+            "endpoint_log_retention_days",
+            s.endpoint_log_retention_days,
+            "is not a log retention; allowed: " + ", ".join(map(str, LOG_RETENTION_DAYS)),
         )
+
+
+def _validate_platform(s: Settings) -> None:
+    """The GPU, the driver and the region must serve the tag (infra/platform_rules.py)."""
+    if s.region is not None and not REGION_PATTERN.fullmatch(s.region):
+        raise _fail("region", s.region, "is not an AWS region name; allowed: e.g. us-east-1")
+    for problem in (
+        compute_capability_problem(s.triton_image_tag, s.instance_type),
+        inference_ami_problem(s.triton_image_tag, s.instance_type, s.inference_ami_version),
+        region_problem(s.region, s.triton_image_tag),
+    ):
+        if problem:
+            raise SettingsError(problem)
 
 
 def _validate_kms_key(s: Settings) -> None:
@@ -263,14 +310,28 @@ def _plain(number: float) -> str:
 
 
 def _validate_build_runner(s: Settings) -> None:
-    if s.builder_compute_type not in BUILDER_GPUS:
-        allowed = ", ".join(f"{name} ({gpu.gpu})" for name, gpu in BUILDER_GPUS.items())
+    if s.builder_compute_type not in CODEBUILD_GPUS:
+        allowed = ", ".join(f"{name} ({gpu.gpu})" for name, gpu in CODEBUILD_GPUS.items())
         raise _fail(
             "builder_compute_type", s.builder_compute_type, f"is not a CodeBuild GPU size; allowed: {allowed}"
         )
-    if not MIN_BUILD_MINUTES <= s.build_timeout_minutes <= MAX_BUILD_MINUTES:
-        allowed = f"{MIN_BUILD_MINUTES}..{MAX_BUILD_MINUTES} (cdk deploy waits at most an hour for the build)"
+    lowest_queue, _ = CODEBUILD_QUEUED_TIMEOUT_RANGE
+    longest_build = BUILD_DEADLINE_MINUTES - lowest_queue
+    if not CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES <= s.build_timeout_minutes <= longest_build:
+        allowed = (
+            f"{CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES}..{longest_build} (cdk deploy waits at most an hour for "
+            "the build and its queueing)"
+        )
         raise _fail("build_timeout_minutes", s.build_timeout_minutes, f"is out of range; allowed: {allowed}")
+    longest_queue = BUILD_DEADLINE_MINUTES - s.build_timeout_minutes
+    if not lowest_queue <= s.build_queue_timeout_minutes <= longest_queue:
+        raise _fail(
+            "build_queue_timeout_minutes",
+            s.build_queue_timeout_minutes,
+            f"is out of range with buildTimeoutMinutes={s.build_timeout_minutes}; allowed: "
+            f"{lowest_queue}..{longest_queue} (queue + build must end {BUILD_DEADLINE_MARGIN_MINUTES} "
+            f"minutes before cdk deploy stops waiting after {CUSTOM_RESOURCE_TIMEOUT_MINUTES})",
+        )
     if s.build_log_retention_days not in LOG_RETENTION_DAYS:
         allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
         raise _fail(

@@ -9,6 +9,7 @@ from constructs import Construct
 from infra.build_target import PROJECT_ROOT, catalog_in_project
 from infra.constructs.build_runner import ModelBuildRunner
 from infra.constructs.endpoint_autoscaling import EndpointAutoscaling
+from infra.constructs.endpoint_logs import EndpointLogs
 from infra.constructs.model_build_trigger import ModelBuildTrigger
 from infra.constructs.model_store import ModelStore
 from infra.constructs.monitoring import AlarmThresholds, EndpointMonitoring
@@ -16,6 +17,9 @@ from infra.constructs.triton_endpoint import TritonEndpoint
 from infra.constructs.triton_image import TritonImage
 from infra.settings import Settings
 from triton_mme.core.catalog import Catalog, Format
+
+# The output naming the endpoint: clients and the preflight checks find the deployed endpoint through it.
+ENDPOINT_NAME_OUTPUT = "EndpointName"
 
 
 class TritonMmeStack(Stack):
@@ -42,6 +46,14 @@ class TritonMmeStack(Stack):
             initial_instance_count=settings.initial_instance_count,
             encryption_key=self.encryption_key,
             encrypt_volume=settings.endpoint_volume_accepts_kms_key,
+            inference_ami_version=settings.resolved_inference_ami,
+            network_isolation=settings.network_isolation,
+        )
+        self.endpoint_logs = EndpointLogs(
+            self,
+            "EndpointLogs",
+            endpoint_name=self.endpoint.endpoint_name,
+            retention=settings.endpoint_log_retention,
         )
         self.build_runner = ModelBuildRunner(
             self,
@@ -53,6 +65,7 @@ class TritonMmeStack(Stack):
             triton_image_tag=settings.triton_image_tag,
             tensorrt=Format.TENSORRT in catalog.formats,
             timeout=Duration.minutes(settings.build_timeout_minutes),
+            queued_timeout=Duration.minutes(settings.build_queue_timeout_minutes),
             log_retention=settings.build_log_retention,
             encryption_key=self.encryption_key,
         )
@@ -63,19 +76,25 @@ class TritonMmeStack(Stack):
             fingerprint=self.build_runner.fingerprint,
             log_retention=settings.build_log_retention,
         )
+        # The build starts as soon as the trigger exists: the runner's grants must exist before it.
+        self.build.resource.node.add_dependency(self.build_runner.role_policy)
         # In one deployment: the store exists, the build publishes the models, then the endpoint changes.
         self.endpoint.model.node.add_dependency(self.build.resource)
-        self.autoscaling = EndpointAutoscaling(
-            self,
-            "Autoscaling",
-            endpoint_name=self.endpoint.endpoint_name,
-            variant_name=self.endpoint.variant_name,
-            min_capacity=settings.min_instance_count,
-            max_capacity=settings.max_instance_count,
-            gpu_utilization_target=settings.gpu_utilization_target,
-            invocations_per_instance_target=settings.invocations_per_instance_target,
-            scale_in_cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
-            scale_out_cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
+        self.autoscaling = (
+            EndpointAutoscaling(
+                self,
+                "Autoscaling",
+                endpoint_name=self.endpoint.endpoint_name,
+                variant_name=self.endpoint.variant_name,
+                min_capacity=settings.min_instance_count,
+                max_capacity=settings.max_instance_count,
+                gpu_utilization_target=settings.gpu_utilization_target,
+                invocations_per_instance_target=settings.invocations_per_instance_target,
+                scale_in_cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
+                scale_out_cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
+            )
+            if settings.autoscaling
+            else None
         )
         self.monitoring = EndpointMonitoring(
             self,
@@ -96,8 +115,9 @@ class TritonMmeStack(Stack):
             max_instances=settings.max_instance_count,
         )
 
-        CfnOutput(self, "EndpointName", value=self.endpoint.endpoint_name)
+        CfnOutput(self, ENDPOINT_NAME_OUTPUT, value=self.endpoint.endpoint_name)
         CfnOutput(self, "ModelBucketName", value=self.store.bucket.bucket_name)
         CfnOutput(self, "ModelPrefixUrl", value=self.store.model_prefix_url)
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.alarm_topic.topic.topic_arn)
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard.dashboard_name)
+        CfnOutput(self, "EndpointLogGroup", value=self.endpoint_logs.log_group_name)

@@ -59,7 +59,9 @@ def test_main_branch_deploys_with_an_oidc_role_and_never_in_parallel() -> None:
     (credentials,) = _steps_using(job, "aws-actions/configure-aws-credentials")
     assert credentials["with"]["role-to-assume"] == "${{ vars.CDK_DEPLOY_ROLE_ARN }}"
     runs = [step.get("run", "") for step in job["steps"]]
-    assert runs.index("make test") < runs.index("make deploy")
+    assert runs.index("make test") < runs.index("make preflight") < runs.index("make deploy")
+    # The read-only checks run with the deploy role's credentials, after they are configured.
+    assert job["steps"].index(credentials) < runs.index("make preflight")
 
 
 @pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.yml")), ids=lambda p: p.name)

@@ -1,1 +1,2 @@
-"""The app's building blocks: model store, hosting role, Triton image, endpoint, autoscaling."""
+"""The app's building blocks: model store, build runner and trigger, hosting role, Triton image, endpoint,
+endpoint logs, autoscaling, monitoring."""

@@ -11,6 +11,9 @@ from constructs import Construct
 class AlarmTopic(Construct):
     """An SNS topic for alarm notifications: KMS-encrypted, TLS-only, optionally with an email subscriber.
 
+    The topic's resource policy replaces SNS's default one, so it must allow CloudWatch to publish: only
+    alarms of this account and region may, and only over TLS.
+
     The key is customer managed because CloudWatch cannot publish to a topic encrypted with the AWS
     managed alias/aws/sns key (its policy cannot be changed to admit cloudwatch.amazonaws.com); this
     key's policy lets CloudWatch alarms of this account and region use it, and nothing else.
@@ -41,6 +44,18 @@ class AlarmTopic(Construct):
         )
         self.topic = sns.Topic(
             self, "Topic", display_name="Triton endpoint alarms", master_key=self.key, enforce_ssl=True
+        )
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowCloudWatchAlarmsToPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "ArnLike": {"aws:SourceArn": f"{alarms_arn_prefix}*"},
+                },
+            )
         )
         if email is not None:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))

@@ -38,7 +38,9 @@ class ModelBuildRunner(Construct):
     """A GPU CodeBuild project that builds the catalog's archives and publishes them to the model store.
 
     Its role may write only the store's model and manifest prefixes, read its own source and write its
-    own logs. `fingerprint` changes exactly when what the build would produce can change.
+    own logs; `role_policy` holds those grants, so whatever starts a build can wait for them. One build runs
+    at a time and waits at most `queued_timeout` for a runner. `fingerprint` changes exactly when what the
+    build would produce can change.
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class ModelBuildRunner(Construct):
         triton_image_tag: str,
         tensorrt: bool,
         timeout: Duration,
+        queued_timeout: Duration,
         log_retention: logs.RetentionDays,
         encryption_key: kms.IKey | None = None,
     ) -> None:
@@ -99,18 +102,21 @@ class ModelBuildRunner(Construct):
                 k: codebuild.BuildEnvironmentVariable(value=v) for k, v in variables.items()
             },
             timeout=timeout,
+            queued_timeout=queued_timeout,
+            # A second build of the same catalog would race the first to publish; StartBuild refuses it.
+            concurrent_build_limit=1,
             logging=codebuild.LoggingOptions(
                 cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)
             ),
             encryption_key=encryption_key,
             grant_report_group_permissions=False,
         )
-        self._grant_store_writes(store, encryption_key)
+        self.role_policy = self._grant_store_writes(store, encryption_key)
         # Everything the build's output depends on; the bucket name is a token at synthesis and does not.
         inputs = [self.source.asset_hash, compute_type, image_tag, spec, {**variables, "MODEL_BUCKET": ""}]
         self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
-    def _grant_store_writes(self, store: ModelStore, encryption_key: kms.IKey | None) -> None:
+    def _grant_store_writes(self, store: ModelStore, encryption_key: kms.IKey | None) -> iam.Policy:
         role = self.project.role
         assert role is not None
         prefixes = [
@@ -131,17 +137,18 @@ class ModelBuildRunner(Construct):
                 Validations.of(role).acknowledge(
                     Acknowledgment(
                         id=f"AwsSolutions-IAM5[Action::{action}]",
-                        reason="CodeBuild's encrypt/decrypt grant on the one key named by kmsKeyArn.",
+                        reason="CodeBuild's encrypt/decrypt grant on the one key given to the project.",
                     )
                 )
         else:
             Validations.of(self.project).acknowledge(
                 Acknowledgment(
                     id="AwsSolutions-CB4",
-                    reason="No kmsKeyArn is set; the project keeps no artifacts, its output is the store.",
+                    reason="No key given: the project keeps no artifacts, its output is the store.",
                 )
             )
         policy = role.node.find_child("DefaultPolicy")
+        assert isinstance(policy, iam.Policy)
         acknowledge_wildcard_resources(
             policy,
             prefixes,
@@ -174,3 +181,4 @@ class ModelBuildRunner(Construct):
                 "the AWS Deep Learning Containers image carries CUDA, Python and PyTorch for the build.",
             )
         )
+        return policy

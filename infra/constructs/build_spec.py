@@ -1,4 +1,4 @@
-"""The build runner's buildspec: install, build, measure every archive on the GPU, then publish."""
+"""The build runner's buildspec: set up and check CUDA, install, build, measure every archive, publish."""
 
 from __future__ import annotations
 
@@ -10,15 +10,33 @@ from triton_mme.core.platform import NVIDIA_PIP_INDEX
 # The runner runs the project's one command line from its source (core, model_build, profiler, store).
 COMMAND = "python -m triton_mme"
 
+# What the Deep Learning Containers image's entry point (start_cuda_compat.sh) does, which CodeBuild skips
+# because it ignores ENTRYPOINT: when the host driver is older than the image's CUDA forward-compatibility
+# libraries, put those first on LD_LIBRARY_PATH. Buildspec 0.2 runs every command in one shell, so the
+# export reaches the build phase. Prints the driver either way.
+CUDA_COMPAT_SETUP = (
+    'compat="${CUDA_HOME:-/usr/local/cuda}/compat"; '
+    'driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader --id=0 2>/dev/null || true)"; '
+    'echo "NVIDIA driver: ${driver:-not found}"; '
+    'if [ -n "$driver" ] && [ -f "$compat/libcuda.so.1" ]; then '
+    'compat_driver="$(readlink "$compat/libcuda.so.1" | cut -d. -f3-)"; '
+    'if [ "$driver" != "$compat_driver" ] '
+    '&& [ "$(printf "%s\\n%s\\n" "$driver" "$compat_driver" | sort -V | head -n1)" = "$driver" ]; then '
+    'export LD_LIBRARY_PATH="$compat${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; '
+    'echo "CUDA forward compatibility: $compat (libraries for driver $compat_driver)"; '
+    "fi; fi"
+)
+
 
 def build_spec(*, tensorrt: bool) -> dict[str, Any]:
     """Commands read their settings from the project's environment variables (see ModelBuildRunner)."""
     install = [
-        # No document states the runner's NVIDIA driver: record it in every build log.
-        "nvidia-smi",
+        # No document states the runner's NVIDIA driver: record the whole table; the check below decides.
+        "nvidia-smi || true",
+        CUDA_COMPAT_SETUP,
         "python -m pip install --quiet -r requirements-build.txt",
-        # The image's own PyTorch exports the models: record which one, next to the driver.
-        'python -c \'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)\'',
+        # One kernel on the GPU with the image's own PyTorch; one line and a stop when CUDA is unusable.
+        f"{COMMAND} gpu-check",
     ]
     if tensorrt:
         install.append(

@@ -16,7 +16,12 @@ CONTAINER_ENVIRONMENT = {"SAGEMAKER_TRITON_LOG_VERBOSE": "0"}
 
 
 class TritonEndpoint(Construct):
-    """A Triton multi-model Model, its endpoint config and the endpoint (no physical names)."""
+    """A Triton multi-model Model, its endpoint config and the endpoint (no physical names).
+
+    `inference_ami_version` picks the variant's host image and with it the NVIDIA driver (default: the
+    platform's, driver 470 on ml.g4dn/g5/p3). `network_isolation` keeps the container off the network:
+    SageMaker itself still downloads the archives the container loads.
+    """
 
     def __init__(
         self,
@@ -29,6 +34,8 @@ class TritonEndpoint(Construct):
         initial_instance_count: int,
         encryption_key: kms.IKey | None = None,
         encrypt_volume: bool = False,
+        inference_ami_version: str | None = None,
+        network_isolation: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.hosting = HostingRole(
@@ -49,6 +56,7 @@ class TritonEndpoint(Construct):
                 model_data_url=store.model_prefix_url,
                 environment=dict(CONTAINER_ENVIRONMENT),
             ),
+            enable_network_isolation=network_isolation,
         )
         self.model.node.add_dependency(self.hosting.policy)
 
@@ -64,6 +72,7 @@ class TritonEndpoint(Construct):
                     instance_type=instance_type,
                     initial_instance_count=initial_instance_count,
                     initial_variant_weight=1.0,
+                    inference_ami_version=inference_ami_version,
                 )
             ],
         )
@@ -85,8 +94,9 @@ class TritonEndpoint(Construct):
         if key is not None and volume_key is None:
             Annotations.of(self).add_warning_v2(
                 "triton-mme:volume-kms-key-skipped",
-                f"kmsKeyArn encrypts the model bucket only: {instance_type} has local NVMe instance storage "
-                "(hardware-encrypted), and SageMaker rejects an endpoint-config KmsKeyId for such types.",
+                f"The encryption key encrypts the model bucket only: {instance_type} has local NVMe "
+                "instance storage (hardware-encrypted), and SageMaker rejects an endpoint-config "
+                "KmsKeyId for such types.",
             )
         if volume_key is None:
             Validations.of(self.endpoint_config).acknowledge(
@@ -94,13 +104,13 @@ class TritonEndpoint(Construct):
                     id="AwsSolutions-SM2",
                     reason="No customer key applies to the volume: NVMe instance storage is "
                     "hardware-encrypted and rejects a KmsKeyId; other types use an AWS managed key "
-                    "unless kmsKeyArn is set.",
+                    "unless an encryption key is given.",
                 )
             )
         Validations.of(self.model).acknowledge(
             Acknowledgment(
                 id="AwsSolutions-SM1",
-                reason="The container reaches only S3 and ECR through SageMaker's managed network; "
-                "it needs no VPC resources, so no VPC is attached.",
+                reason="The container needs no network: SageMaker pulls the image and downloads the "
+                "archives it loads; with network isolation it has none, so no VPC is attached.",
             )
         )

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_logs as logs
+from aws_cdk import region_info
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from infra.constructs.build_runner import ModelBuildRunner
+from infra.constructs.build_spec import CUDA_COMPAT_SETUP
 from infra.constructs.model_build_trigger import ModelBuildTrigger
 from infra.constructs.model_store import ModelStore
+from triton_mme.core.platform import CODEBUILD_GPU_REGIONS, dlc_registry_account
 from triton_mme.model_build import cache
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +41,7 @@ def runner_stack(
         "triton_image_tag": "25.04-py3",
         "tensorrt": True,
         "timeout": cdk.Duration.minutes(50),
+        "queued_timeout": cdk.Duration.minutes(5),
         "log_retention": logs.RetentionDays.ONE_MONTH,
         **overrides,
     }
@@ -76,6 +82,9 @@ def test_project_runs_on_the_small_gpu_with_the_cuda12_image_and_settings(defaul
     assert "763104351884.dkr.ecr." in image
     assert "/pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-ec2" in image
     assert project["TimeoutInMinutes"] == 50
+    assert project["QueuedTimeoutInMinutes"] == 5
+    # One build at a time: CodeBuild answers a second StartBuild with an error instead of queueing it.
+    assert project["ConcurrentBuildLimit"] == 1
     assert project["Source"]["Type"] == "S3"
     variables = variables_of(default[0])
     assert variables["TENSORRT_REQUIREMENT"] == "tensorrt-cu12==10.9.0.34"
@@ -84,18 +93,71 @@ def test_project_runs_on_the_small_gpu_with_the_cuda12_image_and_settings(defaul
     assert (variables["MODEL_PREFIX"], variables["MANIFEST_PREFIX"]) == ("models/", "manifests/")
 
 
-def test_buildspec_prints_the_gpu_installs_then_builds_profiles_and_publishes(default: Any) -> None:
+def test_buildspec_sets_up_and_checks_cuda_before_installing_tensorrt_and_building(default: Any) -> None:
     phases = spec_of(default[0])["phases"]
     install, build = phases["install"]["commands"], phases["build"]["commands"]
-    assert install[0] == "nvidia-smi"
-    assert install[1] == "python -m pip install --quiet -r requirements-build.txt"
-    assert install[2].startswith("python -c 'import torch;")  # the image's own PyTorch, logged
-    assert "https://pypi.nvidia.com" in install[3] and '"$TENSORRT_REQUIREMENT"' in install[3]
+    assert install == [
+        "nvidia-smi || true",
+        CUDA_COMPAT_SETUP,
+        "python -m pip install --quiet -r requirements-build.txt",
+        "python -m triton_mme gpu-check",
+        'python -m pip install --quiet --extra-index-url https://pypi.nvidia.com "$TENSORRT_REQUIREMENT"',
+    ]
     steps = [re.match(r"python -m triton_mme (\S+)", command)[1] for command in build]  # type: ignore[index]
     assert steps == ["build", "profile", "upload", "publish-performance"]
     assert '--triton-tag "$TRITON_IMAGE_TAG"' in build[0]
     for publishing in build[2:]:
         assert '--bucket "$MODEL_BUCKET"' in publishing and '--prefix "$MODEL_PREFIX"' in publishing
+
+
+def run_compat_setup(tmp_path: Path, driver: str, compat_driver: str | None) -> str:
+    """CUDA_COMPAT_SETUP in bash with a fake nvidia-smi and CUDA_HOME: its output, then LD_LIBRARY_PATH."""
+    bin_dir, cuda_home = tmp_path / "bin", tmp_path / "cuda"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\necho {driver}\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    if compat_driver:
+        (cuda_home / "compat").mkdir(parents=True)
+        (cuda_home / "compat" / f"libcuda.so.{compat_driver}").write_text("")
+        (cuda_home / "compat" / "libcuda.so.1").symlink_to(f"libcuda.so.{compat_driver}")
+    result = subprocess.run(
+        ["bash", "-c", f'{CUDA_COMPAT_SETUP}; echo "LD_LIBRARY_PATH=${{LD_LIBRARY_PATH:-}}"'],
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CUDA_HOME": str(cuda_home),
+             "LD_LIBRARY_PATH": "/opt/lib"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )  # fmt: skip
+    return result.stdout
+
+
+def test_compat_setup_puts_the_compat_libraries_first_for_an_older_driver(tmp_path: Path) -> None:
+    output = run_compat_setup(tmp_path, driver="470.256.02", compat_driver="575.51.03")
+    assert output.splitlines()[0] == "NVIDIA driver: 470.256.02"
+    assert f"LD_LIBRARY_PATH={tmp_path}/cuda/compat:/opt/lib" in output
+
+
+@pytest.mark.parametrize(
+    ("driver", "compat_driver"), [("580.65.06", "575.51.03"), ("575.51.03", "575.51.03")]
+)
+def test_compat_setup_leaves_a_driver_that_is_new_enough_alone(
+    tmp_path: Path, driver: str, compat_driver: str
+) -> None:
+    output = run_compat_setup(tmp_path, driver=driver, compat_driver=compat_driver)
+    assert output.splitlines() == [f"NVIDIA driver: {driver}", "LD_LIBRARY_PATH=/opt/lib"]
+
+
+def test_compat_setup_without_compat_libraries_changes_nothing(tmp_path: Path) -> None:
+    output = run_compat_setup(tmp_path, driver="535.183.01", compat_driver=None)
+    assert output.splitlines() == ["NVIDIA driver: 535.183.01", "LD_LIBRARY_PATH=/opt/lib"]
+
+
+def test_cdk_build_image_accounts_agree_with_the_platform_table_in_every_gpu_build_region() -> None:
+    # The project's image comes from CDK's own region -> DLC account facts; regions CDK lacks fail at deploy.
+    for region in CODEBUILD_GPU_REGIONS:
+        assert region_info.RegionInfo.get(region).dlc_repository_account == dlc_registry_account(region), (
+            region
+        )
 
 
 def test_no_tensorrt_install_when_the_catalog_has_no_tensorrt(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -85,3 +86,19 @@ def test_cdk_cli_rejects_a_bad_instance_type_with_one_line(tmp_path: Path) -> No
     assert app_lines[0].startswith("error: instanceType=ml.m5.xlarge is not a single-GPU type")
     assert "allowed: ml.g4dn.xlarge" in app_lines[0]
     assert not list(tmp_path.glob("*.template.json"))
+
+
+def test_app_stops_with_one_line_on_a_bad_alarm_email() -> None:
+    result = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "CDK_CONTEXT_JSON": json.dumps({"alarmEmail": "ops-at-example.com"})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: alarmEmail=ops-at-example.com is not an email address; allowed: e.g. ops@example.com"
+    ]

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -14,19 +9,9 @@ import pytest
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
+from dashboard_support import dashboard_widgets, widget
 
 from infra.constructs.monitoring import AlarmThresholds, EndpointMonitoring
-from infra.constructs.triton_endpoint import VARIANT_NAME
-from infra.settings import Settings, SettingsError
-from infra.stack import TritonMmeStack
-from triton_mme.core.catalog import load_catalog
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FEATURE_FLAGS = {
-    key: value
-    for key, value in json.loads((REPO_ROOT / "cdk.json").read_text())["context"].items()
-    if key.startswith("@")
-}
 
 ENDPOINT = "Endpoint.EndpointName"  # how the endpoint's GetAtt reads once the dashboard body is rendered
 REQUESTS = "AWS/SageMaker"
@@ -111,27 +96,6 @@ FULL_PROPS: dict[str, Any] = {"alarm_email": "ops@example.com", "min_instances":
 @pytest.fixture(scope="module")
 def template() -> Template:
     return Template.from_stack(synthesize(DEFAULT_THRESHOLDS, **FULL_PROPS))
-
-
-def render(value: Any) -> str:
-    """A dashboard body part as text: tokens become `Logical.Attribute` or the referenced name."""
-    if isinstance(value, str):
-        return value
-    if "Fn::GetAtt" in value:
-        return ".".join(value["Fn::GetAtt"])
-    return str(value["Ref"])
-
-
-def dashboard_widgets(template: Template) -> list[dict[str, Any]]:
-    [dashboard] = template.find_resources("AWS::CloudWatch::Dashboard").values()
-    separator, parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"]
-    widgets: list[dict[str, Any]] = json.loads(separator.join(render(part) for part in parts))["widgets"]
-    return widgets
-
-
-def widget(template: Template, title: str) -> dict[str, Any]:
-    [found] = [w for w in dashboard_widgets(template) if w["properties"].get("title") == title]
-    return found
 
 
 def charted_series(template: Template) -> list[tuple[str, str, dict[str, str], str]]:
@@ -332,6 +296,49 @@ def test_topic_refuses_publishing_without_tls(template: Template) -> None:
     )
 
 
+def test_topic_lets_only_this_accounts_alarms_publish(template: Template) -> None:
+    # The topic policy replaces SNS's default one: without this Allow, no alarm reaches the topic.
+    [topic] = template.find_resources("AWS::SNS::Topic")
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "Topics": [{"Ref": topic}],
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        {
+                            "Sid": "AllowCloudWatchAlarmsToPublish",
+                            "Effect": "Allow",
+                            "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                            "Action": "sns:Publish",
+                            "Resource": {"Ref": topic},
+                            "Condition": {
+                                "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+                                "ArnLike": {
+                                    "aws:SourceArn": {
+                                        "Fn::Join": [
+                                            "",
+                                            [
+                                                "arn:",
+                                                {"Ref": "AWS::Partition"},
+                                                ":cloudwatch:",
+                                                {"Ref": "AWS::Region"},
+                                                ":",
+                                                {"Ref": "AWS::AccountId"},
+                                                ":alarm:*",
+                                            ],
+                                        ]
+                                    }
+                                },
+                            },
+                        }
+                    ]
+                )
+            },
+        },
+    )
+
+
 def test_alarm_email_subscribes_to_the_topic(template: Template) -> None:
     [topic] = template.find_resources("AWS::SNS::Topic")
     template.has_resource_properties(
@@ -349,116 +356,3 @@ def test_cdk_nag_finds_nothing() -> None:
     synthesize(DEFAULT_THRESHOLDS, app, **FULL_PROPS)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises "Validation failed" on any AwsSolutions finding
-
-
-# --- Settings: the alarm thresholds and the optional email address -------------------------------
-
-
-def test_alarm_settings_parse_from_command_line_strings() -> None:
-    settings = Settings.from_context(
-        {
-            "alarmEmail": " ops@example.com ",
-            "alarm5xxErrorsPerMinute": "3",
-            "alarmGpuMemoryPercent": "85.5",
-            "alarmDiskPercent": "70",
-            "alarmModelLoadingWaitMs": "2500",
-            "alarmCacheHitPercent": "95",
-            "alarmEvaluationMinutes": "10",
-            "alarmDatapointsToAlarm": "10",
-        }
-    )
-    assert settings.alarm_email == "ops@example.com"
-    assert (
-        settings.alarm_5xx_errors_per_minute,
-        settings.alarm_gpu_memory_percent,
-        settings.alarm_disk_percent,
-        settings.alarm_model_loading_wait_ms,
-        settings.alarm_cache_hit_percent,
-        settings.alarm_evaluation_minutes,
-        settings.alarm_datapoints_to_alarm,
-    ) == (3, 85.5, 70, 2500, 95, 10, 10)
-
-
-@pytest.mark.parametrize(
-    ("context", "message"),
-    [
-        ({"alarmEmail": "ops"}, "alarmEmail=ops is not an email address; allowed: e.g. ops@example.com"),
-        ({"alarmEmail": "ops@example"}, "alarmEmail=ops@example is not an email address"),
-        ({"alarmEmail": "ops team@example.com"}, "alarmEmail=ops team@example.com is not an email address"),
-        ({"alarm5xxErrorsPerMinute": "0"}, "alarm5xxErrorsPerMinute=0 is out of range; allowed: 1 or more"),
-        ({"alarmGpuMemoryPercent": "0"}, r"alarmGpuMemoryPercent=0 is out of range; allowed: \(0, 100\]"),
-        ({"alarmDiskPercent": "101"}, r"alarmDiskPercent=101 is out of range; allowed: \(0, 100\]"),
-        ({"alarmCacheHitPercent": "-5"}, r"alarmCacheHitPercent=-5 is out of range"),
-        ({"alarmGpuMemoryPercent": "high"}, "alarmGpuMemoryPercent=high is not a number"),
-        (
-            {"alarmModelLoadingWaitMs": "0"},
-            "alarmModelLoadingWaitMs=0 is out of range; allowed: 1..3600000 milliseconds",
-        ),
-        ({"alarmModelLoadingWaitMs": "1.5"}, "alarmModelLoadingWaitMs=1.5 is not a whole number"),
-        (
-            {"alarmEvaluationMinutes": "1441"},
-            "alarmEvaluationMinutes=1441 is out of range; allowed: 1..1440 minutes",
-        ),
-        (
-            {"alarmDatapointsToAlarm": "6"},
-            r"alarmDatapointsToAlarm=6 is out of range; allowed: 1..alarmEvaluationMinutes \(5\)",
-        ),
-        ({"alarmDatapointsToAlarm": "0"}, "alarmDatapointsToAlarm=0 is out of range"),
-    ],
-)
-def test_bad_alarm_settings_are_one_clear_line(context: dict[str, str], message: str) -> None:
-    with pytest.raises(SettingsError, match=f"^{message}") as error:
-        Settings.from_context(context)
-    assert "\n" not in str(error.value)
-
-
-def test_app_stops_with_one_line_on_a_bad_alarm_email() -> None:
-    result = subprocess.run(
-        [sys.executable, "app.py"],
-        cwd=REPO_ROOT,
-        env={**os.environ, "CDK_CONTEXT_JSON": json.dumps({"alarmEmail": "ops-at-example.com"})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
-        "error: alarmEmail=ops-at-example.com is not an email address; allowed: e.g. ops@example.com"
-    ]
-
-
-# --- The app's stack: monitoring composed against the real endpoint --------------------------------
-
-
-@pytest.fixture(scope="module")
-def app_template() -> Template:
-    settings = Settings(alarm_email="ops@example.com", min_instance_count=2, max_instance_count=7)
-    return Template.from_stack(
-        TritonMmeStack(
-            cdk.App(context=FEATURE_FLAGS),
-            "MonitoredStack",
-            settings=settings,
-            catalog=load_catalog(REPO_ROOT / settings.model_catalog),
-        )
-    )
-
-
-def test_stack_alarms_watch_the_stack_endpoint(app_template: Template) -> None:
-    [endpoint] = app_template.find_resources("AWS::SageMaker::Endpoint")
-    alarms = app_template.find_resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == len(ALARMS)
-    for alarm in alarms.values():
-        [query] = alarm["Properties"]["Metrics"]
-        assert query["MetricStat"]["Metric"]["Dimensions"] == [
-            {"Name": "EndpointName", "Value": {"Fn::GetAtt": [endpoint, "EndpointName"]}},
-            {"Name": "VariantName", "Value": VARIANT_NAME},
-        ]
-
-
-def test_stack_draws_its_scaling_bounds_and_subscribes_the_email(app_template: Template) -> None:
-    annotations = widget(app_template, "Instances")["properties"]["annotations"]["horizontal"]
-    assert {a["label"]: a["value"] for a in annotations} == {"min instances": 2, "max instances": 7}
-    app_template.has_resource_properties("AWS::SNS::Subscription", {"Endpoint": "ops@example.com"})
-    outputs = app_template.find_outputs("*")
-    assert {"AlarmTopicArn", "DashboardName"} <= set(outputs)

@@ -1,4 +1,6 @@
-"""Settings: defaults match cdk.json, `-c` strings are parsed, every bad value is one clear line."""
+"""Settings: the dataclass holds every default, `-c` strings are parsed, every bad value is one clear line.
+
+The rules against the platform table (GPU, driver, region) have their own file, test_platform_rules.py."""
 
 from __future__ import annotations
 
@@ -6,15 +8,14 @@ import dataclasses
 from typing import Any
 
 import pytest
-from synth_support import CDK_JSON_CONTEXT
+from synth_support import CDK_JSON_CONTEXT, KEY_ARN
 
 from infra.settings import CONTEXT_KEYS, GPU_MME_INSTANCE_TYPES, Settings, SettingsError
 
-KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
-
-def test_cdk_json_holds_every_setting_with_the_same_defaults() -> None:
-    assert set(CONTEXT_KEYS) - {"region"} <= set(CDK_JSON_CONTEXT)
+def test_cdk_json_holds_feature_flags_only_so_the_dataclass_is_the_one_place_for_defaults() -> None:
+    assert not set(CONTEXT_KEYS) & set(CDK_JSON_CONTEXT)
+    assert all(key.startswith("@") for key in CDK_JSON_CONTEXT)
     assert Settings.from_context(CDK_JSON_CONTEXT) == Settings()
 
 
@@ -28,12 +29,33 @@ def test_defaults_are_the_documented_ones() -> None:
     assert settings.triton_image_tag == "25.04-py3"
     assert settings.model_catalog == "models.yaml"
     assert settings.kms_key_arn is None and settings.region is None
+    assert (settings.inference_ami_version, settings.network_isolation, settings.autoscaling) == (
+        "auto",
+        True,
+        True,
+    )
+    assert (settings.endpoint_log_retention_days, settings.build_log_retention_days) == (30, 30)
+    assert (settings.build_timeout_minutes, settings.build_queue_timeout_minutes) == (50, 5)
+
+
+def test_auto_resolves_to_the_ami_whose_driver_runs_the_default_tag() -> None:
+    assert Settings().resolved_inference_ami == "al2023-ami-sagemaker-inference-gpu-4-1"
+    explicit = Settings(
+        triton_image_tag="24.05-py3", inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1"
+    )
+    assert explicit.resolved_inference_ami == "al2-ami-sagemaker-inference-gpu-3-1"
 
 
 def test_command_line_strings_are_converted() -> None:
     settings = Settings.from_context(
         {
             "instanceType": "ml.p3.2xlarge",
+            "inferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
+            "networkIsolation": "false",
+            "autoscaling": "FALSE",
+            "endpointLogRetentionDays": "90",
+            "buildTimeoutMinutes": "40",
+            "buildQueueTimeoutMinutes": "15",
             "initialInstanceCount": "3",
             "minInstanceCount": " 2 ",
             "maxInstanceCount": "8",
@@ -41,13 +63,19 @@ def test_command_line_strings_are_converted() -> None:
             "invocationsPerInstanceTarget": "900",
             "scaleInCooldownSeconds": "300",
             "scaleOutCooldownSeconds": "60",
-            "tritonImageTag": "24.09-py3",
+            "tritonImageTag": "24.05-py3",
             "region": "eu-west-1",
             "kmsKeyArn": KEY_ARN,
         }
     )
     assert settings == Settings(
         instance_type="ml.p3.2xlarge",
+        inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1",
+        network_isolation=False,
+        autoscaling=False,
+        endpoint_log_retention_days=90,
+        build_timeout_minutes=40,
+        build_queue_timeout_minutes=15,
         initial_instance_count=3,
         min_instance_count=2,
         max_instance_count=8,
@@ -55,10 +83,14 @@ def test_command_line_strings_are_converted() -> None:
         invocations_per_instance_target=900,
         scale_in_cooldown_seconds=300,
         scale_out_cooldown_seconds=60,
-        triton_image_tag="24.09-py3",
+        triton_image_tag="24.05-py3",
         region="eu-west-1",
         kms_key_arn=KEY_ARN,
     )
+
+
+def test_json_booleans_from_cdk_json_are_taken_as_they_are() -> None:
+    assert Settings.from_context({"networkIsolation": False, "autoscaling": True}).network_isolation is False
 
 
 def test_empty_values_mean_the_default() -> None:
@@ -72,15 +104,20 @@ def test_settings_are_frozen() -> None:
 
 @pytest.mark.parametrize(
     ("instance_type", "accepts_key"),
-    [("ml.g5.xlarge", False), ("ml.g4dn.16xlarge", False), ("ml.p3.2xlarge", True), ("ml.p2.xlarge", True)],
+    [("ml.g5.xlarge", False), ("ml.g4dn.16xlarge", False), ("ml.p3.2xlarge", True)],
 )
 def test_only_types_without_instance_storage_take_a_volume_key(instance_type: str, accepts_key: bool) -> None:
-    assert Settings(instance_type=instance_type).endpoint_volume_accepts_kms_key is accepts_key
+    settings = Settings(instance_type=instance_type, triton_image_tag="24.05-py3")
+    assert settings.endpoint_volume_accepts_kms_key is accepts_key
 
 
-def test_every_documented_gpu_mme_type_is_accepted() -> None:
+def test_every_documented_gpu_mme_type_is_known_and_the_modern_ones_take_the_default_tag() -> None:
     for instance_type in GPU_MME_INSTANCE_TYPES:
-        assert Settings(instance_type=instance_type).instance_type == instance_type
+        if instance_type.startswith(("ml.g4dn.", "ml.g5.")):
+            assert Settings(instance_type=instance_type).instance_type == instance_type
+        else:  # V100 and K80 are too old for 25.xx images (test_platform_rules.py)
+            with pytest.raises(SettingsError, match=f"instanceType={instance_type} has a"):
+                Settings(instance_type=instance_type)
 
 
 REJECTED: list[tuple[dict[str, Any], str]] = [
@@ -186,14 +223,6 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         r"^tritonImageTag=25\.04 is not a known SageMaker Triton image tag",
     ),
     (
-        {"tritonImageTag": "25.09-py3", "region": "cn-north-1"},
-        r"^region=cn-north-1 has no SageMaker Triton image 25\.09-py3; allowed: af-south-1, ",
-    ),
-    (
-        {"region": "ap-southeast-6"},
-        r"^region=ap-southeast-6 has no SageMaker Triton image 25\.04-py3; allowed: ",
-    ),
-    (
         {"region": "mars-north"},
         r"^region=mars-north is not an AWS region name",
     ),
@@ -218,6 +247,19 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         {"stackName": "1-stack"},
         r"^stackName=1-stack is not a valid stack name",
     ),
+    # The new switches and retentions.
+    (
+        {"networkIsolation": "yes"},
+        r"^networkIsolation=yes is not true or false; allowed: true, false$",
+    ),
+    (
+        {"autoscaling": 1},
+        r"^autoscaling=1 is not true or false; allowed: true, false$",
+    ),
+    (
+        {"endpointLogRetentionDays": "45"},
+        r"^endpointLogRetentionDays=45 is not a log retention; allowed: 1, 3, 5, 7, 14, 30, ",
+    ),
 ]
 
 
@@ -231,3 +273,64 @@ def test_invalid_settings_are_rejected_in_one_line(context: dict[str, Any], mess
 def test_direct_construction_is_validated_too() -> None:
     with pytest.raises(SettingsError, match=r"^maxInstanceCount=0 is out of range"):
         Settings(max_instance_count=0)
+
+
+# --- Settings: the alarm thresholds and the optional email address -------------------------------
+
+
+def test_alarm_settings_parse_from_command_line_strings() -> None:
+    settings = Settings.from_context(
+        {
+            "alarmEmail": " ops@example.com ",
+            "alarm5xxErrorsPerMinute": "3",
+            "alarmGpuMemoryPercent": "85.5",
+            "alarmDiskPercent": "70",
+            "alarmModelLoadingWaitMs": "2500",
+            "alarmCacheHitPercent": "95",
+            "alarmEvaluationMinutes": "10",
+            "alarmDatapointsToAlarm": "10",
+        }
+    )
+    assert settings.alarm_email == "ops@example.com"
+    assert (
+        settings.alarm_5xx_errors_per_minute,
+        settings.alarm_gpu_memory_percent,
+        settings.alarm_disk_percent,
+        settings.alarm_model_loading_wait_ms,
+        settings.alarm_cache_hit_percent,
+        settings.alarm_evaluation_minutes,
+        settings.alarm_datapoints_to_alarm,
+    ) == (3, 85.5, 70, 2500, 95, 10, 10)
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"alarmEmail": "ops"}, "alarmEmail=ops is not an email address; allowed: e.g. ops@example.com"),
+        ({"alarmEmail": "ops@example"}, "alarmEmail=ops@example is not an email address"),
+        ({"alarmEmail": "ops team@example.com"}, "alarmEmail=ops team@example.com is not an email address"),
+        ({"alarm5xxErrorsPerMinute": "0"}, "alarm5xxErrorsPerMinute=0 is out of range; allowed: 1 or more"),
+        ({"alarmGpuMemoryPercent": "0"}, r"alarmGpuMemoryPercent=0 is out of range; allowed: \(0, 100\]"),
+        ({"alarmDiskPercent": "101"}, r"alarmDiskPercent=101 is out of range; allowed: \(0, 100\]"),
+        ({"alarmCacheHitPercent": "-5"}, r"alarmCacheHitPercent=-5 is out of range"),
+        ({"alarmGpuMemoryPercent": "high"}, "alarmGpuMemoryPercent=high is not a number"),
+        (
+            {"alarmModelLoadingWaitMs": "0"},
+            "alarmModelLoadingWaitMs=0 is out of range; allowed: 1..3600000 milliseconds",
+        ),
+        ({"alarmModelLoadingWaitMs": "1.5"}, "alarmModelLoadingWaitMs=1.5 is not a whole number"),
+        (
+            {"alarmEvaluationMinutes": "1441"},
+            "alarmEvaluationMinutes=1441 is out of range; allowed: 1..1440 minutes",
+        ),
+        (
+            {"alarmDatapointsToAlarm": "6"},
+            r"alarmDatapointsToAlarm=6 is out of range; allowed: 1..alarmEvaluationMinutes \(5\)",
+        ),
+        ({"alarmDatapointsToAlarm": "0"}, "alarmDatapointsToAlarm=0 is out of range"),
+    ],
+)
+def test_bad_alarm_settings_are_one_clear_line(context: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=f"^{message}") as error:
+        Settings.from_context(context)
+    assert "\n" not in str(error.value)

@@ -1,4 +1,5 @@
-"""Synthesis helpers for the CDK tests: the app composed exactly as app.py does, with cdk.json's flags."""
+"""Synthesis helpers for the CDK tests: a bare stack for one construct, or the app composed exactly as app.py
+does, both with cdk.json's feature flags."""
 
 from __future__ import annotations
 
@@ -18,6 +19,24 @@ from triton_mme.core.catalog import load_catalog
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_JSON_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 FEATURE_FLAGS = {key: value for key, value in CDK_JSON_CONTEXT.items() if key.startswith("@")}
+KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def bare_stack(name: str = "Test", outdir: Path | None = None, **kwargs: Any) -> cdk.Stack:
+    """An empty stack in its own app, for tests that build one construct."""
+    app = cdk.App(context=FEATURE_FLAGS, outdir=str(outdir) if outdir else None)
+    return cdk.Stack(app, name, **kwargs)
+
+
+def with_nag(stack: cdk.Stack) -> Template:
+    """The stack's template after synthesizing its app with the AwsSolutions checks (raises on a finding)."""
+    from cdk_nag import AwsSolutionsChecks
+
+    app = stack.node.root
+    assert isinstance(app, cdk.App)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    return Template.from_stack(stack)
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,34 @@
-"""The platform facts the project relies on, in one table: Triton images, GPU instances, build runners.
+"""The platform facts the project relies on, in one table: Triton images, GPU instances and their drivers,
+regions, build runners, deployment limits and prices.
 
-Everything that decides whether a deployment can work — which image tag exists in which region, which
-CUDA and TensorRT an image carries, which instance types a GPU multi-model endpoint accepts, which GPU a
-CodeBuild runner has — is read from here by the settings validation, the constructs, the build and the
-tools. Each fact names its source; a fact that could not be confirmed says so and takes the safe side.
+Everything that decides whether a deployment can work — which image tag exists in which region, which CUDA,
+driver and GPU an image needs, which instance types a GPU multi-model endpoint accepts and which SageMaker
+inference AMI (NVIDIA driver) they can run, which GPU a CodeBuild runner has — is read from here by the
+settings validation, the TensorRT guard, the constructs, the buildspec, the preflight checks and the tools.
+
+Each fact names its source. "Inferred" marks a fact that could not be confirmed in a primary source; such a
+fact takes the safe side (a refused combination rather than a deployment that fails half-way), and
+docs/platform.md lists them all.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-# --- SageMaker Triton images -------------------------------------------------------------------------
-# Source: SageMaker Python SDK `image_uri_config/sagemaker-tritonserver.json` (SDK v2 and sagemaker-core).
+# ======================================================================================================
+# SageMaker Triton images
+# ======================================================================================================
+# Tags and registry accounts: SageMaker Python SDK `image_uri_config/sagemaker-tritonserver.json`
+# (SDK v2 `src/sagemaker/`, SDK v3 `sagemaker-core/src/sagemaker/core/`, read at commit a24812666).
 TRITON_REPOSITORY = "sagemaker-tritonserver"
+# Kept at 25.04: SageMaker's al2023 inference AMI (driver 580) runs its CUDA 12.9 natively on ml.g4dn and
+# ml.g5, and the tag is published in China regions too (docs/platform.md, "The default tag").
 DEFAULT_TRITON_TAG = "25.04-py3"
 
-_DLC_ACCOUNT = "763104351884"
+# The AWS Deep Learning Containers registry; tags from 23.12 on are published there (older tags lived in
+# per-region SageMaker accounts and are not supported here).
+DLC_ACCOUNT = "763104351884"
 _REGION_SPECIFIC_ACCOUNTS = {
     "af-south-1": "626614931356",
     "ap-east-1": "871362719292",
@@ -54,39 +67,79 @@ _REGIONS_2025 = _REGIONS_2024 | {
 # From 25.09 (CUDA 13) on: no China regions, one more opt-in region.
 _REGIONS_CUDA13 = (_REGIONS_2025 - {"cn-north-1", "cn-northwest-1"}) | {"ap-southeast-6"}
 
+# NVIDIA documents CUDA forward compatibility for data-center GPUs, but the SageMaker Triton image is not
+# documented to set it up itself, and SageMaker's newer inference AMIs turn off the container toolkit's
+# automatic compat mounting (InferenceAmiVersion API text). So only a driver that runs the image's CUDA
+# natively counts as serving it; the forward-compatible branches are recorded for reference only.
+FORWARD_COMPATIBILITY_COUNTS = False
+
 
 @dataclass(frozen=True)
 class TritonImage:
     """One `sagemaker-tritonserver:<tag>` image: where it is published and what it serves with."""
 
     tag: str
-    cuda_major: int
-    regions: frozenset[str]
-    # TensorRT inside the image (Triton release notes; confirm with `dpkg -l | grep nvinfer` in the
-    # image) and the pip requirement that carries the same version; None where unknown.
+    # Triton's `build.py` TRITON_VERSION_MAP at the release tag (triton-inference-server/server v2.x.0).
+    server: str
+    onnxruntime: str
+    # Triton release notes ("Driver Requirements", "GPU Requirements").
+    cuda: str
+    # The NVIDIA driver branch that runs this CUDA natively: the larger of the release notes' figure and the
+    # CUDA toolkit's minimum driver for that CUDA version. None: not known, so no driver counts.
+    min_driver: int | None
+    forward_compatible_drivers: tuple[int, ...]
+    min_compute_capability: float
+    # The PyTorch of NVIDIA's PyTorch container of the same release, whose libtorch the Triton PyTorch
+    # backend is built against (NGC release notes; inferred, not read for this table). None where unknown.
+    libtorch: str | None
+    # TensorRT inside the image (Triton release notes; confirm with `dpkg -l | grep nvinfer` in the image)
+    # and the pip requirement that carries the same version; None where unknown.
     tensorrt: str | None
     tensorrt_requirement: str | None
+    regions: frozenset[str]
 
     @property
     def release(self) -> str:
         """'25.04-py3' -> '25.04'."""
         return self.tag.split("-", 1)[0]
 
+    @property
+    def cuda_major(self) -> int:
+        return int(self.cuda.split(".", 1)[0])
+
+
+_R470_TO_R545 = (470, 525, 535, 545)
 
 TRITON_IMAGES: dict[str, TritonImage] = {
     image.tag: image
     for image in (
-        # TensorRT 8.6 in 23.12-24.03: no cu12 wheel pin exists for it.
-        TritonImage("23.12-py3", 12, _REGIONS_2024, "8.6", None),
-        TritonImage("24.01-py3", 12, _REGIONS_2024, "8.6", None),
-        TritonImage("24.03-py3", 12, _REGIONS_2024, "8.6", None),
-        TritonImage("24.05-py3", 12, _REGIONS_2024, "10.0", "tensorrt-cu12==10.0.1"),
-        TritonImage("24.09-py3", 12, _REGIONS_2024, "10.4", "tensorrt-cu12==10.4.0"),
-        TritonImage("25.04-py3", 12, _REGIONS_2025, "10.9", "tensorrt-cu12==10.9.0.34"),
-        TritonImage("25.09-py3", 13, _REGIONS_CUDA13, "10.13.3.9", "tensorrt-cu13==10.13.3.9"),
-        TritonImage("26.05-py3", 13, _REGIONS_CUDA13, None, None),
+        # 23.12: release notes verified (CUDA 12.3.2, driver 545, compute capability 6.0+).
+        TritonImage("23.12-py3", "2.41.0", "1.16.3", "12.3.2", 545, (450, 470, 510, 525, 535, 545), 6.0,
+                    "2.2.0a0", "8.6", None, _REGIONS_2024),
+        # 24.01: CUDA 12.3.2 and the driver figures inferred from 23.12 and 24.02 (same CUDA).
+        TritonImage("24.01-py3", "2.42.0", "1.16.3", "12.3.2", 545, _R470_TO_R545, 6.0,
+                    "2.2.0a0", "8.6", None, _REGIONS_2024),
+        # 24.03 / 24.05: the release notes say driver 545 for CUDA 12.4, whose toolkit needs R550: 550 (safe).
+        TritonImage("24.03-py3", "2.44.0", "1.17.2", "12.4.0", 550, _R470_TO_R545, 6.0,
+                    "2.3.0a0", "8.6", None, _REGIONS_2024),
+        TritonImage("24.05-py3", "2.46.0", "1.18.0", "12.4.1", 550, _R470_TO_R545, 6.0,
+                    "2.4.0a0", "10.0", "tensorrt-cu12==10.0.1", _REGIONS_2024),
+        # 24.09: CUDA 12.6 (driver 560) inferred from the 24.08/24.10 notes; 6.0+ as every 24.xx release.
+        TritonImage("24.09-py3", "2.50.0", "1.19.2", "12.6.1", 560, _R470_TO_R545, 6.0,
+                    "2.5.0a0", "10.4", "tensorrt-cu12==10.4.0", _REGIONS_2024),
+        # 25.04: release notes verified (CUDA 12.9.0, driver 575, compute capability 7.5+); the image's own
+        # start-up message says "built for NVIDIA Driver Release 575.51" (aws/deep-learning-containers#4990).
+        TritonImage("25.04-py3", "2.57.0", "1.21.0", "12.9.0", 575, _R470_TO_R545, 7.5,
+                    "2.7.0a0", "10.9", "tensorrt-cu12==10.9.0.34", _REGIONS_2025),
+        # 25.09: CUDA 13.0 needs R580 (CUDA 13.0 toolkit; the 25.08 notes print 575). Forward-compatible
+        # branches for CUDA 13 not published in the notes read: none recorded.
+        TritonImage("25.09-py3", "2.61.0", "1.23.0", "13.0.1", 580, (), 7.5,
+                    "2.9.0a0", "10.13.3.9", "tensorrt-cu13==10.13.3.9", _REGIONS_CUDA13),
+        # 26.05: CUDA 13.2 (inferred); its minimum driver is not confirmed, so no AMI is taken to serve it.
+        TritonImage("26.05-py3", "2.69.0", "1.24.4", "13.2", None, (), 7.5,
+                    None, None, None, _REGIONS_CUDA13),
     )
-}
+}  # fmt: skip
 TRITON_IMAGE_TAGS: tuple[str, ...] = tuple(TRITON_IMAGES)
 
 
@@ -106,40 +159,195 @@ def triton_release_of(tag: str) -> TritonImage | None:
 
 def registry_accounts(tag: str) -> dict[str, str]:
     """Region -> ECR registry account that holds `sagemaker-tritonserver:<tag>`."""
-    return {
-        region: _REGION_SPECIFIC_ACCOUNTS.get(region, _DLC_ACCOUNT)
-        for region in sorted(triton_image(tag).regions)
-    }
+    return {region: dlc_registry_account(region) for region in sorted(triton_image(tag).regions)}
 
 
-# --- GPU multi-model endpoint instances ----------------------------------------------------------------
-# Source: SageMaker developer guide, "Multi-model endpoints: supported instances" (single-GPU types);
-# local NVMe storage from the EC2 instance specifications (an endpoint-config KmsKeyId is rejected for
-# instance types with local instance storage, CreateEndpointConfig API reference).
-GPU_MME_INSTANCE_TYPES: dict[str, bool] = {
-    **{f"ml.g4dn.{size}": True for size in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")},
-    **{f"ml.g5.{size}": True for size in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")},
-    "ml.p3.2xlarge": False,
-    "ml.p2.xlarge": False,
-}
-
-
-# --- The GPU build runner ------------------------------------------------------------------------------
+# ======================================================================================================
+# SageMaker inference AMIs (ProductionVariant.InferenceAmiVersion)
+# ======================================================================================================
+# Source: the SageMaker API reference, ProductionVariant.InferenceAmiVersion (botocore 1.44 service model:
+# names, driver, CUDA, "NVIDIA Container Toolkit with disabled CUDA-compat mounting"), and the AWS page
+# "Best practices to minimize interruptions during GPU driver upgrades" (inference-gpu-drivers): without an
+# InferenceAmiVersion, real-time endpoints on ml.p2/p3/g4dn/g5 run driver 470 with CUDA 11.4.
 @dataclass(frozen=True)
-class BuilderGpu:
+class InferenceAmi:
+    name: str
+    driver: int
+    cuda: str
+    # True where the NVIDIA Container Toolkit mounts an image's CUDA-compat libraries by itself.
+    mounts_cuda_compat: bool
+
+
+# Newest first: `auto` picks the first one that applies to the instance type and runs the image natively.
+INFERENCE_AMIS: dict[str, InferenceAmi] = {
+    ami.name: ami
+    for ami in (
+        InferenceAmi("al2023-ami-sagemaker-inference-gpu-4-1", 580, "13.0", mounts_cuda_compat=False),
+        InferenceAmi("al2-ami-sagemaker-inference-gpu-3-1", 550, "12.4", mounts_cuda_compat=False),
+        InferenceAmi("al2-ami-sagemaker-inference-gpu-2-1", 535, "12.2", mounts_cuda_compat=False),
+        InferenceAmi("al2-ami-sagemaker-inference-gpu-2", 535, "12.2", mounts_cuda_compat=True),
+    )
+}
+DEFAULT_ENDPOINT_DRIVER, DEFAULT_ENDPOINT_CUDA = 470, "11.4"
+
+# Which AMIs apply to which instance family. `-gpu-2`: g4dn, g5, p3 (API text of February 2025, "Supported
+# instance types"). `-gpu-2-1` and `-gpu-3-1`: inferred to match `-gpu-2` (the page's compatibility column
+# was not readable). `-gpu-4-1` on g4dn and g5: inferred from AWS-authored code and samples that set it for
+# CUDA 13 images on those families (AutoGluon's SageMaker AMI table, aws-samples notebooks); not on p3
+# (absent there: safe side). p2 (K80) has no AMI: driver 470 is the last branch for Kepler GPUs.
+_AMIS_G4DN_G5 = tuple(INFERENCE_AMIS)
+_AMIS_P3 = ("al2-ami-sagemaker-inference-gpu-3-1", "al2-ami-sagemaker-inference-gpu-2-1",
+            "al2-ami-sagemaker-inference-gpu-2")  # fmt: skip
+
+
+# ======================================================================================================
+# GPU multi-model endpoint instance types
+# ======================================================================================================
+# Types, vCPUs, memory per vCPU and GPU memory: SageMaker developer guide, "Supported algorithms, frameworks,
+# and instances for multi-model endpoints" (GPU table: single-GPU types only). Compute capability: NVIDIA
+# "CUDA GPUs" (T4 7.5, A10G 8.6, V100 7.0, K80 3.7). Local NVMe instance storage: EC2 instance type
+# specifications (an endpoint-config KmsKeyId is rejected for types with instance storage,
+# CreateEndpointConfig API reference).
+@dataclass(frozen=True)
+class GpuInstanceType:
+    name: str
     gpu: str
-    architecture: str
-    endpoint_family: str  # instance types whose GPU has the same architecture
+    compute_capability: float
+    gpu_memory_gib: int
+    vcpus: int
+    memory_gib: float
+    instance_storage_gb: int  # local NVMe; 0: EBS only
+    inference_amis: tuple[str, ...]
+    default_driver: int = DEFAULT_ENDPOINT_DRIVER
+    default_cuda: str = DEFAULT_ENDPOINT_CUDA
+
+    @property
+    def family(self) -> str:
+        """'ml.g5.xlarge' -> 'ml.g5'."""
+        return self.name.rsplit(".", 1)[0]
+
+    @property
+    def has_instance_storage(self) -> bool:
+        return self.instance_storage_gb > 0
 
 
-# CodeBuild's LINUX_GPU_CONTAINER fleet: SMALL = 1x A10G, LARGE = 4x V100; there is no T4 or L4 runner.
-BUILDER_GPUS: dict[str, BuilderGpu] = {
-    "SMALL": BuilderGpu(gpu="A10G", architecture="sm_86", endpoint_family="ml.g5."),
-    "LARGE": BuilderGpu(gpu="V100", architecture="sm_70", endpoint_family="ml.p3."),
+# (size, vCPUs, local NVMe GB); host memory is 4 GiB per vCPU on both families.
+_G4DN_SIZES = (
+    ("xlarge", 4, 125),
+    ("2xlarge", 8, 225),
+    ("4xlarge", 16, 225),
+    ("8xlarge", 32, 900),
+    ("16xlarge", 64, 900),
+)
+_G5_SIZES = (
+    ("xlarge", 4, 250),
+    ("2xlarge", 8, 450),
+    ("4xlarge", 16, 600),
+    ("8xlarge", 32, 900),
+    ("16xlarge", 64, 1900),
+)
+GPU_MME_INSTANCE_TYPES: dict[str, GpuInstanceType] = {
+    instance.name: instance
+    for instance in (
+        *(GpuInstanceType(f"ml.g4dn.{size}", "T4", 7.5, 16, vcpus, vcpus * 4, storage, _AMIS_G4DN_G5)
+          for size, vcpus, storage in _G4DN_SIZES),
+        *(GpuInstanceType(f"ml.g5.{size}", "A10G", 8.6, 24, vcpus, vcpus * 4, storage, _AMIS_G4DN_G5)
+          for size, vcpus, storage in _G5_SIZES),
+        GpuInstanceType("ml.p3.2xlarge", "V100", 7.0, 16, 8, 61, 0, _AMIS_P3),
+        GpuInstanceType("ml.p2.xlarge", "K80", 3.7, 12, 4, 61, 0, ()),
+    )
+}  # fmt: skip
+
+
+def gpu_instance(instance_type: str) -> GpuInstanceType:
+    """The instance type; KeyError names the known ones."""
+    try:
+        return GPU_MME_INSTANCE_TYPES[instance_type]
+    except KeyError:
+        known = ", ".join(GPU_MME_INSTANCE_TYPES)
+        raise KeyError(f"unknown GPU multi-model instance type {instance_type!r}; known: {known}") from None
+
+
+def runs_natively(image: TritonImage, ami: InferenceAmi) -> bool:
+    """Whether the AMI's driver runs the image's CUDA without any compatibility layer."""
+    return image.min_driver is not None and ami.driver >= image.min_driver
+
+
+def serving_amis(tag: str, instance_type: str) -> list[InferenceAmi]:
+    """The inference AMIs that apply to the instance type and serve the tag, in `auto`'s order."""
+    image = triton_image(tag)
+    amis = [INFERENCE_AMIS[name] for name in gpu_instance(instance_type).inference_amis]
+    return [ami for ami in amis if runs_natively(image, ami)]
+
+
+def supports_compute_capability(tag: str, instance_type: str) -> bool:
+    return gpu_instance(instance_type).compute_capability >= triton_image(tag).min_compute_capability
+
+
+# ======================================================================================================
+# Regions and registries
+# ======================================================================================================
+# AWS Deep Learning Containers registry accounts (aws/deep-learning-containers `available_images.md`; the
+# Triton images from 23.12 on share them, SDK table above). The build runner's image comes from here too.
+def dlc_registry_account(region: str) -> str:
+    return _REGION_SPECIFIC_ACCOUNTS.get(region, DLC_ACCOUNT)
+
+
+DLC_REGIONS = _REGIONS_2025 | _REGIONS_CUDA13
+
+# CodeBuild's LINUX_GPU_CONTAINER environment type, on demand: CodeBuild API reference, ProjectEnvironment
+# `type` ("available only in regions US East (N. Virginia), US East (Ohio), US West (Oregon), Canada
+# (Central), EU (Ireland), EU (London), EU (Frankfurt), Asia Pacific (Tokyo), Asia Pacific (Seoul), Asia
+# Pacific (Singapore), Asia Pacific (Sydney), China (Beijing), and China (Ningxia)"). The current user
+# guide marks regional exceptions per compute size in footnotes that could not be read: whether both SMALL
+# and LARGE exist in every one of these regions is inferred (preflight checks the quota of the chosen size).
+CODEBUILD_GPU_REGIONS = frozenset(
+    {
+        "us-east-1", "us-east-2", "us-west-2", "ca-central-1", "eu-west-1", "eu-west-2", "eu-central-1",
+        "ap-northeast-1", "ap-northeast-2", "ap-southeast-1", "ap-southeast-2",
+        "cn-north-1", "cn-northwest-1",
+    }
+)  # fmt: skip
+
+
+def deployable_regions(tag: str) -> list[str]:
+    """Regions with the tag's Triton image, a Deep Learning Containers registry and CodeBuild GPU runners."""
+    return sorted(triton_image(tag).regions & DLC_REGIONS & CODEBUILD_GPU_REGIONS)
+
+
+# ======================================================================================================
+# The GPU build runner (CodeBuild)
+# ======================================================================================================
+# CodeBuild user guide, "Build environment compute modes and types" (on-demand: memory, vCPUs, disk) and the
+# API reference's ComputeType text (LINUX_GPU_CONTAINER SMALL: 1 NVIDIA A10G; LARGE: 4 NVIDIA Tesla V100).
+# There is no T4 or L4 runner, so plans built here fit ml.g5 (SMALL) or ml.p3 (LARGE) endpoints only.
+# Concurrency quota names follow the CodeBuild quota table's pattern "Concurrently running builds for
+# <platform>/<size> environment"; the GPU rows' exact wording is inferred (preflight matches it
+# case-insensitively).
+@dataclass(frozen=True)
+class CodeBuildGpu:
+    compute_type: str
+    gpu: str
+    gpu_count: int
+    compute_capability: float
+    memory_gib: int
+    vcpus: int
+    disk_gb: int
+
+    @property
+    def concurrency_quota_name(self) -> str:
+        return f"Concurrently running builds for Linux/GPU {self.compute_type.capitalize()} environment"
+
+
+CODEBUILD_GPUS: dict[str, CodeBuildGpu] = {
+    "SMALL": CodeBuildGpu("SMALL", "A10G", 1, 8.6, memory_gib=16, vcpus=4, disk_gb=220),
+    "LARGE": CodeBuildGpu("LARGE", "V100", 4, 7.0, memory_gib=255, vcpus=32, disk_gb=50),
 }
 
 # AWS Deep Learning Containers PyTorch GPU images, one per CUDA major: the driver-facing CUDA matches the
-# serving image, and Python, pip and CUDA are preinstalled.
+# serving image, and Python, pip and CUDA are preinstalled. Their entry point sets up CUDA forward
+# compatibility (`start_cuda_compat.sh`, aws/deep-learning-containers), which CodeBuild does not run
+# (it ignores ENTRYPOINT, aws/aws-codebuild-docker-images#157): the buildspec repeats it.
 DLC_REPOSITORY = "pytorch-training"
 DLC_TAG_BY_CUDA_MAJOR: dict[int, str] = {
     12: "2.8.0-gpu-py312-cu129-ubuntu22.04-ec2",
@@ -147,3 +355,60 @@ DLC_TAG_BY_CUDA_MAJOR: dict[int, str] = {
 }
 # NVIDIA's package index, where the tensorrt-cu* packages fetch their wheels from.
 NVIDIA_PIP_INDEX = "https://pypi.nvidia.com"
+
+
+# ======================================================================================================
+# Deployment limits
+# ======================================================================================================
+# CloudFormation waits at most one hour for a custom resource (AWS::CloudFormation::CustomResource
+# ServiceTimeout: 1..3600 seconds).
+CUSTOM_RESOURCE_TIMEOUT_MINUTES = 60
+# CodeBuild: a build's timeout is at least 5 minutes ("Minimum period for build timeout"); a queued build
+# waits QueuedTimeoutInMinutes, 5..480, default 480 (API reference, "Builds in CodeBuild").
+CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES = 5
+CODEBUILD_QUEUED_TIMEOUT_RANGE = (5, 480)
+# The bootstrap version aws-cdk-lib 2.275 requires: its templates carry the rule CheckBootstrapVersion, which
+# refuses versions 1..5 (a test checks the synthesized rule against this number).
+CDK_BOOTSTRAP_STACK = "CDKToolkit"
+CDK_MIN_BOOTSTRAP_VERSION = 6
+
+
+def endpoint_quota_name(instance_type: str) -> str:
+    """The Service Quotas name of the per-type endpoint instance quota (SageMaker quota table)."""
+    return f"{instance_type} for endpoint usage"
+
+
+# ======================================================================================================
+# On-demand prices (for capacity planning; never used to decide whether a deployment works)
+# ======================================================================================================
+@dataclass(frozen=True)
+class HourlyPrice:
+    instance_type: str
+    region: str
+    usd: float
+    as_of: str
+    source: str
+    confirmed: bool
+
+
+# Inferred: copies of the AWS Price List for SageMaker real-time inference seen in October 2025 (third-party
+# pages disagree with each other); query the Price List API (`pricing get-products`, service AmazonSageMaker)
+# before relying on them, or pass your own figures to `hourly_price`.
+_PRICE_SOURCE = "copies of the AWS Price List (SageMaker real-time inference)"
+HOURLY_PRICES: dict[tuple[str, str], HourlyPrice] = {
+    (price.instance_type, price.region): price
+    for price in (
+        HourlyPrice("ml.g4dn.xlarge", "us-east-1", 0.736, "2025-10", _PRICE_SOURCE, confirmed=False),
+        HourlyPrice("ml.g5.xlarge", "us-east-1", 1.408, "2025-10", _PRICE_SOURCE, confirmed=False),
+    )
+}
+
+
+def hourly_price(
+    instance_type: str, region: str, overrides: Mapping[tuple[str, str], float] | None = None
+) -> float | None:
+    """USD per instance-hour: an override first, else the table; None when neither knows."""
+    if overrides and (instance_type, region) in overrides:
+        return overrides[(instance_type, region)]
+    price = HOURLY_PRICES.get((instance_type, region))
+    return price.usd if price else None

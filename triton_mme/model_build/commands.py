@@ -59,6 +59,14 @@ def register(subparsers: Any) -> None:
     verify.add_argument("archives", nargs="+", type=Path, metavar="ARCHIVE", help=".tar.gz archive to check")
     verify.set_defaults(handler=_verify)
 
+    gpu_check = subparsers.add_parser(
+        "gpu-check",
+        help="check that CUDA works here before a GPU build (the build runner runs it first)",
+        description="Run one kernel on GPU 0 and print the GPU, the NVIDIA driver and PyTorch's CUDA; "
+        "stop with one line when CUDA is unusable.",
+    )
+    gpu_check.set_defaults(handler=_gpu_check)
+
 
 def _build(args: argparse.Namespace) -> int:
     from triton_mme.core.catalog import load_catalog
@@ -86,4 +94,11 @@ def _verify(args: argparse.Namespace) -> int:
         if report.not_run:
             line += f"; not run: {'; '.join(report.not_run)}"
         print(line)
+    return 0
+
+
+def _gpu_check(args: argparse.Namespace) -> int:
+    from triton_mme.model_build.gpu_check import check_cuda
+
+    print(check_cuda().line())
     return 0

@@ -1,0 +1,94 @@
+"""Runs every preflight check for one set of settings and one region."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from infra.constructs.triton_endpoint import VARIANT_NAME
+from infra.platform_rules import region_problem
+from infra.preflight.checks import (
+    CheckResult,
+    check_bootstrap,
+    check_codebuild_gpu_quota,
+    check_endpoint_quota,
+    check_image,
+    check_region,
+)
+from infra.preflight.deployed import check_instance_type_change
+from infra.settings import Settings
+from infra.stack import ENDPOINT_NAME_OUTPUT
+from triton_mme.core.platform import (
+    CODEBUILD_GPUS,
+    DLC_REPOSITORY,
+    DLC_TAG_BY_CUDA_MAJOR,
+    TRITON_REPOSITORY,
+    deployable_regions,
+    dlc_registry_account,
+    endpoint_quota_name,
+    triton_image,
+)
+
+
+@dataclass(frozen=True)
+class PreflightClients:
+    service_quotas: Any
+    ecr: Any
+    cloudformation: Any
+    sagemaker: Any
+    application_autoscaling: Any
+
+    @classmethod
+    def from_session(cls, session: Any) -> PreflightClients:
+        return cls(
+            service_quotas=session.client("service-quotas"),
+            ecr=session.client("ecr"),
+            cloudformation=session.client("cloudformation"),
+            sagemaker=session.client("sagemaker"),
+            application_autoscaling=session.client("application-autoscaling"),
+        )
+
+
+def run_preflight(settings: Settings, region: str, clients: PreflightClients) -> list[CheckResult]:
+    """Every check, in the order a first deployment meets them."""
+    tag = settings.triton_image_tag
+    image = triton_image(tag)
+    registry = dlc_registry_account(region)
+    results = [check_region(region, region_problem(region, tag), deployable_regions(tag))]
+    if not results[0].ok:
+        return results  # the registries and quotas of an unusable region say nothing useful
+    return [
+        *results,
+        check_bootstrap(clients.cloudformation),
+        check_endpoint_quota(
+            clients.service_quotas, endpoint_quota_name(settings.instance_type), settings.max_instance_count
+        ),
+        check_codebuild_gpu_quota(
+            clients.service_quotas, CODEBUILD_GPUS[settings.builder_compute_type].concurrency_quota_name
+        ),
+        check_image(
+            clients.ecr,
+            "triton-image",
+            region=region,
+            registry=registry,
+            repository=TRITON_REPOSITORY,
+            tag=tag,
+        ),
+        check_image(
+            clients.ecr,
+            "build-image",
+            region=region,
+            registry=registry,
+            repository=DLC_REPOSITORY,
+            tag=DLC_TAG_BY_CUDA_MAJOR[image.cuda_major],
+        ),
+        check_instance_type_change(
+            cloudformation=clients.cloudformation,
+            sagemaker=clients.sagemaker,
+            autoscaling=clients.application_autoscaling,
+            stack_name=settings.stack_name,
+            endpoint_output=ENDPOINT_NAME_OUTPUT,
+            variant_name=VARIANT_NAME,
+            instance_type=settings.instance_type,
+        ),
+    ]

@@ -1,0 +1,371 @@
+"""The whole app, synthesized as app.py composes it: wiring between constructs, settings reaching them, the
+snapshot, cdk-nag and cfn-lint. Each construct's own behaviour is tested in its own file, in a bare stack."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import CfnElement
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Match
+from cfnlint.api import ManualArgs, lint_file
+from constructs import IConstruct
+from dashboard_support import widget
+from synth_support import FEATURE_FLAGS, KEY_ARN, Synthesized
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+from syrupy.types import PropertyPath
+
+from infra.settings import BUILD_DEADLINE_MARGIN_MINUTES
+from triton_mme.core.platform import CDK_MIN_BOOTSTRAP_VERSION, CUSTOM_RESOURCE_TIMEOUT_MINUTES
+
+SynthWith = Callable[..., Synthesized]
+ASSET_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+def lid(synth: Synthesized, construct: IConstruct) -> str:
+    """The logical id of a construct's CloudFormation resource (its default child for L2s)."""
+    element = construct.node.default_child or construct
+    assert isinstance(element, CfnElement)
+    return str(synth.stack.resolve(synth.stack.get_logical_id(element)))
+
+
+def only(synth: Synthesized, resource_type: str) -> tuple[str, dict[str, Any]]:
+    ((logical_id, resource),) = synth.template.find_resources(resource_type).items()
+    return logical_id, resource
+
+
+def endpoint_name(synth: Synthesized) -> dict[str, Any]:
+    return {"Fn::GetAtt": [lid(synth, synth.stack.endpoint.endpoint), "EndpointName"]}
+
+
+# ----- the build before the endpoint -----------------------------------------------------------------
+
+
+def test_the_model_waits_for_the_build_which_waits_for_the_runners_grants(default_synth: Synthesized) -> None:
+    build_id, build = only(default_synth, "Custom::ModelBuild")
+    project_id, project = only(default_synth, "AWS::CodeBuild::Project")
+    model_id, model = only(default_synth, "AWS::SageMaker::Model")
+    assert build_id in model["DependsOn"]
+    # The trigger starts a build at once: the role's grants (source read, store writes) must exist first.
+    assert lid(default_synth, default_synth.stack.build_runner.role_policy) in build["DependsOn"]
+    assert build["Properties"]["ProjectName"] == {"Ref": project_id}
+    # The endpoint config and endpoint follow the model, so nothing of the endpoint moves before the build.
+    _, config = only(default_synth, "AWS::SageMaker::EndpointConfig")
+    assert config["Properties"]["ProductionVariants"][0]["ModelName"] == {
+        "Fn::GetAtt": [model_id, "ModelName"]
+    }
+    bucket_ref = {"Ref": lid(default_synth, default_synth.stack.store.bucket)}
+    assert bucket_ref in [v["Value"] for v in project["Properties"]["Environment"]["EnvironmentVariables"]]
+
+
+@pytest.mark.parametrize(("build", "queue"), [(50, 5), (30, 25), (5, 50)])
+def test_queue_and_build_end_inside_the_custom_resources_hour_with_a_margin(
+    synth_with: SynthWith, build: int, queue: int
+) -> None:
+    synth = synth_with(build_timeout_minutes=build, build_queue_timeout_minutes=queue)
+    project = only(synth, "AWS::CodeBuild::Project")[1]["Properties"]
+    trigger = only(synth, "Custom::ModelBuild")[1]["Properties"]
+    (machine,) = synth.template.find_resources("AWS::StepFunctions::StateMachine").values()
+    poll_seconds = int(re.search(r'\\"IntervalSeconds\\":(\d+)', json.dumps(machine))[1])  # type: ignore[index]
+    limit_minutes = int(trigger["ServiceTimeout"]) / 60
+    assert limit_minutes == CUSTOM_RESOURCE_TIMEOUT_MINUTES
+    assert (project["QueuedTimeoutInMinutes"], project["TimeoutInMinutes"]) == (queue, build)
+    assert project["QueuedTimeoutInMinutes"] + project[
+        "TimeoutInMinutes"
+    ] + BUILD_DEADLINE_MARGIN_MINUTES <= (limit_minutes)
+    # The margin covers at least two polls of the build's status after it ends.
+    assert 2 * poll_seconds <= BUILD_DEADLINE_MARGIN_MINUTES * 60
+
+
+def test_default_runner_is_the_small_gpu_with_tensorrt_for_the_serving_image(
+    default_synth: Synthesized,
+) -> None:
+    project = only(default_synth, "AWS::CodeBuild::Project")[1]["Properties"]
+    assert project["Environment"]["ComputeType"] == "BUILD_GENERAL1_SMALL"
+    assert (
+        project["TimeoutInMinutes"],
+        project["QueuedTimeoutInMinutes"],
+        project["ConcurrentBuildLimit"],
+    ) == (
+        50,
+        5,
+        1,
+    )
+    variables = {v["Name"]: v["Value"] for v in project["Environment"]["EnvironmentVariables"]}
+    assert variables["TRITON_IMAGE_TAG"] == "25.04-py3"
+    assert variables["TENSORRT_REQUIREMENT"] == "tensorrt-cu12==10.9.0.34"
+
+
+def test_runner_settings_reach_the_project_and_its_logs(synth_with: SynthWith) -> None:
+    synth = synth_with(
+        builder_compute_type="LARGE",
+        instance_type="ml.p3.2xlarge",
+        triton_image_tag="24.05-py3",
+        build_timeout_minutes=30,
+        build_log_retention_days=7,
+    )
+    project = only(synth, "AWS::CodeBuild::Project")[1]["Properties"]
+    assert project["Environment"]["ComputeType"] == "BUILD_GENERAL1_LARGE"
+    assert project["TimeoutInMinutes"] == 30
+    group = project["LogsConfig"]["CloudWatchLogs"]["GroupName"]["Ref"]
+    assert synth.resources[group]["Properties"]["RetentionInDays"] == 7
+
+
+# ----- the endpoint: driver, network, logs, scaling, alarms ------------------------------------------------
+
+
+def test_the_default_synth_sets_a_driver_that_serves_the_default_tag(default_synth: Synthesized) -> None:
+    default_synth.template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like(
+                    {
+                        "InstanceType": "ml.g5.xlarge",
+                        "InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1",
+                    }
+                )
+            ]
+        },
+    )
+    default_synth.template.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "EnableNetworkIsolation": True,
+            "PrimaryContainer": Match.object_like(
+                {"Image": {"Fn::Join": ["", Match.array_with(["/sagemaker-tritonserver:25.04-py3"])]}}
+            ),
+        },
+    )
+
+
+def test_ami_and_network_settings_reach_the_endpoint(synth_with: SynthWith) -> None:
+    synth = synth_with(
+        instance_type="ml.p3.2xlarge",
+        triton_image_tag="24.03-py3",
+        builder_compute_type="LARGE",
+        network_isolation=False,
+    )
+    synth.template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like({"InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1"})
+            ]
+        },
+    )
+    synth.template.has_resource_properties("AWS::SageMaker::Model", {"EnableNetworkIsolation": False})
+
+
+def test_the_endpoints_own_log_group_gets_the_retention_setting(synth_with: SynthWith) -> None:
+    synth = synth_with(endpoint_log_retention_days=90)
+    synth.template.has_resource_properties(
+        "Custom::LogRetention",
+        {
+            "LogGroupName": {"Fn::Join": ["", ["/aws/sagemaker/Endpoints/", endpoint_name(synth)]]},
+            "RetentionInDays": 90,
+        },
+    )
+
+
+def test_scaling_follows_the_endpoint_variant_and_can_be_left_out(
+    synth_with: SynthWith, default_synth: Synthesized
+) -> None:
+    default_synth.template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            "ResourceId": {
+                "Fn::Join": ["", ["endpoint/", endpoint_name(default_synth), "/variant/AllTraffic"]]
+            },
+            "MinCapacity": 1,
+            "MaxCapacity": 5,
+        },
+    )
+    default_synth.template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 1)
+    unscaled = synth_with(autoscaling=False)
+    assert unscaled.stack.autoscaling is None
+    unscaled.template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+    unscaled.template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 0)
+
+
+def test_scaling_settings_reach_the_target_and_policies(synth_with: SynthWith) -> None:
+    synth = synth_with(
+        min_instance_count=2,
+        initial_instance_count=3,
+        max_instance_count=8,
+        gpu_utilization_target=72.5,
+        invocations_per_instance_target=900,
+    )
+    synth.template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 2, "MaxCapacity": 8}
+    )
+    synth.template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {"ProductionVariants": [Match.object_like({"InitialInstanceCount": 3})]},
+    )
+    synth.template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 2)
+    synth.template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {"TargetTrackingScalingPolicyConfiguration": Match.object_like({"TargetValue": 72.5})},
+    )
+
+
+def test_alarms_watch_this_endpoint_and_the_dashboard_draws_the_scaling_bounds(synth_with: SynthWith) -> None:
+    synth = synth_with(alarm_email="ops@example.com", min_instance_count=2, max_instance_count=7)
+    alarms = synth.template.find_resources("AWS::CloudWatch::Alarm")
+    assert len(alarms) == 5
+    for alarm in alarms.values():
+        [query] = alarm["Properties"]["Metrics"]
+        assert query["MetricStat"]["Metric"]["Dimensions"] == [
+            {"Name": "EndpointName", "Value": endpoint_name(synth)},
+            {"Name": "VariantName", "Value": "AllTraffic"},
+        ]
+    synth.template.has_resource_properties("AWS::SNS::Subscription", {"Endpoint": "ops@example.com"})
+    annotations = widget(synth.template, "Instances")["properties"]["annotations"]["horizontal"]
+    assert {a["label"]: a["value"] for a in annotations} == {"min instances": 2, "max instances": 7}
+
+
+def test_a_key_encrypts_the_store_and_reaches_the_hosting_role(synth_with: SynthWith) -> None:
+    synth = synth_with(kms_key_arn=KEY_ARN)
+    synth.template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {"BucketEncryption": Match.object_like({"ServerSideEncryptionConfiguration": Match.any_value()})},
+    )
+    synth.template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [{"Action": "kms:Decrypt", "Effect": "Allow", "Resource": KEY_ARN}]
+                )
+            }
+        },
+    )
+
+
+# ----- outputs, environment, bootstrap ---------------------------------------------------------------------
+
+
+def test_outputs_name_the_endpoint_its_logs_the_bucket_and_the_model_prefix(
+    default_synth: Synthesized,
+) -> None:
+    outputs = default_synth.template.to_json()["Outputs"]
+    bucket = {"Ref": lid(default_synth, default_synth.stack.store.bucket)}
+    assert outputs["EndpointName"]["Value"] == endpoint_name(default_synth)
+    assert outputs["ModelBucketName"]["Value"] == bucket
+    assert outputs["ModelPrefixUrl"]["Value"] == {"Fn::Join": ["", ["s3://", bucket, "/models/"]]}
+    assert outputs["EndpointLogGroup"]["Value"] == {
+        "Fn::Join": ["", ["/aws/sagemaker/Endpoints/", endpoint_name(default_synth)]]
+    }
+    assert {"AlarmTopicArn", "DashboardName"} <= set(outputs)
+
+
+def test_stack_is_environment_agnostic_unless_a_region_is_given(
+    default_synth: Synthesized, synth_with: SynthWith
+) -> None:
+    assert default_synth.stack.resolve(default_synth.stack.region) == {"Ref": "AWS::Region"}
+    pinned = synth_with(region="eu-west-1")
+    assert pinned.stack.region == "eu-west-1"
+    assert pinned.template.to_json()["Mappings"], "the image mapping stays in a region-pinned template"
+
+
+def test_templates_require_the_bootstrap_version_preflight_checks_for(default_synth: Synthesized) -> None:
+    rule = default_synth.template.to_json()["Rules"]["CheckBootstrapVersion"]
+    refused = rule["Assertions"][0]["Assert"]["Fn::Not"][0]["Fn::Contains"][0]
+    assert refused == [str(version) for version in range(1, CDK_MIN_BOOTSTRAP_VERSION)]
+
+
+# ----- snapshot -----------------------------------------------------------------------------------------
+
+
+def mask_asset_hashes(data: Any, path: PropertyPath) -> Any:
+    """Asset hashes change with any byte of bundled code; the snapshot guards the template's shape."""
+    if isinstance(data, str):
+        return ASSET_HASH.sub("<asset-hash>", data)
+    return data
+
+
+def test_stack_template_matches_snapshot(default_synth: Synthesized, snapshot: SnapshotAssertion) -> None:
+    """A tripwire for unintended template changes; after an intended one: `make snapshot-update`."""
+    expected = snapshot.with_defaults(extension_class=JSONSnapshotExtension)
+    assert default_synth.template.to_json() == expected(matcher=mask_asset_hashes)
+
+
+# ----- cdk-nag and cfn-lint over every variant ------------------------------------------------------------
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "kms-on-nvme-type": {"kms_key_arn": KEY_ARN},
+    "kms-on-p3": {
+        "kms_key_arn": KEY_ARN,
+        "instance_type": "ml.p3.2xlarge",
+        "triton_image_tag": "24.05-py3",
+        "builder_compute_type": "LARGE",
+    },
+    "invocations-policy": {"invocations_per_instance_target": 900},
+    "pinned-region": {"region": "ap-northeast-2", "triton_image_tag": "25.09-py3"},
+    "no-scaling-no-isolation": {"autoscaling": False, "network_isolation": False},
+}
+LINT_REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-3", "cn-north-1"]
+
+
+def nag_findings(synth: Synthesized) -> list[dict[str, Any]]:
+    report = synth.validation_report()
+    return [
+        violation
+        for plugin in report["pluginReports"]
+        if plugin["pluginName"] == "AwsSolutions"
+        for violation in plugin["violations"]
+    ]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_cdk_nag_reports_nothing_unacknowledged(synth_with: SynthWith, variant: str) -> None:
+    findings = nag_findings(synth_with(**VARIANTS[variant]))
+    assert findings == [], [f"{f['ruleName']} ({f['severity']})" for f in findings]
+
+
+def test_cdk_nag_is_live_and_would_catch_a_broad_grant(tmp_path: Path) -> None:
+    """A negative control: the same plugin wiring flags an unacknowledged wildcard."""
+    from cdk_nag import AwsSolutionsChecks
+
+    app = cdk.App(outdir=str(tmp_path), context=FEATURE_FLAGS)
+    stack = cdk.Stack(app, "Probe")
+    role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    rules = {v["ruleName"] for p in report["pluginReports"] for v in p["violations"]}
+    assert "AwsSolutions-IAM5[Resource::*]" in rules
+
+
+def test_every_acknowledgment_has_a_reason(default_synth: Synthesized) -> None:
+    reasons: dict[str, str] = {}
+    for construct in default_synth.stack.node.find_all():
+        for entry in construct.node.metadata:
+            if entry.type == cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY:
+                reasons.update(entry.data)
+    ours = {rule for rule in reasons if any(k in rule for k in ("-S1", "-SM1", "-SM2", "-IAM5[Resource::*]"))}
+    assert len(ours) == 4, sorted(reasons)
+    for rule, reason in reasons.items():
+        assert len(reason.strip()) >= 30, f"{rule}: the reason must explain the exception"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_cfn_lint_is_clean_on_every_template(synth_with: SynthWith, variant: str) -> None:
+    synth = synth_with(**VARIANTS[variant])
+    templates = sorted(synth.assembly_dir.glob("*.template.json"))
+    assert templates, "the assembly holds no template"
+    regions = [synth.stack.region] if variant == "pinned-region" else LINT_REGIONS
+    for template in templates:
+        matches = lint_file(template, config=ManualArgs(regions=regions))
+        assert [str(m) for m in matches] == []

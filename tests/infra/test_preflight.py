@@ -1,0 +1,466 @@
+"""The preflight checks against AWS's API shapes (botocore Stubber): every check passes and fails, offline."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+import app
+from infra.preflight import PreflightClients, run_preflight
+from infra.preflight.checks import (
+    check_bootstrap,
+    check_codebuild_gpu_quota,
+    check_endpoint_quota,
+    check_image,
+    check_region,
+)
+from infra.preflight.deployed import check_instance_type_change
+from infra.settings import Settings
+
+REGION = "eu-west-1"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+ENDPOINT = "Endpoint-AbC123"
+SCALING_RESOURCE = f"endpoint/{ENDPOINT}/variant/AllTraffic"
+ENDPOINT_QUOTA = "ml.g5.xlarge for endpoint usage"
+GPU_QUOTA = "Concurrently running builds for Linux/GPU Small environment"
+
+
+class Clients:
+    """One stubbed client per service the preflight reads."""
+
+    def __init__(self) -> None:
+        def client(name: str) -> Any:
+            return boto3.client(name, region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+
+        self.service_quotas = client("service-quotas")
+        self.ecr = client("ecr")
+        self.cloudformation = client("cloudformation")
+        self.sagemaker = client("sagemaker")
+        self.application_autoscaling = client("application-autoscaling")
+        self.stubs = {name: Stubber(getattr(self, name)) for name in vars(self).copy()}
+
+    def __getitem__(self, name: str) -> Stubber:
+        return self.stubs[name]
+
+    def preflight_clients(self) -> PreflightClients:
+        return PreflightClients(
+            self.service_quotas, self.ecr, self.cloudformation, self.sagemaker, self.application_autoscaling
+        )
+
+    def client(self, name: str) -> Any:  # the boto3.Session interface app.preflight uses
+        return getattr(self, name.replace("-", "_"))
+
+
+@pytest.fixture
+def aws() -> Iterator[Clients]:
+    clients = Clients()
+    for stub in clients.stubs.values():
+        stub.activate()
+    yield clients
+    for stub in clients.stubs.values():
+        stub.assert_no_pending_responses()
+        stub.deactivate()
+
+
+# --- stubbed answers ------------------------------------------------------------------------------------
+
+
+def quotas(
+    aws: Clients, service: str, applied: dict[str, float], defaults: dict[str, float] | None = None
+) -> None:
+    def page(values: dict[str, float]) -> dict[str, Any]:
+        return {
+            "Quotas": [
+                {"ServiceCode": service, "QuotaName": name, "QuotaCode": f"L-{i:08d}", "Value": value}
+                for i, (name, value) in enumerate(values.items())
+            ]
+        }
+
+    aws["service_quotas"].add_response("list_service_quotas", page(applied), {"ServiceCode": service})
+    if defaults is not None:
+        aws["service_quotas"].add_response(
+            "list_aws_default_service_quotas", page(defaults), {"ServiceCode": service}
+        )
+
+
+def image(aws: Clients, registry: str, repository: str, tag: str, *, exists: bool = True) -> None:
+    image_id = {"imageTag": tag}
+    response: dict[str, Any] = (
+        {
+            "images": [
+                {
+                    "registryId": registry,
+                    "repositoryName": repository,
+                    "imageId": image_id,
+                    "imageManifest": "{}",
+                }
+            ]
+        }
+        if exists
+        else {"images": [], "failures": [{"imageId": image_id, "failureCode": "ImageNotFound"}]}
+    )
+    aws["ecr"].add_response(
+        "batch_get_image",
+        response,
+        {"registryId": registry, "repositoryName": repository, "imageIds": [image_id]},
+    )
+
+
+def stack(aws: Clients, name: str, outputs: dict[str, str], status: str = "UPDATE_COMPLETE") -> None:
+    aws["cloudformation"].add_response(
+        "describe_stacks",
+        {
+            "Stacks": [
+                {
+                    "StackName": name,
+                    "CreationTime": NOW,
+                    "StackStatus": status,
+                    "Outputs": [{"OutputKey": key, "OutputValue": value} for key, value in outputs.items()],
+                }
+            ]
+        },
+        {"StackName": name},
+    )
+
+
+def no_stack(aws: Clients, name: str) -> None:
+    aws["cloudformation"].add_client_error(
+        "describe_stacks",
+        service_error_code="ValidationError",
+        service_message=f"Stack with id {name} does not exist",
+        expected_params={"StackName": name},
+    )
+
+
+def deployed_endpoint(aws: Clients, instance_type: str, *, autoscaled: bool | None) -> None:
+    """The stack's endpoint on `instance_type`; `autoscaled` None: the check will not ask about scaling."""
+    stack(aws, "TritonMultiModelEndpoint", {"EndpointName": ENDPOINT})
+    aws["sagemaker"].add_response(
+        "describe_endpoint",
+        {
+            "EndpointName": ENDPOINT,
+            "EndpointArn": f"arn:aws:sagemaker:{REGION}:123456789012:endpoint/{ENDPOINT.lower()}",
+            "EndpointConfigName": "Config-1",
+            "EndpointStatus": "InService",
+            "CreationTime": NOW,
+            "LastModifiedTime": NOW,
+        },
+        {"EndpointName": ENDPOINT},
+    )
+    aws["sagemaker"].add_response(
+        "describe_endpoint_config",
+        {
+            "EndpointConfigName": "Config-1",
+            "EndpointConfigArn": f"arn:aws:sagemaker:{REGION}:123456789012:endpoint-config/config-1",
+            "ProductionVariants": [{"VariantName": "AllTraffic", "InstanceType": instance_type}],
+            "CreationTime": NOW,
+        },
+        {"EndpointConfigName": "Config-1"},
+    )
+    targets = [
+        {
+            "ServiceNamespace": "sagemaker",
+            "ResourceId": SCALING_RESOURCE,
+            "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+            "MinCapacity": 1,
+            "MaxCapacity": 5,
+            "RoleARN": "arn:aws:iam::123456789012:role/scaling",
+            "CreationTime": NOW,
+        }
+    ]
+    if autoscaled is not None:
+        aws["application_autoscaling"].add_response(
+            "describe_scalable_targets",
+            {"ScalableTargets": targets if autoscaled else []},
+            {
+                "ServiceNamespace": "sagemaker",
+                "ResourceIds": [SCALING_RESOURCE],
+                "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+            },
+        )
+
+
+# --- region -----------------------------------------------------------------------------------------------
+
+
+def test_region_passes_where_everything_exists_and_fails_naming_the_regions_that_work() -> None:
+    assert check_region(REGION, None, [REGION]).line() == (
+        "PASS region: eu-west-1 has the Triton image, the build image and GPU runners"
+    )
+    failed = check_region(
+        "eu-north-1", "region=eu-north-1 has no CodeBuild GPU runners", ["eu-west-1", "us-east-1"]
+    )
+    assert failed.line() == (
+        "FAIL region: region=eu-north-1 has no CodeBuild GPU runners; "
+        "fix: deploy to one of: eu-west-1, us-east-1"
+    )
+
+
+# --- quotas -------------------------------------------------------------------------------------------------
+
+
+def test_endpoint_quota_passes_at_max_instance_count(aws: Clients) -> None:
+    quotas(aws, "sagemaker", {"ml.g4dn.xlarge for endpoint usage": 0, ENDPOINT_QUOTA: 5})
+    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5)
+    assert result.ok and result.line() == f"PASS endpoint-quota: '{ENDPOINT_QUOTA}' is 5 (maxInstanceCount=5)"
+
+
+def test_endpoint_quota_below_max_instance_count_fails_with_the_increase_to_ask_for(aws: Clients) -> None:
+    quotas(aws, "sagemaker", {}, defaults={ENDPOINT_QUOTA: 2})
+    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5)
+    assert result.line() == (
+        f"FAIL endpoint-quota: '{ENDPOINT_QUOTA}' is 2, below maxInstanceCount=5; fix: request at least 5 in "
+        f"Service Quotas (Amazon SageMaker, '{ENDPOINT_QUOTA}'), or lower maxInstanceCount"
+    )
+
+
+def test_endpoint_quota_missing_in_the_region_fails(aws: Clients) -> None:
+    quotas(aws, "sagemaker", {}, defaults={})
+    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5)
+    assert not result.ok and f"no SageMaker quota named '{ENDPOINT_QUOTA}'" in result.detail
+
+
+def test_a_refused_quota_call_is_a_failed_check_naming_the_call(aws: Clients) -> None:
+    aws["service_quotas"].add_client_error(
+        "list_service_quotas", service_error_code="AccessDeniedException", service_message="not allowed"
+    )
+    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5)
+    assert result.line() == (
+        "FAIL endpoint-quota: AWS ListServiceQuotas answered AccessDeniedException: not allowed; "
+        "fix: let the credentials running preflight call ListServiceQuotas (docs/first-deploy.md lists the "
+        "read-only permissions)"
+    )
+
+
+def test_codebuild_gpu_quota_passes_from_one_build_matching_the_name_in_any_case(aws: Clients) -> None:
+    quotas(aws, "codebuild", {GPU_QUOTA.lower(): 1})
+    result = check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA)
+    assert result.ok and result.detail == f"'{GPU_QUOTA.lower()}' is 1"
+
+
+def test_codebuild_gpu_quota_of_zero_fails(aws: Clients) -> None:
+    quotas(aws, "codebuild", {}, defaults={GPU_QUOTA: 0})
+    result = check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA)
+    assert result.line() == (
+        f"FAIL codebuild-gpu-quota: '{GPU_QUOTA}' is 0: no GPU build can start; fix: request at least 1 in "
+        f"Service Quotas (AWS CodeBuild, '{GPU_QUOTA}')"
+    )
+
+
+def test_codebuild_gpu_quota_missing_in_the_region_fails(aws: Clients) -> None:
+    quotas(aws, "codebuild", {}, defaults={"Concurrently running builds for Linux/Small environment": 20})
+    assert not check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA).ok
+
+
+# --- images -------------------------------------------------------------------------------------------------
+
+
+def test_an_image_that_exists_passes(aws: Clients) -> None:
+    image(aws, "763104351884", "sagemaker-tritonserver", "25.04-py3")
+    result = check_image(
+        aws.ecr, "triton-image", region=REGION, registry="763104351884",
+        repository="sagemaker-tritonserver", tag="25.04-py3",
+    )  # fmt: skip
+    assert result.line() == (
+        "PASS triton-image: 763104351884.dkr.ecr.eu-west-1/sagemaker-tritonserver:25.04-py3 exists"
+    )
+
+
+def test_a_missing_image_fails(aws: Clients) -> None:
+    image(aws, "763104351884", "pytorch-training", "9.9.9", exists=False)
+    result = check_image(
+        aws.ecr,
+        "build-image",
+        region=REGION,
+        registry="763104351884",
+        repository="pytorch-training",
+        tag="9.9.9",
+    )
+    assert result.line() == (
+        "FAIL build-image: 763104351884.dkr.ecr.eu-west-1/pytorch-training:9.9.9 is not there "
+        "(ImageNotFound); fix: choose a tag and region from docs/platform.md"
+    )
+
+
+def test_a_missing_repository_fails_naming_the_answer(aws: Clients) -> None:
+    aws["ecr"].add_client_error(
+        "batch_get_image",
+        service_error_code="RepositoryNotFoundException",
+        service_message="no such repository",
+    )
+    result = check_image(
+        aws.ecr,
+        "triton-image",
+        region=REGION,
+        registry="1",
+        repository="sagemaker-tritonserver",
+        tag="25.04-py3",
+    )
+    assert not result.ok and "RepositoryNotFoundException: no such repository" in result.detail
+
+
+# --- CDK bootstrap ------------------------------------------------------------------------------------------
+
+
+def test_a_recent_bootstrap_passes(aws: Clients) -> None:
+    stack(aws, "CDKToolkit", {"BootstrapVersion": "28", "BucketName": "assets"})
+    assert check_bootstrap(aws.cloudformation).line() == "PASS cdk-bootstrap: CDKToolkit version 28 (>= 6)"
+
+
+@pytest.mark.parametrize(
+    ("answer", "detail"),
+    [
+        ({"outputs": {"BootstrapVersion": "5"}}, "bootstrap version 5 is older than the required 6"),
+        (
+            {"outputs": {"BootstrapVersion": "28"}, "status": "ROLLBACK_COMPLETE"},
+            "CDKToolkit is ROLLBACK_COMPLETE",
+        ),
+        (None, "no CDKToolkit stack in this region"),
+    ],
+)
+def test_an_old_broken_or_missing_bootstrap_fails_with_the_bootstrap_command(
+    aws: Clients, answer: dict[str, Any] | None, detail: str
+) -> None:
+    if answer is None:
+        no_stack(aws, "CDKToolkit")
+    else:
+        stack(aws, "CDKToolkit", answer["outputs"], answer.get("status", "UPDATE_COMPLETE"))
+    result = check_bootstrap(aws.cloudformation)
+    assert not result.ok and result.detail == detail
+    assert result.fix is not None and "npx cdk bootstrap aws://<account>/<region>" in result.fix
+
+
+# --- the deployed stack: an instanceType change on an autoscaled variant ------------------------------------
+
+
+def change(aws: Clients, instance_type: str) -> Any:
+    return check_instance_type_change(
+        cloudformation=aws.cloudformation,
+        sagemaker=aws.sagemaker,
+        autoscaling=aws.application_autoscaling,
+        stack_name="TritonMultiModelEndpoint",
+        endpoint_output="EndpointName",
+        variant_name="AllTraffic",
+        instance_type=instance_type,
+    )
+
+
+def test_a_first_deployment_passes(aws: Clients) -> None:
+    no_stack(aws, "TritonMultiModelEndpoint")
+    assert change(aws, "ml.g5.2xlarge").line() == (
+        "PASS instance-type-change: no deployed endpoint in stack TritonMultiModelEndpoint yet"
+    )
+
+
+def test_the_same_instance_type_passes_without_looking_at_scaling(aws: Clients) -> None:
+    deployed_endpoint(aws, "ml.g5.xlarge", autoscaled=None)
+    assert change(aws, "ml.g5.xlarge").ok
+
+
+def test_a_new_type_on_a_variant_that_is_not_autoscaled_passes(aws: Clients) -> None:
+    deployed_endpoint(aws, "ml.g4dn.xlarge", autoscaled=False)
+    result = change(aws, "ml.g5.xlarge")
+    assert result.ok and "moves from ml.g4dn.xlarge to ml.g5.xlarge" in result.detail
+
+
+def test_a_new_type_on_an_autoscaled_variant_fails_with_the_two_deployments(aws: Clients) -> None:
+    deployed_endpoint(aws, "ml.g4dn.xlarge", autoscaled=True)
+    assert change(aws, "ml.g5.xlarge").line() == (
+        f"FAIL instance-type-change: {ENDPOINT} would move from ml.g4dn.xlarge to ml.g5.xlarge while its "
+        "variant is registered for autoscaling, which SageMaker refuses; fix: deploy twice: first "
+        '`make deploy CONTEXT="-c autoscaling=false -c instanceType=ml.g4dn.xlarge"` '
+        "(removes the scaling, keeps the type), then "
+        '`make deploy CONTEXT="-c instanceType=ml.g5.xlarge"` (changes the type, scales again)'
+    )
+
+
+# --- all checks, and the command ----------------------------------------------------------------------------
+
+
+def everything_in_place(aws: Clients, *, gpu_builds: float = 1) -> None:
+    stack(aws, "CDKToolkit", {"BootstrapVersion": "28"})
+    quotas(aws, "sagemaker", {ENDPOINT_QUOTA: 5})
+    quotas(aws, "codebuild", {GPU_QUOTA: gpu_builds})
+    image(aws, "763104351884", "sagemaker-tritonserver", "25.04-py3")
+    image(aws, "763104351884", "pytorch-training", "2.8.0-gpu-py312-cu129-ubuntu22.04-ec2")
+    no_stack(aws, "TritonMultiModelEndpoint")
+
+
+def test_run_preflight_runs_every_check_in_order(aws: Clients) -> None:
+    everything_in_place(aws)
+    results = run_preflight(Settings(), REGION, aws.preflight_clients())
+    assert [(r.name, r.ok) for r in results] == [
+        ("region", True),
+        ("cdk-bootstrap", True),
+        ("endpoint-quota", True),
+        ("codebuild-gpu-quota", True),
+        ("triton-image", True),
+        ("build-image", True),
+        ("instance-type-change", True),
+    ]
+
+
+def test_an_unusable_region_stops_before_any_aws_call(aws: Clients) -> None:
+    results = run_preflight(Settings(), "eu-north-1", aws.preflight_clients())
+    assert [(r.name, r.ok) for r in results] == [("region", False)]
+
+
+def test_the_command_prints_one_line_per_check_and_exits_1_on_a_failure(
+    aws: Clients, capsys: pytest.CaptureFixture[str]
+) -> None:
+    everything_in_place(aws, gpu_builds=0)
+    aws.region_name = REGION  # type: ignore[attr-defined]
+    assert app.preflight(["-c", f"region={REGION}"], session=aws) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 8
+    assert [line.split(" ", 2)[:2] for line in lines[:7]] == [
+        ["PASS", "region:"],
+        ["PASS", "cdk-bootstrap:"],
+        ["PASS", "endpoint-quota:"],
+        ["FAIL", "codebuild-gpu-quota:"],
+        ["PASS", "triton-image:"],
+        ["PASS", "build-image:"],
+        ["PASS", "instance-type-change:"],
+    ]
+    assert lines[-1] == "preflight eu-west-1: 6 passed, 1 failed"
+
+
+def test_the_command_exits_0_when_everything_passes(aws: Clients, capsys: pytest.CaptureFixture[str]) -> None:
+    everything_in_place(aws)
+    aws.region_name = None  # type: ignore[attr-defined]
+    assert app.preflight(["-c", f"region={REGION}"], session=aws) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "preflight eu-west-1: 7 passed, 0 failed"
+
+
+def test_the_command_refuses_bad_settings_and_a_missing_region_in_one_line(
+    aws: Clients, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert app.preflight(["-c", "instanceType=ml.m5.xlarge"], session=aws) == 1
+    assert capsys.readouterr().err.startswith("error: instanceType=ml.m5.xlarge is not a single-GPU type")
+    aws.region_name = None  # type: ignore[attr-defined]
+    assert app.preflight([], session=aws) == 1
+    assert capsys.readouterr().err == (
+        "error: no region; set region in cdk.json (or -c region=...) or AWS_REGION\n"
+    )
+
+
+def test_project_context_layers_cdk_json_then_cdk_context_json_then_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "cdk.json").write_text(
+        '{"app": "x", "context": {"instanceType": "a", "maxInstanceCount": 3}}'
+    )
+    (tmp_path / "cdk.context.json").write_text('{"instanceType": "b", "alarmEmail": "ops@example.com"}')
+    context = app.project_context(["instanceType=c", "region=eu-west-1"], root=tmp_path)
+    assert context == {
+        "instanceType": "c",
+        "maxInstanceCount": 3,
+        "alarmEmail": "ops@example.com",
+        "region": "eu-west-1",
+    }
+    with pytest.raises(app.SettingsError, match=r"^-c region is not a context value; allowed: -c key=value$"):
+        app.project_context(["region"], root=tmp_path)
