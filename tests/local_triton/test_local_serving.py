@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -146,6 +147,48 @@ def test_past_the_budget_the_least_recently_used_models_are_unloaded(served: Ser
     # Unloaded means gone from Triton too, not only from the bookkeeping.
     in_triton = json.loads(served.local.cache.api.request("GET", "/models").body)["models"]
     assert {m["modelName"] for m in in_triton} == {names[first], names[third]}
+
+
+def test_the_front_offers_no_load_route(served: Served) -> None:
+    """Triton's `POST /models {"url": ...}` loads and runs any directory; the front never forwards it."""
+    body = json.dumps({"model_name": "mine", "url": "/tmp/any-directory"}).encode()
+    status, _, reply = served.call("POST", "/models", body)
+    assert status == 404 and json.loads(reply) == {"error": "no route POST /models"}
+    assert "mine" not in served.loaded()
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "..%2Fsecret.txt",
+        "My%20Model%20(final)%20v2%E2%80%AE.tar.gz",
+        "resnet50%0A-onnx-0123456789abcdef.tar.gz",
+    ],
+)
+def test_a_target_model_outside_the_naming_rule_is_400_and_loads_nothing(served: Served, target: str) -> None:
+    before = served.loaded()
+    status, _, body = served.call("POST", f"/models/{target}/invoke", b"{}")
+    assert status == 400
+    error = json.loads(body)["error"]
+    assert "is not an archive name; allowed <model name>-<onnx|torchscript|tensorrt>-" in error
+    assert "\n" not in error
+    assert served.loaded() == before
+
+
+def test_a_body_over_the_invoke_endpoint_limit_is_413_before_it_is_read(served: Served) -> None:
+    target = served.archives["tiny-cnn/onnx"].target_model
+    host, port = served.local.endpoint.server_address[:2]
+    # Only the headers are sent: the answer comes without the server waiting for 6 MiB of body.
+    with socket.create_connection((str(host), int(port)), timeout=REQUEST_TIMEOUT_S) as connection:
+        connection.sendall(
+            f"POST /models/{target}/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 6291457\r\n\r\n".encode()
+        )
+        response = http.client.HTTPResponse(connection)
+        response.begin()
+        assert response.status == 413
+        assert json.loads(response.read())["error"] == (
+            "request body of 6,291,457 bytes; InvokeEndpoint accepts at most 6,291,456"
+        )
 
 
 def test_stop_leaves_no_server_no_stub_and_no_scratch(served: Served) -> None:
