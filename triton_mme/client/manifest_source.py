@@ -54,7 +54,9 @@ class ManifestSource:
         if client is None:
             import boto3
 
-            client = boto3.client("s3")
+            from triton_mme.client.transport import ONE_ATTEMPT
+
+            client = boto3.client("s3", config=ONE_ATTEMPT)
         try:
             return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read())
         except Exception as error:  # botocore's ClientError and friends: one line either way
