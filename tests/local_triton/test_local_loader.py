@@ -13,7 +13,7 @@ from triton_mme.local_triton.loader import ModelCache, ModelError, SageMakerApi,
 
 
 def _cache(models_dir: Path, scratch: Path, budget: int = 1) -> ModelCache:
-    return ModelCache(models_dir=models_dir, scratch_dir=scratch, api=SageMakerApi(1), budget=budget)
+    return ModelCache(models_dir=models_dir, scratch_dir=scratch, api=SageMakerApi.at_port(1), budget=budget)
 
 
 def test_unpack_gives_the_model_directory(

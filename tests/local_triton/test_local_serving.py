@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,7 +58,7 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(built: tuple[Path, dict[str, BuiltArchive]]) -> Iterator[Served]:
+def served(built: tuple[Path, dict[str, BuiltArchive]], isolated: None) -> Iterator[Served]:
     models_dir, archives = built
     printed: list[str] = []
     with LocalTriton(models_dir=models_dir, port=0, model_budget=4, report=printed.append) as local:
@@ -147,6 +148,54 @@ def test_past_the_budget_the_least_recently_used_models_are_unloaded(served: Ser
     # Unloaded means gone from Triton too, not only from the bookkeeping.
     in_triton = json.loads(served.local.cache.api.request("GET", "/models").body)["models"]
     assert {m["modelName"] for m in in_triton} == {names[first], names[third]}
+
+
+def _tritonserver_pid(served: Served) -> int:
+    launcher = served.local.triton.pid
+    assert launcher is not None
+    (pid,) = [
+        pid
+        for pid in group_members(launcher)
+        if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"bin/tritonserver")
+    ]
+    return pid
+
+
+def _listening(net: Path) -> dict[int, str]:
+    """Listening TCP sockets of the network namespace `net` shows (/proc/<pid>/net): inode -> address."""
+    found = {}
+    for table in ("tcp", "tcp6"):
+        for line in (net / table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # TCP_LISTEN
+                found[int(fields[9])] = fields[1]
+    return found
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = os.readlink(fd)
+        if target.startswith("socket:["):
+            inodes.add(int(target.removeprefix("socket:[").removesuffix("]")))
+    return inodes
+
+
+def test_tritons_listener_lives_in_a_network_namespace_with_only_loopback(served: Served) -> None:
+    triton = _tritonserver_pid(served)
+    assert os.readlink(f"/proc/{triton}/ns/net") != os.readlink("/proc/self/ns/net")
+    interfaces = [
+        line.split(":")[0].strip() for line in Path(f"/proc/{triton}/net/dev").read_text().splitlines()[2:]
+    ]
+    assert interfaces == ["lo"]
+    # The SageMaker listener binds every interface of its namespace (0.0.0.0:8080), which is loopback only ...
+    sockets = _socket_inodes(triton)
+    inside = {
+        address for inode, address in _listening(Path(f"/proc/{triton}/net")).items() if inode in sockets
+    }
+    assert "00000000:1F90" in inside
+    # ... and none of Triton's sockets listens in the namespace every other process on the machine shares.
+    assert not sockets & set(_listening(Path("/proc/self/net")))
 
 
 def test_the_front_offers_no_load_route(served: Served) -> None:

@@ -78,8 +78,8 @@ def _serve(args: argparse.Namespace) -> int:
         local.start()
         print(f"Local multi-model endpoint: {local.url}  (POST /models/<TargetModel>/invoke)", flush=True)
         print(
-            f"Triton's SageMaker listener: port {local.triton.sagemaker_port} on ALL interfaces (0.0.0.0); "
-            "send traffic only to 127.0.0.1",
+            "Triton runs in a private network namespace: its SageMaker listener is reachable only "
+            "through this endpoint (docs/local-triton-isolation.md)",
             flush=True,
         )
         print(f"Archives in {args.models}; model budget {args.model_budget}; Ctrl-C stops.", flush=True)

@@ -53,11 +53,19 @@ class Reply:
         return " ".join(text.split()) or f"HTTP {self.status}"
 
 
-class SageMakerApi:
-    """Triton's SageMaker listener, always reached over loopback."""
+Connect = Callable[[float], http.client.HTTPConnection]
 
-    def __init__(self, port: int):
-        self.port = port
+
+class SageMakerApi:
+    """The SageMaker multi-model routes, over connections from `connect` (timeout -> connection):
+    TritonServer.connection for the isolated server, or `at_port` for the loopback front."""
+
+    def __init__(self, connect: Connect):
+        self.connect = connect
+
+    @classmethod
+    def at_port(cls, port: int) -> SageMakerApi:
+        return cls(lambda timeout_s: http.client.HTTPConnection(LOOPBACK, port, timeout=timeout_s))
 
     def request(
         self,
@@ -68,7 +76,7 @@ class SageMakerApi:
         content_type: str = "application/json",
         timeout_s: float = 30.0,
     ) -> Reply:
-        connection = http.client.HTTPConnection(LOOPBACK, self.port, timeout=timeout_s)
+        connection = self.connect(timeout_s)
         try:
             connection.request(method, path, body=body, headers={"Content-Type": content_type})
             response = connection.getresponse()

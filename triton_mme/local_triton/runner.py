@@ -45,7 +45,7 @@ class LocalTriton:
         self.cache = ModelCache(
             models_dir=models_dir,
             scratch_dir=self.scratch_dir / "models",
-            api=SageMakerApi(self.triton.sagemaker_port),
+            api=SageMakerApi(self.triton.connection),
             budget=model_budget,
             report=report,
             max_unpacked_bytes=max_unpacked_bytes,
