@@ -71,7 +71,8 @@ def group_members(pgid: int) -> list[int]:
 
 
 def _die_with_parent() -> None:
-    # If this Python process is killed outright, tritonserver still gets SIGTERM and takes its stubs down.
+    # If this Python process is killed outright, the launcher still gets SIGTERM and passes it on to
+    # tritonserver, which takes its stubs down.
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
