@@ -64,6 +64,18 @@ def test_main_branch_deploys_with_an_oidc_role_and_never_in_parallel() -> None:
     assert job["steps"].index(credentials) < runs.index("make preflight")
 
 
+@pytest.mark.parametrize(("name", "job"), [("pull-request.yml", "test"), ("deploy.yml", "deploy")])
+def test_unprivileged_user_namespaces_are_allowed_before_the_tests(name: str, job: str) -> None:
+    """The local Triton's isolation needs them; Ubuntu 24.04 runners restrict them through AppArmor."""
+    steps = _load(name)["jobs"][job]["steps"]
+    names = [step.get("name", "") for step in steps]
+    allow = steps[names.index("Allow unprivileged user namespaces")]
+    assert "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in allow["run"]
+    assert names.index("Allow unprivileged user namespaces") < [s.get("run") for s in steps].index(
+        "make test"
+    )
+
+
 @pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.yml")), ids=lambda p: p.name)
 def test_no_long_lived_keys(path: Path) -> None:
     text = path.read_text()

@@ -20,6 +20,7 @@ from types import ModuleType
 
 import triton_mme
 from triton_mme.core.errors import UserError
+from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 
 PROG = "triton-mme"
 # Help lists the jobs in the order data flows through them; packages not named here follow.
@@ -40,6 +41,19 @@ def port_number(text: str) -> int:
     if not text.strip().isdigit() or not 0 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port; allowed 0 (any free port) to 65535")
     return int(text)
+
+
+def add_unpacked_limit(parser: argparse.ArgumentParser) -> None:
+    """`--max-unpacked-mib`: the bound on what an archive may unpack to, for commands that read archives."""
+    parser.add_argument(
+        "--max-unpacked-mib",
+        dest="max_unpacked_bytes",
+        type=lambda text: positive_int(text) * 1024 * 1024,
+        default=DEFAULT_MAX_UNPACKED_BYTES,
+        metavar="MIB",
+        help="refuse an archive whose entries add up to more than this many MiB "
+        f"(default: {DEFAULT_MAX_UNPACKED_BYTES // 1024**2})",
+    )
 
 
 def command_modules() -> list[ModuleType]:

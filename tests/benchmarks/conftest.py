@@ -10,6 +10,7 @@ from onnx import TensorProto, helper
 
 from benchmarks import baselines
 from triton_mme.core.catalog import parse_catalog
+from triton_mme.core.files import file_sha256
 from triton_mme.core.manifest import TensorSpec
 from triton_mme.core.triton_config import build_model_config, render_config
 
@@ -61,7 +62,9 @@ def tiny_archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         }
     ).models[0]
     project_config = render_config(
-        build_model_config(entry, entry.formats[0], model_name="tiny-onnx", **SPECS)
+        build_model_config(
+            entry, entry.formats[0], model_name="tiny-onnx", model_sha256=file_sha256(model), **SPECS
+        )
     )
     notebook_config = baselines.notebook_config("tiny", max_batch_size=4, **SPECS)
     return {

@@ -78,7 +78,9 @@ def test_the_project_default_config_is_applied() -> None:
         }
     ).models[0]
     spec = TensorSpec(name="x", datatype="FP32", dims=(3,))
-    config = build_model_config(entry, Format.ONNX, model_name="m-onnx", inputs=[spec], outputs=[spec])
+    config = build_model_config(
+        entry, Format.ONNX, model_name="m-onnx", inputs=[spec], outputs=[spec], model_sha256="0" * 64
+    )
     options = session_options(config)
     assert options.execution_mode == ort.ExecutionMode.ORT_PARALLEL
     assert options.graph_optimization_level == LEVEL.ORT_ENABLE_BASIC

@@ -298,7 +298,10 @@ def test_endpoint_errors_are_one_line(
             ["--model", "resnet50", "--format", "tensorrt"],
             "no archive for model 'resnet50' in format 'tensorrt'",
         ),
-        (["--target-model", "unknown.tar.gz"], "--image needs the model's manifest entry"),
+        (
+            ["--target-model", "unknown-onnx-0000000000000000.tar.gz"],
+            "--image needs the model's manifest entry",
+        ),
         (["--model", "roberta-large"], "--image: model 'roberta-large' takes 2 inputs, not one image"),
     ],
 )

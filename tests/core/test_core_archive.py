@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import tarfile
 from pathlib import Path
 
 import pytest
+from hostile_archives import write_bomb, write_layout, write_many_entries
 
+from triton_mme.core import archive as archive_module
 from triton_mme.core.archive import ArchiveError, extract_archive, read_archive
 from triton_mme.core.catalog import Format
+from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.manifest import Manifest
-from triton_mme.core.naming import ARCHIVE_NAME_PATTERN
+from triton_mme.core.naming import ARCHIVE_NAME
 from triton_mme.model_build.packaging import file_sha256, write_archive
 from triton_mme.model_build.verify import verify_archive
 
@@ -48,7 +52,7 @@ def test_same_inputs_give_byte_identical_archives_named_by_content(tmp_path: Pat
     second = _pack(tmp_path / "b")
     assert first.read_bytes() == second.read_bytes()
     assert first.name == second.name
-    match = ARCHIVE_NAME_PATTERN.match(first.name)
+    match = ARCHIVE_NAME.match(first.name)
     assert match and file_sha256(first).startswith(match["digest"])
     assert _pack(tmp_path / "c", model=b"other bytes").name != first.name
 
@@ -76,7 +80,7 @@ def test_read_and_extract_a_good_archive(tmp_path: Path) -> None:
         "model.onnx",
     )
     assert contents.config.max_batch_size == 2
-    model_dir = extract_archive(path, tmp_path / "x")
+    model_dir = extract_archive(path, tmp_path / "x").model_dir
     assert sorted(str(p.relative_to(model_dir)) for p in model_dir.rglob("*")) == [
         "1", "1/model.onnx", "config.pbtxt",
     ]  # fmt: skip
@@ -143,3 +147,74 @@ def test_verify_rejects_a_model_file_that_does_not_run(tmp_path: Path) -> None:
     path = _pack(tmp_path / "a", model=b"this is not onnx")
     with pytest.raises(ArchiveError, match=r"the model does not run: "):
         verify_archive(path)
+
+
+def test_a_half_megabyte_archive_that_unpacks_to_512_mib_is_refused_before_inflating(tmp_path: Path) -> None:
+    bomb = write_bomb(tmp_path / "bomb.tar.gz", model_bytes=512 * 1024 * 1024)
+    assert bomb.stat().st_size < 600_000
+    limit = 256 * 1024 * 1024
+    for read in (
+        lambda: read_archive(bomb, max_unpacked_bytes=limit),
+        lambda: extract_archive(bomb, tmp_path / "out", max_unpacked_bytes=limit),
+    ):
+        with pytest.raises(ArchiveError) as caught:
+            read()
+        assert str(caught.value) == (
+            "bomb.tar.gz: unpacks to more than 268,435,456 bytes ('m-onnx/1/model.onnx' alone is "
+            "536,870,912); allowed at most 268,435,456 (--max-unpacked-mib)"
+        )
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_default_limit_fits_real_models_and_can_be_raised_where_it_is_used(tmp_path: Path) -> None:
+    assert DEFAULT_MAX_UNPACKED_BYTES == 16 * 1024**3
+    archive = write_bomb(tmp_path / "big.tar.gz", model_bytes=3 * 1024 * 1024)
+    with pytest.raises(ArchiveError, match="unpacks to more than"):
+        read_archive(archive, max_unpacked_bytes=2 * 1024 * 1024)
+    assert read_archive(archive, max_unpacked_bytes=4 * 1024 * 1024).model_size == 3 * 1024 * 1024
+    assert read_archive(archive).model_size == 3 * 1024 * 1024
+
+
+def test_config_pbtxt_over_one_mib_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    config = CONFIG + "# " + "x" * (1024 * 1024) + "\n"
+    archive = write_layout(tmp_path / "a.tar.gz", config=config)
+    with pytest.raises(ArchiveError) as caught:
+        read_archive(archive)
+    assert str(caught.value) == f"a.tar.gz: config.pbtxt is {len(config):,} bytes; allowed at most 1,048,576"
+
+
+def test_an_archive_with_thousands_of_entries_stops_at_the_ninth(tmp_path: Path) -> None:
+    archive = write_many_entries(tmp_path / "many.tar.gz", 5000)
+    with pytest.raises(ArchiveError, match=r"^many\.tar\.gz: more than 8 entries; expected exactly"):
+        read_archive(archive)
+
+
+@pytest.mark.parametrize("model_dir", ["-rf", "m\u202eonnx", "m onnx", "m\nonnx"])
+def test_the_model_directory_name_follows_its_rule(tmp_path: Path, model_dir: str) -> None:
+    archive = write_layout(tmp_path / "a.tar.gz", model_dir=model_dir)
+    with pytest.raises(ArchiveError) as caught:
+        read_archive(archive)
+    assert "is not a model directory name; allowed letters, digits" in str(caught.value)
+    assert "\n" not in str(caught.value) and "\u202e" not in str(caught.value)
+
+
+def test_what_is_extracted_is_what_was_checked_in_the_same_open_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An archive swapped on disk between the check and the extraction is never the one extracted."""
+    path = _pack(tmp_path / "a")
+    hostile = _raw_archive(
+        tmp_path / "hostile.tar.gz",
+        [("m-onnx/config.pbtxt", CFG, F), ("m-onnx/1/model.onnx", b"x", F), ("m-onnx/1/evil", None, L)],
+    )
+    checked = archive_module._contents
+
+    def check_then_swap(*arguments: object) -> object:
+        result = checked(*arguments)  # type: ignore[arg-type]
+        os.replace(hostile, path)  # after the check, before the extraction
+        return result
+
+    monkeypatch.setattr(archive_module, "_contents", check_then_swap)
+    extracted = extract_archive(path, tmp_path / "out")
+    assert sorted(p.name for p in extracted.model_dir.rglob("*")) == ["1", "config.pbtxt", "model.onnx"]
+    assert (extracted.model_file).read_bytes() == b"model bytes"

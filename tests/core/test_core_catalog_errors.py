@@ -47,6 +47,26 @@ def _error(raw: Any) -> str:
         ),
         (tiny_cnn(input_shape=[3, 0, 64]), r"input_shape\.1: .*greater than or equal to 1"),
         (
+            tiny_cnn(input_shape=[3, 100000, 100000]),
+            r"input_shape \[3, 100000, 100000\]: 30,000,000,000 elements per sample; "
+            r"allowed at most 134,217,728$",
+        ),
+        (
+            tiny_cnn(input_shape=[3, 2000000, 1]),
+            r"input_shape \[3, 2000000, 1\]: dimension 2000000 is not allowed; allowed 1\.\.1,048,576",
+        ),
+        (
+            tiny_cnn(input_shape=[3, 1024, 1024], max_batch_size=1024),
+            r"3,221,225,472 elements at max_batch_size 1024; allowed at most 268,435,456 "
+            r"\(lower max_batch_size",
+        ),
+        (tiny_cnn(input_shape=[]), r"input_shape: .*at least 1 item"),
+        (
+            tiny_cnn(max_batch_size=999999999),
+            r"max_batch_size: .*less than or equal to 1024 \(got 999999999\)",
+        ),
+        (tiny_roberta(sequence_length=100000), r"sequence_length: .*less than or equal to 8192"),
+        (
             tiny_cnn(dynamic_batching={"preferred_batch_sizes": [8]}),
             r"preferred_batch_sizes: 8 is above max_batch_size 4; allowed 1\.\.4",
         ),

@@ -13,10 +13,15 @@ from triton_mme.core.triton_config import ConfigError, build_model_config, parse
 
 IMAGE_IN = (TensorSpec(name="input", datatype="FP32", dims=(3, 64, 64)),)
 IMAGE_OUT = (TensorSpec(name="output", datatype="FP32", dims=(1000,)),)
+MODEL_SHA256 = "0123456789abcdef" + "f" * 48
 
 
-def _config(raw: dict, fmt: Format = Format.ONNX, inputs=IMAGE_IN, outputs=IMAGE_OUT) -> pb.ModelConfig:
-    return build_model_config(entry_of(raw), fmt, model_name="m", inputs=inputs, outputs=outputs)
+def _config(
+    raw: dict, fmt: Format = Format.ONNX, inputs=IMAGE_IN, outputs=IMAGE_OUT, model_sha256: str = MODEL_SHA256
+) -> pb.ModelConfig:
+    return build_model_config(
+        entry_of(raw), fmt, model_name="m", inputs=inputs, outputs=outputs, model_sha256=model_sha256
+    )
 
 
 def _parameters(config: pb.ModelConfig) -> dict[str, str]:
@@ -83,8 +88,22 @@ def test_every_onnxruntime_setting_is_mapped() -> None:
     assert dict(accelerator.parameters) == {
         "precision_mode": "FP32",
         "trt_engine_cache_enable": "1",
-        "trt_engine_cache_path": "/tmp/triton-ort-trt-cache/m",
+        "trt_engine_cache_path": "/tmp/triton-ort-trt-cache/m-0123456789abcdef",
     }
+
+
+def test_the_engine_cache_path_follows_the_model_files_content() -> None:
+    """ORT's engine id ignores weights: a retrained model must not find the previous model's engines."""
+    raw = tiny_cnn(onnxruntime={"tensorrt_accelerator": {"enabled": True}})
+
+    def path(sha256: str) -> str:
+        accelerators = _config(raw, model_sha256=sha256).optimization.execution_accelerators
+        return str(accelerators.gpu_execution_accelerator[0].parameters["trt_engine_cache_path"])
+
+    assert path("a" * 64) == path("a" * 64)  # the same bytes reuse their engines after an eviction
+    assert path("a" * 64) != path("b" * 64)
+    with pytest.raises(ValueError, match=r"model_sha256: 'model\.onnx' is not a hex sha256 digest"):
+        path("model.onnx")
 
 
 def test_accelerator_without_engine_cache_has_no_cache_keys() -> None:

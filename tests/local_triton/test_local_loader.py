@@ -6,13 +6,14 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from hostile_archives import write_bomb
 from tiny_archives import BuiltArchive
 
 from triton_mme.local_triton.loader import ModelCache, ModelError, SageMakerApi, unpack
 
 
 def _cache(models_dir: Path, scratch: Path, budget: int = 1) -> ModelCache:
-    return ModelCache(models_dir=models_dir, scratch_dir=scratch, api=SageMakerApi(1), budget=budget)
+    return ModelCache(models_dir=models_dir, scratch_dir=scratch, api=SageMakerApi.at_port(1), budget=budget)
 
 
 def test_unpack_gives_the_model_directory(
@@ -40,17 +41,51 @@ def test_an_archive_with_two_model_directories_is_refused_and_leaves_nothing(tmp
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
 
 
-@pytest.mark.parametrize("target", ["../models/x.tar.gz", "missing.tar.gz", "manifest.json"])
-def test_only_archives_inside_the_build_directory_are_target_models(
+@pytest.mark.parametrize(
+    "target",
+    [
+        "../models/tiny-cnn-onnx-0000000000000000.tar.gz",
+        "tiny-cnn-onnx-0000000000000000.tar.gz\n",
+        "manifest.json",
+        "x.tgz",
+        "My Model (final) v2\u202e.tar.gz",
+        "a" * 300 + "-onnx-0000000000000000.tar.gz",
+    ],
+)
+def test_a_target_model_outside_the_naming_rule_is_400(
     built: tuple[Path, dict[str, BuiltArchive]], tmp_path: Path, target: str
 ) -> None:
+    with pytest.raises(ModelError) as caught:
+        _cache(built[0], tmp_path).archive_for(target)
+    assert caught.value.status == 400
+    message = str(caught.value)
+    assert message.startswith("TargetModel ") and "is not an archive name; allowed <model name>-" in message
+    assert "\n" not in message and "\u202e" not in message
+
+
+def test_a_well_named_target_model_without_its_archive_is_404(
+    built: tuple[Path, dict[str, BuiltArchive]], tmp_path: Path
+) -> None:
     models_dir, archives = built
-    with pytest.raises(
-        ModelError, match=f"no archive '{target}' in .*; known: .*{archives['tiny-cnn/onnx'].target_model}"
-    ):
-        _cache(models_dir, tmp_path).archive_for(target)
+    with pytest.raises(ModelError) as caught:
+        _cache(models_dir, tmp_path).archive_for("absent-onnx-0000000000000000.tar.gz")
+    assert caught.value.status == 404
+    assert str(caught.value).startswith(f"no archive 'absent-onnx-0000000000000000.tar.gz' in {models_dir}")
+    # Only files named by the rule are offered: not manifest.json, companions or the build cache.
+    known = str(caught.value).split("; known: ")[1].split(", ")
+    assert archives["tiny-cnn/onnx"].target_model in known
+    assert all(name.endswith(".tar.gz") and "manifest" not in name for name in known)
 
 
 def test_a_budget_below_one_is_refused(built: tuple[Path, dict[str, BuiltArchive]], tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="model budget: 0 is not allowed; at least 1"):
         _cache(built[0], tmp_path, budget=0)
+
+
+def test_an_archive_past_the_unpacked_size_limit_is_400_and_leaves_nothing(tmp_path: Path) -> None:
+    archive = tmp_path / "bomb-onnx-0000000000000000.tar.gz"
+    write_bomb(archive, model_bytes=64 * 1024 * 1024)
+    with pytest.raises(ModelError, match=r"unpacks to more than 1,048,576 bytes") as caught:
+        unpack(archive, tmp_path / "out" / "model", max_unpacked_bytes=1024 * 1024)
+    assert caught.value.status == 400
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []

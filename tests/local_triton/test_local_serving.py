@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,7 +58,7 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(built: tuple[Path, dict[str, BuiltArchive]]) -> Iterator[Served]:
+def served(built: tuple[Path, dict[str, BuiltArchive]], isolated: None) -> Iterator[Served]:
     models_dir, archives = built
     printed: list[str] = []
     with LocalTriton(models_dir=models_dir, port=0, model_budget=4, report=printed.append) as local:
@@ -146,6 +148,96 @@ def test_past_the_budget_the_least_recently_used_models_are_unloaded(served: Ser
     # Unloaded means gone from Triton too, not only from the bookkeeping.
     in_triton = json.loads(served.local.cache.api.request("GET", "/models").body)["models"]
     assert {m["modelName"] for m in in_triton} == {names[first], names[third]}
+
+
+def _tritonserver_pid(served: Served) -> int:
+    launcher = served.local.triton.pid
+    assert launcher is not None
+    (pid,) = [
+        pid
+        for pid in group_members(launcher)
+        if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"bin/tritonserver")
+    ]
+    return pid
+
+
+def _listening(net: Path) -> dict[int, str]:
+    """Listening TCP sockets of the network namespace `net` shows (/proc/<pid>/net): inode -> address."""
+    found = {}
+    for table in ("tcp", "tcp6"):
+        for line in (net / table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # TCP_LISTEN
+                found[int(fields[9])] = fields[1]
+    return found
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = os.readlink(fd)
+        if target.startswith("socket:["):
+            inodes.add(int(target.removeprefix("socket:[").removesuffix("]")))
+    return inodes
+
+
+def test_tritons_listener_lives_in_a_network_namespace_with_only_loopback(served: Served) -> None:
+    triton = _tritonserver_pid(served)
+    assert os.readlink(f"/proc/{triton}/ns/net") != os.readlink("/proc/self/ns/net")
+    interfaces = [
+        line.split(":")[0].strip() for line in Path(f"/proc/{triton}/net/dev").read_text().splitlines()[2:]
+    ]
+    assert interfaces == ["lo"]
+    # The SageMaker listener binds every interface of its namespace (0.0.0.0:8080), which is loopback only ...
+    sockets = _socket_inodes(triton)
+    inside = {
+        address for inode, address in _listening(Path(f"/proc/{triton}/net")).items() if inode in sockets
+    }
+    assert "00000000:1F90" in inside
+    # ... and none of Triton's sockets listens in the namespace every other process on the machine shares.
+    assert not sockets & set(_listening(Path("/proc/self/net")))
+
+
+def test_the_front_offers_no_load_route(served: Served) -> None:
+    """Triton's `POST /models {"url": ...}` loads and runs any directory; the front never forwards it."""
+    body = json.dumps({"model_name": "mine", "url": "/tmp/any-directory"}).encode()
+    status, _, reply = served.call("POST", "/models", body)
+    assert status == 404 and json.loads(reply) == {"error": "no route POST /models"}
+    assert "mine" not in served.loaded()
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "..%2Fsecret.txt",
+        "My%20Model%20(final)%20v2%E2%80%AE.tar.gz",
+        "resnet50%0A-onnx-0123456789abcdef.tar.gz",
+    ],
+)
+def test_a_target_model_outside_the_naming_rule_is_400_and_loads_nothing(served: Served, target: str) -> None:
+    before = served.loaded()
+    status, _, body = served.call("POST", f"/models/{target}/invoke", b"{}")
+    assert status == 400
+    error = json.loads(body)["error"]
+    assert "is not an archive name; allowed <model name>-<onnx|torchscript|tensorrt>-" in error
+    assert "\n" not in error
+    assert served.loaded() == before
+
+
+def test_a_body_over_the_invoke_endpoint_limit_is_413_before_it_is_read(served: Served) -> None:
+    target = served.archives["tiny-cnn/onnx"].target_model
+    host, port = served.local.endpoint.server_address[:2]
+    # Only the headers are sent: the answer comes without the server waiting for 6 MiB of body.
+    with socket.create_connection((str(host), int(port)), timeout=REQUEST_TIMEOUT_S) as connection:
+        connection.sendall(
+            f"POST /models/{target}/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 6291457\r\n\r\n".encode()
+        )
+        response = http.client.HTTPResponse(connection)
+        response.begin()
+        assert response.status == 413
+        assert json.loads(response.read())["error"] == (
+            "request body of 6,291,457 bytes; InvokeEndpoint accepts at most 6,291,456"
+        )
 
 
 def test_stop_leaves_no_server_no_stub_and_no_scratch(served: Served) -> None:

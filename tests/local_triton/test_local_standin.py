@@ -112,3 +112,25 @@ def test_install_refuses_an_archive_without_its_model_file(tmp_path: Path) -> No
     model_dir = _model_dir(tmp_path, built, "other.onnx")
     with pytest.raises(StandInError, match=r"no <version>/model\.onnx in the archive"):
         install_standin(model_dir)
+
+
+@pytest.mark.parametrize("file_name", ["../../x", "/etc/passwd", "1/model.onnx", "..", ".model.onnx"])
+def test_an_archive_setting_the_standins_model_file_parameter_is_refused(file_name: str) -> None:
+    built = build_config(Format.ONNX)
+    built.parameters[ARTIFACT_PARAMETER].string_value = file_name
+    with pytest.raises(StandInError) as caught:
+        rewrite_config(built, where="m.tar.gz")
+    assert str(caught.value) == (
+        f"m.tar.gz: parameters.{ARTIFACT_PARAMETER} is reserved for the local stand-in; "
+        "allowed: name the model file with default_model_filename"
+    )
+
+
+@pytest.mark.parametrize("file_name", ["../../x", "sub/model.onnx", ".model.onnx"])
+def test_a_default_model_filename_outside_the_version_directory_is_refused(file_name: str) -> None:
+    built = build_config(Format.ONNX)
+    built.default_model_filename = file_name
+    with pytest.raises(
+        StandInError, match=r"^m: default_model_filename .* is not a file name in the version"
+    ):
+        rewrite_config(built, where="m")

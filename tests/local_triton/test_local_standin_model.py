@@ -8,12 +8,13 @@ import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from tiny_archives import BuiltArchive
 
-from triton_mme.core.archive import extract_archive, read_archive
+from triton_mme.core.archive import extract_archive
 
 
 class _Tensor:
@@ -51,10 +52,19 @@ def standin_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]
     yield importlib.import_module("triton_mme.local_triton.standin_model")
 
 
-def _initialised(module: types.ModuleType, archive: BuiltArchive, tmp_path: Path) -> object:
-    model_dir = extract_archive(archive.path, tmp_path)
-    config = read_archive(archive.path).config
+def _initialised(
+    module: types.ModuleType, archive: BuiltArchive, tmp_path: Path, **parameters: str
+) -> object:
+    """model.py initialised on the unpacked archive, with `parameters` added to its config."""
+    extracted = extract_archive(archive.path, tmp_path)
+    return _initialise(module, extracted.model_dir, extracted.contents.config, **parameters)
+
+
+def _initialise(module: types.ModuleType, model_dir: Path, config: Any, **parameters: str) -> object:
     from google.protobuf import json_format
+
+    for key, value in parameters.items():
+        config.parameters[key].string_value = value
 
     model = module.TritonPythonModel()
     model.initialize(
@@ -105,3 +115,41 @@ def test_a_config_that_disagrees_with_the_onnx_graph_is_refused(
         RuntimeError, match=r"tensor 'not_in_the_graph' of config\.pbtxt is not in model\.onnx"
     ):
         _initialised(standin_model, built[1]["mismatched/onnx"], tmp_path / "model")
+
+
+@pytest.mark.parametrize("file_name", ["../../outside.onnx", "/etc/passwd", "1/model.onnx", ".hidden"])
+def test_a_model_file_parameter_that_leaves_the_version_directory_is_refused(
+    standin_model: types.ModuleType,
+    built: tuple[Path, dict[str, BuiltArchive]],
+    tmp_path: Path,
+    file_name: str,
+) -> None:
+    archive = built[1]["tiny-cnn/onnx"]
+    # A real model where a `../../` parameter would find it: refused for the name, not for a missing file.
+    extract_archive(archive.path, tmp_path / "elsewhere")
+    (tmp_path / "outside.onnx").write_bytes((tmp_path / "elsewhere/tiny-cnn-onnx/1/model.onnx").read_bytes())
+    with pytest.raises(
+        RuntimeError, match=r"local_standin_model_file .* is not a file name in .*/1; allowed"
+    ):
+        _initialised(
+            standin_model,
+            archive,
+            tmp_path / "model" / "deep",
+            local_standin_model_file=file_name,
+        )
+
+
+def test_a_model_file_parameter_through_a_symbolic_link_is_refused(
+    standin_model: types.ModuleType, built: tuple[Path, dict[str, BuiltArchive]], tmp_path: Path
+) -> None:
+    extracted = extract_archive(built[1]["tiny-cnn/onnx"].path, tmp_path / "model")
+    version = extracted.model_dir / "1"
+    (tmp_path / "outside.onnx").write_bytes((version / "model.onnx").read_bytes())
+    (version / "linked.onnx").symlink_to(tmp_path / "outside.onnx")
+    with pytest.raises(RuntimeError, match=r"'linked\.onnx' is not a file name in"):
+        _initialise(
+            standin_model,
+            extracted.model_dir,
+            extracted.contents.config,
+            local_standin_model_file="linked.onnx",
+        )

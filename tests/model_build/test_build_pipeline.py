@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from build_support import catalog_of, tiny_cnn, tiny_roberta
 
-from triton_mme.core.archive import read_archive
+from triton_mme.core.archive import extract_archive, read_archive
 from triton_mme.core.catalog import Catalog, Format, Weights
+from triton_mme.core.files import file_sha256
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
+from triton_mme.core.triton_config import engine_cache_path
 from triton_mme.model_build import pipeline as build_module
 from triton_mme.model_build.exporters import onnx as onnx_exporter
 from triton_mme.model_build.pipeline import ArchiveOutcome, BuildError, build_catalog
@@ -158,3 +160,15 @@ def test_image_models_record_their_preprocessing_and_labels_beside_the_manifest(
     assert len(labels) == 1000 and manifest.find("tiny-cnn", "torchscript").files == image.files
     # A text model built with random weights has no published tokenizer to record.
     assert manifest.find("tiny-roberta", "onnx").files == {}
+
+
+def test_the_engine_cache_path_names_the_packaged_model_files_content(tmp_path: Path) -> None:
+    """Retrained weights in the same graph get their own TensorRT engine cache on the endpoint."""
+    accelerated = {"tensorrt_accelerator": {"enabled": True}}
+    entry = catalog_of(tiny_cnn(formats=["onnx"], onnxruntime=accelerated)).models[0]
+    record = build_module.build_archive(entry, Format.ONNX, tmp_path / "out")
+    extracted = extract_archive(tmp_path / "out" / record.target_model, tmp_path / "x")
+    (accelerator,) = extracted.contents.config.optimization.execution_accelerators.gpu_execution_accelerator
+    model_sha256 = file_sha256(extracted.model_file)
+    assert accelerator.parameters["trt_engine_cache_path"] == engine_cache_path("tiny-cnn-onnx", model_sha256)
+    assert accelerator.parameters["trt_engine_cache_path"].endswith(f"/tiny-cnn-onnx-{model_sha256[:16]}")

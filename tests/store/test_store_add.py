@@ -11,6 +11,7 @@ import pytest
 from store_support import BUCKET, one_line_error
 
 from triton_mme.cli import main as model_build_main
+from triton_mme.core.files import file_sha256
 from triton_mme.core.manifest import Manifest
 from triton_mme.store.publish import read_published_manifest
 
@@ -109,9 +110,10 @@ def test_add_refuses_a_broken_archive_and_uploads_nothing(
     broken = tmp_path / "incomplete.tar.gz"
     with tarfile.open(broken, "w:gz") as tar:
         tar.add(config, arcname="m/config.pbtxt")
+    broken = broken.rename(tmp_path / f"m-onnx-{file_sha256(broken)[:16]}.tar.gz")
 
     assert model_build_main(["add", str(broken), "--bucket", BUCKET, "--name", "m"]) == 1
-    assert "incomplete.tar.gz: found ['m/config.pbtxt']; expected exactly" in one_line_error(capsys)
+    assert f"{broken.name}: found ['m/config.pbtxt']; expected exactly" in one_line_error(capsys)
     assert _model_keys(s3) == []
     assert read_published_manifest(s3, BUCKET, "manifests/") is None
 
@@ -146,7 +148,8 @@ def test_add_never_overwrites_a_key_with_different_bytes(
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--name", "Not_Valid"], "--name 'Not_Valid': lowercase letters, digits and hyphens"),
+        (["--name", "Not_Valid"], "--name: 'Not_Valid' is not a model name; allowed lowercase letters"),
+        (["--name", "resnet50\n"], "--name: 'resnet50\\n' is not a model name; allowed lowercase letters"),
         (["--prefix", "models/", "--manifest-prefix", "models/"], "overlaps --prefix"),
     ],
 )

@@ -66,7 +66,10 @@ def write_build(directory: Path, archives: dict[str, bytes]) -> Manifest:
     return manifest
 
 
-ARCHIVES = {"resnet-onnx-aaaa.tar.gz": b"onnx archive bytes", "resnet-torchscript-bbbb.tar.gz": b"ts bytes"}
+ARCHIVES = {
+    "resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz": b"onnx archive bytes",
+    "resnet-torchscript-bbbbbbbbbbbbbbbb.tar.gz": b"ts bytes",
+}
 
 
 def _keys(s3: Any) -> dict[str, bytes]:
@@ -81,8 +84,8 @@ def test_upload_publishes_archives_then_the_manifest_under_its_own_prefix(s3: An
     report = upload_build(recorder, tmp_path, BUCKET)
 
     stored = _keys(s3)
-    assert stored["models/resnet-onnx-aaaa.tar.gz"] == b"onnx archive bytes"
-    assert stored["models/resnet-torchscript-bbbb.tar.gz"] == b"ts bytes"
+    assert stored["models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz"] == b"onnx archive bytes"
+    assert stored["models/resnet-torchscript-bbbbbbbbbbbbbbbb.tar.gz"] == b"ts bytes"
     digest = hashlib.sha256(manifest.to_json().encode()).hexdigest()
     assert (
         stored["manifests/manifest.json"] == stored[f"manifests/{digest}.json"] == manifest.to_json().encode()
@@ -99,7 +102,9 @@ def test_upload_records_content_type_checksum_and_sha256_metadata(s3: Any, tmp_p
     write_build(tmp_path, ARCHIVES)
     upload_build(s3, tmp_path, BUCKET)
 
-    head = s3.head_object(Bucket=BUCKET, Key="models/resnet-onnx-aaaa.tar.gz", ChecksumMode="ENABLED")
+    head = s3.head_object(
+        Bucket=BUCKET, Key="models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz", ChecksumMode="ENABLED"
+    )
     assert head["ContentType"] == "application/gzip"
     assert head["Metadata"]["sha256"] == hashlib.sha256(b"onnx archive bytes").hexdigest()
     assert "ChecksumSHA256" in head
@@ -119,11 +124,11 @@ def test_a_second_upload_skips_identical_archives(s3: Any, tmp_path: Path) -> No
 
 def test_an_object_written_by_another_tool_is_compared_by_its_bytes(s3: Any, tmp_path: Path) -> None:
     write_build(tmp_path, ARCHIVES)
-    s3.put_object(Bucket=BUCKET, Key="models/resnet-onnx-aaaa.tar.gz", Body=b"onnx archive bytes")
+    s3.put_object(Bucket=BUCKET, Key="models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz", Body=b"onnx archive bytes")
 
     report = upload_build(s3, tmp_path, BUCKET)
 
-    assert report.skipped == ("models/resnet-onnx-aaaa.tar.gz",)
+    assert report.skipped == ("models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz",)
 
 
 @pytest.mark.parametrize("existing", [b"different bytes of another size", b"ONNX ARCHIVE BYTES"])
@@ -132,21 +137,23 @@ def test_a_key_holding_different_bytes_is_never_overwritten_and_nothing_is_uploa
 ) -> None:
     write_build(tmp_path, ARCHIVES)
     # Same key and (in the second case) same size, different bytes: only the content can tell.
-    s3.put_object(Bucket=BUCKET, Key="models/resnet-torchscript-bbbb.tar.gz", Body=existing)
+    s3.put_object(Bucket=BUCKET, Key="models/resnet-torchscript-bbbbbbbbbbbbbbbb.tar.gz", Body=existing)
     recorder = RecordingS3(s3)
 
-    with pytest.raises(PublishError, match=r"models/resnet-torchscript-bbbb\.tar\.gz already exists"):
+    with pytest.raises(
+        PublishError, match=r"models/resnet-torchscript-bbbbbbbbbbbbbbbb\.tar\.gz already exists"
+    ):
         upload_build(recorder, tmp_path, BUCKET)
 
     assert recorder.writes() == []
-    assert _keys(s3) == {"models/resnet-torchscript-bbbb.tar.gz": existing}
+    assert _keys(s3) == {"models/resnet-torchscript-bbbbbbbbbbbbbbbb.tar.gz": existing}
 
 
 def test_a_different_sha256_in_metadata_is_refused(s3: Any, tmp_path: Path) -> None:
     write_build(tmp_path, ARCHIVES)
     s3.put_object(
         Bucket=BUCKET,
-        Key="models/resnet-onnx-aaaa.tar.gz",
+        Key="models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz",
         Body=b"onnx archive bytes",
         Metadata={"sha256": "0" * 64},
     )
@@ -156,17 +163,17 @@ def test_a_different_sha256_in_metadata_is_refused(s3: Any, tmp_path: Path) -> N
 
 def test_local_archives_are_checked_against_the_manifest_before_any_call(s3: Any, tmp_path: Path) -> None:
     write_build(tmp_path, ARCHIVES)
-    (tmp_path / "resnet-onnx-aaaa.tar.gz").write_bytes(b"onnx archive byteZ")
+    (tmp_path / "resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz").write_bytes(b"onnx archive byteZ")
     recorder = RecordingS3(s3)
 
     with pytest.raises(
-        PublishError, match=r"resnet-onnx-aaaa\.tar\.gz: sha256 .* does not match the manifest"
+        PublishError, match=r"resnet-onnx-aaaaaaaaaaaaaaaa\.tar\.gz: sha256 .* does not match the manifest"
     ):
         upload_build(recorder, tmp_path, BUCKET)
-    (tmp_path / "resnet-onnx-aaaa.tar.gz").unlink()
+    (tmp_path / "resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz").unlink()
     with pytest.raises(PublishError, match="archive named in the manifest is missing"):
         upload_build(recorder, tmp_path, BUCKET)
-    (tmp_path / "resnet-onnx-aaaa.tar.gz").write_bytes(b"short")
+    (tmp_path / "resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz").write_bytes(b"short")
     with pytest.raises(PublishError, match="size 5 bytes does not match the manifest"):
         upload_build(recorder, tmp_path, BUCKET)
     assert recorder.calls == []
@@ -196,7 +203,8 @@ def test_the_manifest_prefix_must_lie_outside_the_model_prefix(
 def test_a_manifest_naming_a_missing_archive_is_never_published(s3: Any, tmp_path: Path) -> None:
     manifest = write_build(tmp_path, ARCHIVES)
     with pytest.raises(
-        PublishError, match=r"resnet-onnx-aaaa\.tar\.gz: named in the manifest but not in the bucket"
+        PublishError,
+        match=r"resnet-onnx-aaaaaaaaaaaaaaaa\.tar\.gz: named in the manifest but not in the bucket",
     ):
         publish_manifest(s3, BUCKET, manifest, model_prefix="models/", manifest_prefix="manifests/")
     assert read_published_manifest(s3, BUCKET, "manifests/") is None
@@ -204,7 +212,7 @@ def test_a_manifest_naming_a_missing_archive_is_never_published(s3: Any, tmp_pat
 
 def test_every_published_manifest_names_only_objects_in_the_bucket(s3: Any, tmp_path: Path) -> None:
     write_build(tmp_path / "one", ARCHIVES)
-    write_build(tmp_path / "two", {"resnet-onnx-cccc.tar.gz": b"a newer onnx export"})
+    write_build(tmp_path / "two", {"resnet-onnx-cccccccccccccccc.tar.gz": b"a newer onnx export"})
     upload_build(s3, tmp_path / "one", BUCKET)
     upload_build(s3, tmp_path / "two", BUCKET)
 
@@ -216,5 +224,5 @@ def test_every_published_manifest_names_only_objects_in_the_bucket(s3: Any, tmp_
     for manifest in manifests:
         assert all(f"models/{target}" in stored for target in manifest.target_models)
     current = read_published_manifest(s3, BUCKET, "manifests/")
-    assert current is not None and current.target_models == {"resnet-onnx-cccc.tar.gz"}
+    assert current is not None and current.target_models == {"resnet-onnx-cccccccccccccccc.tar.gz"}
     assert json.loads(stored["manifests/manifest.json"])["archives"][0]["name"] == "resnet"

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_mme.core.archive import extract_archive, read_archive
+from triton_mme.core.archive import extract_archive
 from triton_mme.core.catalog import Format, parse_catalog
+from triton_mme.core.files import file_sha256
 from triton_mme.core.manifest import ArchiveRecord, TensorSpec
 from triton_mme.core.naming import MODEL_FILE_NAMES, model_directory
 from triton_mme.core.samples import sample_inputs
@@ -35,7 +36,12 @@ def build_config(fmt: Format, *, tensorrt_accelerator: bool = True) -> mc.ModelC
         ),
     )
     return build_model_config(
-        entry, fmt, model_name=model_directory(entry.name, fmt), inputs=inputs, outputs=outputs
+        entry,
+        fmt,
+        model_name=model_directory(entry.name, fmt),
+        inputs=inputs,
+        outputs=outputs,
+        model_sha256="0" * 64,
     )
 
 
@@ -107,8 +113,7 @@ class BuiltArchive:
         inputs = [s.name for s in self.record.inputs]
         outputs = [s.name for s in self.record.outputs]
         if self._runner is None:
-            model_dir = extract_archive(self.path, workdir / self.target_model)
-            model_file = next((model_dir / "1").iterdir())
+            model_file = extract_archive(self.path, workdir / self.target_model).model_file
             if self.record.format == "onnx":
                 self._runner = runtimes.onnx_session(model_file)
             else:
@@ -121,15 +126,16 @@ class BuiltArchive:
 def tensorrt_archive(out: Path, like: ArchiveRecord, workdir: Path) -> Path:
     """What the build packs for TensorRT (its config and layout), with a placeholder where the plan goes."""
     entry = parse_catalog(TINY_CATALOG).entry(like.name)
+    plan = workdir / "model.plan"
+    plan.write_bytes(b"a plan runs only on the GPU and TensorRT version that built it")
     config = build_model_config(
         entry,
         Format.TENSORRT,
         model_name=model_directory(like.name, Format.TENSORRT),
         inputs=like.inputs,
         outputs=like.outputs,
+        model_sha256=file_sha256(plan),
     )
-    plan = workdir / "model.plan"
-    plan.write_bytes(b"a plan runs only on the GPU and TensorRT version that built it")
     packed = write_archive(
         out,
         name=like.name,
@@ -144,10 +150,11 @@ def tensorrt_archive(out: Path, like: ArchiveRecord, workdir: Path) -> Path:
 
 def mismatched_archive(out: Path, source: Path, workdir: Path) -> Path:
     """An ONNX archive whose config names an input the graph does not have: Triton must refuse to load it."""
-    config = read_archive(source).config
+    extracted = extract_archive(source, workdir)
+    config = extracted.contents.config
     config.input[0].name = "not_in_the_graph"
     config.ClearField("model_warmup")
-    model_dir = extract_archive(source, workdir)
+    model_dir = extracted.model_dir
     packed = write_archive(
         out,
         name="mismatched",

@@ -79,7 +79,11 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
         inputs = calls.text_inputs(target, args.text, args.tokenizer)
     else:
         inputs = calls.array_inputs(target, args.npy)
-    calls.check_batch(inputs, target.record)
+    batch = calls.check_batch(inputs, target.record)
+    calls.check_reply(target, batch)
+    # Labels are read before anything is sent: a missing or broken labels file is one line, not a
+    # traceback after the endpoint has answered.
+    names = calls.class_names(target) if args.image else None
     request = encode_request(inputs, calls.output_names(target), binary=not args.json)
     kind = "JSON" if args.json else "binary"
     if args.dry_run is not None:
@@ -95,24 +99,25 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
         request, target, endpoint=args.endpoint, local_url=args.local, runtime=runtime, region=args.region
     )
     elapsed_ms = (time.perf_counter() - started) * 1000
+    calls.check_reply(target, batch, reply)
     print(
         f"{target.target_model}: {kind} request {len(request.body):,} bytes, "
         f"reply {len(reply.body):,} bytes in {elapsed_ms:.0f} ms"
     )
-    _print_reply(decode_response(reply.content_type, reply.body), target, args)
+    _print_reply(decode_response(reply.content_type, reply.body), target, args, names)
     return 0
 
 
-def _print_reply(outputs: dict[str, Any], target: Any, args: argparse.Namespace) -> None:
+def _print_reply(
+    outputs: dict[str, Any], target: Any, args: argparse.Namespace, names: list[str] | None
+) -> None:
     import numpy as np
 
-    from triton_mme.client import invoke as calls
     from triton_mme.client.labels import top_k
 
     if args.image and target.record is not None and len(outputs) == 1:
         (scores,) = outputs.values()
         if scores.ndim == 2:
-            names = calls.class_names(target)
             for path, predictions in zip(args.image, top_k(scores, names, TOP_K), strict=True):
                 print(f"{path}:")
                 for rank, guess in enumerate(predictions, start=1):

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from triton_mme.core.errors import UserError
+from triton_mme.client.payloads import SAGEMAKER_MAX_REQUEST_BYTES
+from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
 from triton_mme.core.samples import NUMPY_DTYPES
 
@@ -27,6 +28,8 @@ DEFAULT_RESIZE_RATIO = 256 / 224
 # Pillow refuses images over twice this many pixels and warns above it; both are refused here.
 MAX_IMAGE_PIXELS = 89_478_485
 TOKENIZER_FILE_NAME = "tokenizer.json"
+# Every .npz (numpy's zip of arrays) starts like any zip file.
+ZIP_MAGIC = b"PK\x03\x04"
 PAD_TOKEN_CANDIDATES = ("<pad>", "[PAD]", "<|pad|>")
 
 
@@ -187,8 +190,15 @@ def _fits(shape: tuple[int, ...], spec: TensorSpec) -> bool:
     return len(shape) == len(wanted) and all(w in (-1, g) for w, g in zip(wanted, shape, strict=True))
 
 
-def npy_inputs(arguments: Sequence[str], specs: Sequence[TensorSpec] | None) -> dict[str, np.ndarray]:
-    """Arrays from `FILE` (single-input models) or `NAME=FILE` arguments, sent with their own dtype."""
+def npy_inputs(
+    arguments: Sequence[str],
+    specs: Sequence[TensorSpec] | None,
+    *,
+    max_bytes: int = SAGEMAKER_MAX_REQUEST_BYTES,
+) -> dict[str, np.ndarray]:
+    """Arrays from `FILE` (single-input models) or `NAME=FILE` arguments, sent with their own dtype.
+
+    An array larger than a request can carry (`max_bytes`) is refused before it is read."""
     tensors: dict[str, np.ndarray] = {}
     by_name = {spec.name: spec for spec in specs or ()}
     for argument in arguments:
@@ -199,7 +209,7 @@ def npy_inputs(arguments: Sequence[str], specs: Sequence[TensorSpec] | None) -> 
                 known = ", ".join(by_name) or "unknown without a manifest entry"
                 raise InputError(f"--npy {argument}: name the input as NAME=FILE (inputs: {known})")
             name = next(iter(by_name))
-        array = _load_npy(Path(file_name))
+        array = _load_npy(Path(file_name), max_bytes)
         spec = by_name.get(name)
         if by_name and spec is None:
             raise InputError(
@@ -220,12 +230,29 @@ def npy_inputs(arguments: Sequence[str], specs: Sequence[TensorSpec] | None) -> 
     return tensors
 
 
-def _load_npy(path: Path) -> np.ndarray:
+def _load_npy(path: Path, max_bytes: int) -> np.ndarray:
+    """One array from a .npy file, its size checked from the header before any data is read.
+
+    The file is memory-mapped first (numpy reads only the header), so a header declaring terabytes
+    costs nothing; an .npz (a zip of arrays) is recognised by its magic bytes, whatever its name.
+    """
     try:
-        loaded = np.load(path, allow_pickle=False)
+        with path.open("rb") as stream:
+            magic = stream.read(len(ZIP_MAGIC))
+    except OSError as error:
+        raise InputError(f"{path}: cannot read it ({error.strerror or error.__class__.__name__})") from None
+    if magic == ZIP_MAGIC:
+        raise InputError(f"{path}: an .npz archive of arrays; allowed: one .npy array per input (np.save)")
+    try:
+        mapped = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as error:
-        raise InputError(f"{path}: not a readable .npy array ({error.__class__.__name__})") from None
-    if not isinstance(loaded, np.ndarray):  # an .npz archive holds several arrays
-        loaded.close()
-        raise InputError(f"{path}: an .npz archive of several arrays; allowed: one .npy array per input")
-    return loaded
+        # numpy says "mmap length is greater than file size" for a header that promises more than is there
+        raise InputError(f"{path}: not a readable .npy array ({first_line(error)})") from None
+    if not isinstance(mapped, np.ndarray):
+        raise InputError(f"{path}: not a .npy array; allowed: one .npy array per input (np.save)")
+    if mapped.nbytes > max_bytes:
+        raise InputError(
+            f"{path}: the array is {mapped.nbytes:,} bytes; a request carries at most {max_bytes:,} "
+            "(send a smaller batch)"
+        )
+    return np.array(mapped)

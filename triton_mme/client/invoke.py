@@ -20,10 +20,16 @@ import numpy as np
 from triton_mme.client.inputs import image_batch, load_tokenizer, npy_inputs, text_batch
 from triton_mme.client.labels import read_labels
 from triton_mme.client.manifest_source import ManifestSource
-from triton_mme.client.payloads import EncodedRequest, check_request_size
+from triton_mme.client.payloads import (
+    EncodedRequest,
+    check_reply_estimate,
+    check_reply_size,
+    check_request_size,
+)
 from triton_mme.client.transport import Reply, invoke_endpoint, invoke_local, runtime_client
 from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import ArchiveRecord
+from triton_mme.core.naming import ARCHIVE_NAME
 
 
 class UsageError(UserError, ValueError):
@@ -71,6 +77,7 @@ def resolve_target(
             raise UsageError(f"{source.location}: {error.args[0]}") from None
         return Target(record.target_model, record, source)
     assert target_model is not None
+    ARCHIVE_NAME.check(target_model, where="--target-model")
     if source is None or not source.exists():
         return Target(target_model)
     named = next((a for a in source.manifest().archives if a.target_model == target_model), None)
@@ -114,6 +121,15 @@ def check_batch(inputs: dict[str, np.ndarray], record: ArchiveRecord | None) -> 
             f"batch of {batch} is above model '{record.name}' max_batch_size {record.max_batch_size}"
         )
     return batch
+
+
+def check_reply(target: Target, batch: int, reply: Reply | None = None) -> None:
+    """The reply within InvokeEndpoint's response limit: estimated from the manifest's output specs
+    before sending, measured when a reply is there (a local server returns what SageMaker would not)."""
+    if reply is not None:
+        check_reply_size(len(reply.body), batch)
+    elif target.record is not None:
+        check_reply_estimate(target.record.outputs, batch)
 
 
 def output_names(target: Target) -> list[str]:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.manifest import Manifest
-from triton_mme.core.naming import COMPANION_NAME_PATTERN
+from triton_mme.core.naming import COMPANION_NAME
 
 S3_SCHEME = "s3://"
 
@@ -54,7 +54,9 @@ class ManifestSource:
         if client is None:
             import boto3
 
-            client = boto3.client("s3")
+            from triton_mme.client.transport import ONE_ATTEMPT
+
+            client = boto3.client("s3", config=ONE_ATTEMPT)
         try:
             return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read())
         except Exception as error:  # botocore's ClientError and friends: one line either way
@@ -71,8 +73,5 @@ class ManifestSource:
 
     def companion(self, name: str) -> bytes:
         """A file the manifest names (checked against the naming rule, so it never leaves its folder)."""
-        if not COMPANION_NAME_PATTERN.fullmatch(name):
-            raise ManifestError(
-                f"{self.location}: names a companion file '{name}' that breaks the naming rule"
-            )
+        COMPANION_NAME.check(name, where=f"{self.location}: companion file")
         return self._read(self._sibling(name))

@@ -6,6 +6,7 @@ client, the local Triton check and the benchmark send byte-identical requests.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -14,12 +15,20 @@ import tritonclient.http as triton_http
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from triton_mme.core.errors import UserError, first_line
+from triton_mme.core.manifest import TensorSpec
+from triton_mme.core.samples import NUMPY_DTYPES
 
 JSON_CONTENT_TYPE = "application/json"
 BINARY_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json"
 HEADER_SIZE_PARAMETER = "json-header-size"
-# InvokeEndpoint's Body limit as botocore's sagemaker-runtime model states it (BodyBlob max).
+# InvokeEndpoint's Body limit as botocore's sagemaker-runtime model states it (BodyBlob max); the reply's
+# Body is the same shape, and AWS documents 6 MB each way for a multi-model endpoint.
 SAGEMAKER_MAX_REQUEST_BYTES = 6 * 1024 * 1024
+SAGEMAKER_MAX_RESPONSE_BYTES = SAGEMAKER_MAX_REQUEST_BYTES
+# The JSON header of a binary reply: model name and version, then name, datatype, shape and size per
+# output. Counted generously so an estimate never says a batch fits when it does not.
+REPLY_HEADER_BYTES = 256
+REPLY_HEADER_BYTES_PER_OUTPUT = 192
 
 
 class PayloadError(UserError, ValueError):
@@ -124,4 +133,55 @@ def check_request_size(request: EncodedRequest, limit: int = SAGEMAKER_MAX_REQUE
     raise PayloadError(
         f"request body is {size:,} bytes ({size / 1e6:.1f} MB), over SageMaker's {limit:,}-byte "
         f"({limit / 2**20:.0f} MiB) InvokeEndpoint limit; {advice}"
+    )
+
+
+def _limit_text(limit: int) -> str:
+    return f"SageMaker's {limit:,}-byte ({limit / 2**20:.0f} MiB) InvokeEndpoint response limit"
+
+
+def reply_bytes_per_sample(outputs: Sequence[TensorSpec]) -> int | None:
+    """Raw bytes of one sample's outputs, from the manifest's specs; None where a size is not fixed
+    (a dynamic dimension, or a datatype without a fixed width)."""
+    total = 0
+    for spec in outputs:
+        if spec.datatype not in NUMPY_DTYPES or any(d < 0 for d in spec.dims):
+            return None
+        total += math.prod(spec.dims) * np.dtype(NUMPY_DTYPES[spec.datatype]).itemsize
+    return total
+
+
+def _fitting_batch(per_sample: int, overhead: int, limit: int) -> str:
+    fits = max((limit - overhead) // per_sample, 0) if per_sample else 0
+    return f"send a batch of at most {fits}" if fits else "even one sample does not fit"
+
+
+def check_reply_estimate(
+    outputs: Sequence[TensorSpec], batch: int, *, limit: int = SAGEMAKER_MAX_RESPONSE_BYTES
+) -> None:
+    """Refuse, before sending, a batch whose reply could not come back through InvokeEndpoint.
+
+    The estimate is the smallest reply possible (binary outputs plus their JSON header); a JSON reply is
+    larger still, so a refusal here is never wrong.
+    """
+    per_sample = reply_bytes_per_sample(outputs)
+    if per_sample is None:
+        return
+    overhead = REPLY_HEADER_BYTES + REPLY_HEADER_BYTES_PER_OUTPUT * len(outputs)
+    size = per_sample * batch + overhead
+    if size > limit:
+        raise PayloadError(
+            f"the reply to a batch of {batch} would be at least {size:,} bytes ({size / 1e6:.1f} MB), over "
+            f"{_limit_text(limit)}; {_fitting_batch(per_sample, overhead, limit)}"
+        )
+
+
+def check_reply_size(reply_size: int, batch: int, *, limit: int = SAGEMAKER_MAX_RESPONSE_BYTES) -> None:
+    """Refuse a reply that SageMaker would not return (a local server answers it anyway)."""
+    if reply_size <= limit:
+        return
+    per_sample = math.ceil(reply_size / max(batch, 1))
+    raise PayloadError(
+        f"the reply is {reply_size:,} bytes ({reply_size / 1e6:.1f} MB), over {_limit_text(limit)}: the "
+        f"endpoint would refuse it; {_fitting_batch(per_sample, 0, limit)}"
     )

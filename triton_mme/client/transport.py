@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from triton_mme.client.payloads import EncodedRequest
@@ -16,6 +17,16 @@ from triton_mme.core.errors import UserError
 
 BODY_FILE_NAME = "body.bin"
 CONTENT_TYPE_FILE_NAME = "content-type.txt"
+
+
+# The client never retries behind the user's back. botocore's default (legacy: up to 5 attempts) would
+# run InvokeEndpoint's model again after a timeout or a 5xx, and would wait through the 429
+# ModelNotReadyException a multi-model endpoint answers while it loads a model. One attempt, and the
+# first error comes back at once as one line; an explicit Config outranks AWS_MAX_ATTEMPTS and the
+# shared config file. The read timeout covers InvokeEndpoint's own 60 s.
+ONE_ATTEMPT = Config(
+    retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=70
+)
 
 
 class TransportError(UserError, RuntimeError):
@@ -31,7 +42,7 @@ def runtime_client(region: str | None) -> Any:
     import boto3
 
     try:
-        return boto3.client("sagemaker-runtime", region_name=region)
+        return boto3.client("sagemaker-runtime", region_name=region, config=ONE_ATTEMPT)
     except BotoCoreError as error:
         raise TransportError(f"sagemaker-runtime: {error}; pass --region or configure AWS") from None
 

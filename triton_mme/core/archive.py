@@ -2,16 +2,23 @@
 
 Public API (used by the build, the store, the local Triton and the benchmarks):
 - read_archive(path) -> ArchiveContents: layout and parsed config, without unpacking the model.
-- extract_archive(path, dest) -> Path of the model directory under dest.
+- extract_archive(path, dest) -> ExtractedArchive: the same checks, then the unpacked model directory.
 - check_outputs(...): produced outputs against the config's names, datatypes and dims.
 Running a model (ONNX Runtime, TorchScript) is the build's job: `triton_mme.model_build.verify`.
-Every problem is an ArchiveError with a one-line message.
+
+Both readers bound what an archive may unpack to (`max_unpacked_bytes`, default
+limits.DEFAULT_MAX_UNPACKED_BYTES) from the sizes its headers declare, before any byte is written, and
+extract_archive unpacks exactly the members it checked from the same open file: nothing can change
+between the check and the extraction. Every problem is an ArchiveError with a one-line message.
 """
 
 from __future__ import annotations
 
 import posixpath
 import tarfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -19,11 +26,21 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2 as pb
 
 from triton_mme.core.catalog import Format
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, first_line, quoted
+from triton_mme.core.limits import (
+    DEFAULT_MAX_UNPACKED_BYTES,
+    MAX_ARCHIVE_MEMBERS,
+    MAX_BATCH_SIZE,
+    MAX_CONFIG_BYTES,
+    shape_problem,
+)
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.naming import MODEL_VERSION, PLATFORMS, format_of_model_file
+from triton_mme.core.naming import MODEL_DIRECTORY, MODEL_VERSION, PLATFORMS, format_of_model_file
 from triton_mme.core.samples import NUMPY_DTYPES
 from triton_mme.core.triton_config import ConfigError, parse_config, tensor_specs
+
+CONFIG_FILE_NAME = "config.pbtxt"
+EXPECTED_LAYOUT = "exactly '<dir>/config.pbtxt' and '<dir>/1/model.<onnx|pt|plan>'"
 
 
 class ArchiveError(UserError, ValueError):
@@ -49,48 +66,105 @@ class ArchiveContents:
         return tensor_specs(self.config.output)
 
 
+@dataclass(frozen=True)
+class ExtractedArchive:
+    """A checked archive unpacked under a destination directory."""
+
+    contents: ArchiveContents
+    model_dir: Path  # <dest>/<contents.model_dir>
+
+    @property
+    def model_file(self) -> Path:
+        return self.model_dir / MODEL_VERSION / self.contents.model_file_name
+
+
 def _unsafe(name: str) -> bool:
     path = PurePosixPath(name)
     return path.is_absolute() or ".." in path.parts or posixpath.normpath(name) != name.rstrip("/")
 
 
-def _layout(path: Path, members: list[tarfile.TarInfo]) -> tuple[str, tarfile.TarInfo, tarfile.TarInfo]:
-    files: dict[str, tarfile.TarInfo] = {}
-    directories: set[str] = set()
-    for member in members:
+@contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Any failure to read the compressed tar stream as one line naming the archive."""
+    try:
+        yield
+    except (OSError, tarfile.TarError, EOFError, zlib.error, UnicodeDecodeError) as error:
+        raise ArchiveError(f"{path.name}: not a readable .tar.gz archive ({first_line(error)})") from None
+
+
+def _members(path: Path, tar: tarfile.TarFile, max_unpacked_bytes: int) -> list[tarfile.TarInfo]:
+    """Every entry, read header by header: the first one past a bound stops the reading, so a
+    compressed bomb is refused before its data is inflated, let alone written."""
+    members: list[tarfile.TarInfo] = []
+    total = 0
+    for member in tar:
+        members.append(member)
+        if len(members) > MAX_ARCHIVE_MEMBERS:
+            raise ArchiveError(
+                f"{path.name}: more than {MAX_ARCHIVE_MEMBERS} entries; expected {EXPECTED_LAYOUT}"
+            )
         if _unsafe(member.name):
-            raise ArchiveError(f"{path.name}: unsafe entry path '{member.name}' (absolute or with '..')")
-        if member.isdir():
-            directories.add(member.name.rstrip("/"))
-        elif member.isfile():
-            files[member.name] = member
-        else:
-            raise ArchiveError(f"{path.name}: entry '{member.name}' is a link or device; only files allowed")
+            raise ArchiveError(
+                f"{path.name}: unsafe entry path {quoted(member.name)} (absolute or with '..')"
+            )
+        if not (member.isdir() or member.isfile()):
+            raise ArchiveError(
+                f"{path.name}: entry {quoted(member.name)} is a link or device; only files allowed"
+            )
+        total += member.size
+        if total > max_unpacked_bytes:
+            raise ArchiveError(
+                f"{path.name}: unpacks to more than {max_unpacked_bytes:,} bytes ({quoted(member.name)} "
+                f"alone is {member.size:,}); allowed at most {max_unpacked_bytes:,} (--max-unpacked-mib)"
+            )
+    return members
+
+
+def _layout(path: Path, members: list[tarfile.TarInfo]) -> tuple[str, tarfile.TarInfo, tarfile.TarInfo]:
+    files = {m.name: m for m in members if m.isfile()}
+    directories = {m.name.rstrip("/") for m in members if m.isdir()}
     tops = {name.split("/")[0] for name in [*files, *directories]}
-    expected = "exactly '<dir>/config.pbtxt' and '<dir>/1/model.<onnx|pt|plan>'"
     if len(tops) != 1 or len(files) != 2:
-        raise ArchiveError(f"{path.name}: found {sorted(files)}; expected {expected}")
+        raise ArchiveError(f"{path.name}: found {sorted(files)}; expected {EXPECTED_LAYOUT}")
     model_dir = tops.pop()
-    config = files.get(f"{model_dir}/config.pbtxt")
+    config = files.get(f"{model_dir}/{CONFIG_FILE_NAME}")
     models = [
         m for n, m in files.items() if n.startswith(f"{model_dir}/{MODEL_VERSION}/") and n.count("/") == 2
     ]
     if config is None or len(models) != 1 or not directories <= {model_dir, f"{model_dir}/{MODEL_VERSION}"}:
-        raise ArchiveError(f"{path.name}: found {sorted(files)}; expected {expected}")
+        raise ArchiveError(f"{path.name}: found {sorted(files)}; expected {EXPECTED_LAYOUT}")
+    if not MODEL_DIRECTORY.match(model_dir):
+        raise ArchiveError(f"{path.name}: model directory {quoted(model_dir)} is {MODEL_DIRECTORY.refusal}")
+    if config.size > MAX_CONFIG_BYTES:
+        raise ArchiveError(
+            f"{path.name}: {CONFIG_FILE_NAME} is {config.size:,} bytes; allowed at most {MAX_CONFIG_BYTES:,}"
+        )
     return model_dir, config, models[0]
 
 
-def read_archive(path: str | Path) -> ArchiveContents:
-    """The layout and parsed config.pbtxt of an archive; the model file stays packed."""
-    path = Path(path)
-    try:
-        with tarfile.open(path, mode="r:gz") as tar:
-            model_dir, config_member, model_member = _layout(path, tar.getmembers())
-            stream = tar.extractfile(config_member)
-            assert stream is not None
-            config_text = stream.read().decode("utf-8")
-    except (OSError, tarfile.TarError, EOFError, UnicodeDecodeError) as error:
-        raise ArchiveError(f"{path.name}: not a readable .tar.gz archive ({error})") from None
+def _bounds(path: Path, config: pb.ModelConfig) -> None:
+    """Shapes and batch sizes a server could actually allocate, in one line each."""
+    if not 0 <= config.max_batch_size <= MAX_BATCH_SIZE:
+        raise ArchiveError(
+            f"{path.name}: {CONFIG_FILE_NAME}: max_batch_size {config.max_batch_size} is not allowed; "
+            f"allowed 0..{MAX_BATCH_SIZE}"
+        )
+    for kind, tensors in (("input", config.input), ("output", config.output)):
+        for tensor in tensors:
+            problem = shape_problem(list(tensor.dims), max_batch_size=config.max_batch_size)
+            if problem:
+                raise ArchiveError(
+                    f"{path.name}: {CONFIG_FILE_NAME}: {kind} {quoted(tensor.name)} dims "
+                    f"{list(tensor.dims)}: {problem}"
+                )
+
+
+def _contents(path: Path, tar: tarfile.TarFile, max_unpacked_bytes: int) -> tuple[ArchiveContents, list]:
+    members = _members(path, tar, max_unpacked_bytes)
+    model_dir, config_member, model_member = _layout(path, members)
+    stream = tar.extractfile(config_member)
+    assert stream is not None
+    config_text = stream.read(MAX_CONFIG_BYTES + 1).decode("utf-8")
     try:
         config = parse_config(config_text)
     except ConfigError as error:
@@ -98,7 +172,9 @@ def read_archive(path: str | Path) -> ArchiveContents:
     file_name = PurePosixPath(model_member.name).name
     fmt = format_of_model_file(file_name)
     if fmt is None:
-        raise ArchiveError(f"{path.name}: model file '{file_name}'; allowed model.onnx, model.pt, model.plan")
+        raise ArchiveError(
+            f"{path.name}: model file {quoted(file_name)}; allowed model.onnx, model.pt, model.plan"
+        )
     if config.platform != PLATFORMS[fmt] or config.backend:
         raise ArchiveError(
             f"{path.name}: config platform '{config.platform}' does not serve {file_name}; "
@@ -106,23 +182,39 @@ def read_archive(path: str | Path) -> ArchiveContents:
         )
     if config.default_model_filename and config.default_model_filename != file_name:
         raise ArchiveError(
-            f"{path.name}: default_model_filename '{config.default_model_filename}' "
+            f"{path.name}: default_model_filename {quoted(config.default_model_filename)} "
             f"but the model file is {file_name}"
         )
-    return ArchiveContents(path, model_dir, config, fmt, model_member.name, file_name, model_member.size)
+    _bounds(path, config)
+    contents = ArchiveContents(path, model_dir, config, fmt, model_member.name, file_name, model_member.size)
+    return contents, members
 
 
-def extract_archive(path: str | Path, dest: str | Path) -> Path:
-    """Unpack a checked archive under dest (links, absolute and '..' paths refused); the model dir."""
-    contents = read_archive(path)
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    try:
-        with tarfile.open(contents.path, mode="r:gz") as tar:
-            tar.extractall(dest, filter="data")
-    except (OSError, tarfile.TarError) as error:
-        raise ArchiveError(f"{contents.path.name}: cannot extract ({error})") from None
-    return dest / contents.model_dir
+def read_archive(
+    path: str | Path, *, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+) -> ArchiveContents:
+    """The layout and parsed config.pbtxt of an archive; the model file stays packed."""
+    path = Path(path)
+    with _reading(path), tarfile.open(path, mode="r:gz") as tar:
+        return _contents(path, tar, max_unpacked_bytes)[0]
+
+
+def extract_archive(
+    path: str | Path, dest: str | Path, *, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+) -> ExtractedArchive:
+    """Check an archive and unpack it under dest from the same open file: only the checked members,
+    through tarfile's `data` filter (no links, devices, absolute paths or special permission bits)."""
+    path, dest = Path(path), Path(dest)
+    with _reading(path), tarfile.open(path, mode="r:gz") as tar:
+        contents, members = _contents(path, tar, max_unpacked_bytes)
+        dest.mkdir(parents=True, exist_ok=True)
+        try:
+            tar.extractall(dest, members=members, filter="data")
+        except tarfile.FilterError as error:
+            raise ArchiveError(f"{path.name}: refused by the extraction filter ({error})") from None
+        except OSError as error:
+            raise ArchiveError(f"{path.name}: cannot extract ({error.strerror or error})") from None
+    return ExtractedArchive(contents, dest / contents.model_dir)
 
 
 def check_outputs(

@@ -6,22 +6,20 @@ CDK app can read the catalog cheaply. Every field a user may leave out has a def
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.formats import Format, Weights
+from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_SEQUENCE_LENGTH, shape_problem
+from triton_mme.core.naming import HF_CONFIG_NAME, MODEL_NAME
 
-# Matched against the whole name (fullmatch): a trailing newline is not a name character.
-MODEL_NAME_PATTERN = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?")
 SOURCE_KINDS = ("torchvision", "huggingface")
 DEFAULT_IMAGE_SHAPE = (3, 224, 224)
 DEFAULT_SEQUENCE_LENGTH = 128
-MAX_BATCH_SIZE_LIMIT = 1024
 
 
 __all__ = ["Catalog", "CatalogError", "Format", "ModelEntry", "Weights", "load_catalog", "parse_catalog"]
@@ -83,9 +81,9 @@ class ModelEntry(_Frozen):
     source: str
     weights: Weights
     formats: tuple[Format, ...]
-    max_batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE_LIMIT)]
-    input_shape: tuple[Annotated[int, Field(ge=1)], ...] | None = None
-    sequence_length: Annotated[int, Field(ge=1, le=8192)] | None = None
+    max_batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)]
+    input_shape: Annotated[tuple[Annotated[int, Field(ge=1)], ...], Field(min_length=1)] | None = None
+    sequence_length: Annotated[int, Field(ge=1, le=MAX_SEQUENCE_LENGTH)] | None = None
     # Hugging Face architecture for `weights: random`: a dict of config fields, or the name of a
     # config shipped with the project (triton_mme/model_build/hf_configs/<name>.json). Never fetched.
     hf_config: dict[str, Any] | str | None = None
@@ -100,10 +98,17 @@ class ModelEntry(_Frozen):
     @field_validator("name")
     @classmethod
     def _name_is_a_target_model_prefix(cls, value: str) -> str:
-        if not MODEL_NAME_PATTERN.fullmatch(value):
+        if not MODEL_NAME.match(value):
+            raise ValueError(MODEL_NAME.allowed)
+        return value
+
+    @field_validator("hf_config")
+    @classmethod
+    def _hf_config_names_a_shipped_file(cls, value: dict[str, Any] | str | None) -> Any:
+        # The name becomes a file name under the shipped configs directory: never a path.
+        if isinstance(value, str) and not HF_CONFIG_NAME.match(value):
             raise ValueError(
-                "lowercase letters, digits and hyphens, starting and ending with a letter or digit, "
-                "at most 50 characters"
+                f"a mapping of config fields or the name of a shipped config: {HF_CONFIG_NAME.allowed}"
             )
         return value
 
@@ -134,6 +139,10 @@ class ModelEntry(_Frozen):
         else:
             if self.input_shape is not None:
                 raise ValueError("input_shape: only for torchvision sources; use sequence_length")
+        if self.input_shape is not None:
+            problem = shape_problem(self.input_shape, max_batch_size=self.max_batch_size)
+            if problem:
+                raise ValueError(f"input_shape {list(self.input_shape)}: {problem}")
         for size in self.dynamic_batching.preferred_batch_sizes:
             if size > self.max_batch_size:
                 raise ValueError(
@@ -177,7 +186,7 @@ class Catalog(_Frozen):
             if candidate.name == name:
                 return candidate
         known = ", ".join(m.name for m in self.models)
-        raise CatalogError(f"no model named '{name}' in the catalog; known: {known}")
+        raise CatalogError(f"no model named {quoted(name)} in the catalog; known: {known}")
 
     @property
     def formats(self) -> frozenset[Format]:
@@ -195,9 +204,10 @@ def _describe(error: ValidationError, raw: Any) -> str:
         name = None
         if isinstance(models, list) and index < len(models) and isinstance(models[index], dict):
             name = models[index].get("name")
-        entry = f"model '{name}'" if name else f"model #{index + 1}"
+        entry = f"model {quoted(name)}" if name else f"model #{index + 1}"
         location = location[2:]
-    field = ".".join(str(part) for part in location) or "entry"
+    # A whole-entry check names its own fields in its message ("input_shape [...]: ...").
+    field = ".".join(str(part) for part in location)
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         message = "unknown field"
@@ -205,9 +215,11 @@ def _describe(error: ValidationError, raw: Any) -> str:
         message = "required field is missing"
     got = first.get("input")
     shown = (
-        "" if first["type"] in ("missing", "extra_forbidden") or isinstance(got, dict) else f" (got {got!r})"
+        ""
+        if first["type"] in ("missing", "extra_forbidden") or isinstance(got, dict)
+        else f" (got {quoted(got)})"
     )
-    return f"{entry}: {field}: {message}{shown}"
+    return f"{entry}: {field}: {message}{shown}" if field else f"{entry}: {message}{shown}"
 
 
 def parse_catalog(raw: Any, *, origin: str = "catalog") -> Catalog:

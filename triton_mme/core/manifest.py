@@ -10,14 +10,22 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from triton_mme.core.errors import UserError, quoted
+from triton_mme.core.formats import Format
+from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_TENSOR_DIM
 from triton_mme.core.locations import MANIFEST_FILE_NAME
+from triton_mme.core.naming import ARCHIVE_NAME, COMPANION_NAME, COMPANION_ROLE, MODEL_NAME
 
 __all__ = ["MANIFEST_FILE_NAME", "ArchiveRecord", "ImagePreprocessing", "Manifest", "TensorSpec"]
 MANIFEST_SCHEMA_VERSION = 1
+
+
+class ManifestError(UserError, ValueError):
+    """A manifest that cannot be used; the message is one line naming the field and what is allowed."""
 
 
 class _Frozen(BaseModel):
@@ -29,7 +37,7 @@ class TensorSpec(_Frozen):
 
     name: str
     datatype: str  # Triton/KServe datatype: FP32, FP16, INT64, ...
-    dims: tuple[int, ...]
+    dims: tuple[Annotated[int, Field(ge=-1, le=MAX_TENSOR_DIM)], ...]
 
 
 class ImagePreprocessing(_Frozen):
@@ -51,10 +59,10 @@ class ArchiveRecord(_Frozen):
     format: str
     target_model: str
     sha256: str
-    size_bytes: int
+    size_bytes: Annotated[int, Field(ge=0)]
     source: str
     weights: str
-    max_batch_size: int
+    max_batch_size: Annotated[int, Field(ge=0, le=MAX_BATCH_SIZE)]
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     # Format-specific facts recorded at build time (opset, TensorRT version, GPU name, compute
@@ -65,10 +73,57 @@ class ArchiveRecord(_Frozen):
     # names, JSON list), "tokenizer" (tokenizer.json). Content-addressed names, see core.naming.
     files: dict[str, str] = Field(default_factory=dict)
 
+    # Names that become object keys and paths are checked when a manifest is built or read, so a
+    # manifest naming `../secret.txt` cannot even be loaded, let alone uploaded or followed.
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_model_name(cls, value: str) -> str:
+        if not MODEL_NAME.match(value):
+            raise ValueError(MODEL_NAME.refusal)
+        return value
+
+    @field_validator("format")
+    @classmethod
+    def _format_is_known(cls, value: str) -> str:
+        if value not in {f.value for f in Format}:
+            raise ValueError(f"one of {', '.join(f.value for f in Format)}")
+        return value
+
+    @field_validator("target_model")
+    @classmethod
+    def _target_model_is_an_archive_name(cls, value: str) -> str:
+        if not ARCHIVE_NAME.match(value):
+            raise ValueError(ARCHIVE_NAME.refusal)
+        return value
+
+    @field_validator("files")
+    @classmethod
+    def _files_have_content_addressed_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for role, name in value.items():
+            if not COMPANION_ROLE.match(role):
+                raise ValueError(f"role {quoted(role)} is {COMPANION_ROLE.refusal}")
+            named = COMPANION_NAME.match(name)
+            if named is None or named["role"] != role:
+                raise ValueError(
+                    f"{role}: {quoted(name)} is not a {role} file name; allowed {role}-<content hash>.json, "
+                    f"{COMPANION_NAME.allowed}"
+                )
+        return value
+
 
 class Manifest(_Frozen):
     schema_version: int = MANIFEST_SCHEMA_VERSION
     archives: tuple[ArchiveRecord, ...] = ()
+
+    @model_validator(mode="after")
+    def _one_archive_per_model_and_format(self) -> Manifest:
+        seen: set[tuple[str, str]] = set()
+        for record in self.archives:
+            key = (record.name, record.format)
+            if key in seen:
+                raise ValueError(f"model {quoted(record.name)} has two archives in format {record.format}")
+            seen.add(key)
+        return self
 
     def find(self, name: str, format: str | None = None) -> ArchiveRecord:
         """The archive for a logical model name (and format, when the model has several)."""
@@ -101,8 +156,34 @@ class Manifest(_Frozen):
 
     @classmethod
     def from_json(cls, text: str) -> Manifest:
-        return cls.model_validate(json.loads(text))
+        """Parse and validate; ManifestError (a ValueError) with one line on any problem."""
+        try:
+            return cls.model_validate(json.loads(text))
+        except ValidationError as error:
+            raise ManifestError(describe(error)) from None
+        except ValueError as error:  # json.JSONDecodeError
+            raise ManifestError(f"not JSON ({error})") from None
 
     @classmethod
     def read(cls, path: str | Path) -> Manifest:
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+def describe(error: ValidationError) -> str:
+    """pydantic's first error as one line: `archives[0].target_model: <what is allowed> (got '...')`."""
+    first = error.errors()[0]
+    where = ""
+    for part in first["loc"]:
+        where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown field"
+    elif first["type"] == "missing":
+        message = "required field is missing"
+    got = first.get("input")
+    shown = (
+        ""
+        if first["type"] in ("missing", "extra_forbidden") or isinstance(got, dict | list)
+        else f" (got {quoted(got)})"
+    )
+    return f"{where or 'manifest'}: {message}{shown}"

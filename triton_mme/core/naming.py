@@ -1,10 +1,17 @@
-"""Names of archives, model directories and model files: the TargetModel contract."""
+"""Names of models, archives, companion files and shipped configs: the TargetModel contract.
+
+Every name that becomes an object key or a path has one rule here, matched against the whole string
+(`fullmatch`: a trailing newline, a slash or an invisible character is never part of a name). The
+catalog, the manifest, `add`, the client and the local server all check names with these rules.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from triton_mme.core.catalog import Format
+from triton_mme.core.errors import UserError, quoted
+from triton_mme.core.formats import Format
 
 # 16 hex digits (64 bits) of the archive's sha256: collisions within one bucket are not a concern,
 # and the TargetModel stays short enough to read in logs.
@@ -22,9 +29,72 @@ MODEL_FILE_NAMES: dict[Format, str] = {
     Format.TORCHSCRIPT: "model.pt",
     Format.TENSORRT: "model.plan",
 }
-ARCHIVE_NAME_PATTERN = re.compile(
-    r"^(?P<name>[a-z0-9][a-z0-9-]*)-(?P<format>onnx|torchscript|tensorrt)"
-    rf"-(?P<digest>[0-9a-f]{{{CONTENT_HASH_LENGTH}}})\.tar\.gz$"
+
+
+class InvalidName(UserError, ValueError):
+    """A name that breaks its rule; the message names where it came from, the value and what is allowed."""
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """One kind of name: its pattern (always matched against the whole string) and its rule in words."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    allowed: str
+
+    def match(self, value: object) -> re.Match[str] | None:
+        return self.pattern.fullmatch(value) if isinstance(value, str) else None
+
+    @property
+    def refusal(self) -> str:
+        return f"not {self.kind}; allowed {self.allowed}"
+
+    def check(self, value: object, *, where: str) -> re.Match[str]:
+        """The match, or InvalidName: `<where>: <value> is not a <kind>; allowed <rule>`."""
+        matched = self.match(value)
+        if matched is None:
+            raise InvalidName(f"{where}: {quoted(value)} is not {self.kind}; allowed {self.allowed}")
+        return matched
+
+
+_MODEL = r"[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?"
+_DIGEST = rf"[0-9a-f]{{{CONTENT_HASH_LENGTH}}}"
+
+MODEL_NAME = NameRule(
+    "a model name",
+    re.compile(_MODEL),
+    "lowercase letters, digits and hyphens, starting and ending with a letter or digit, "
+    "at most 50 characters",
+)
+ARCHIVE_NAME = NameRule(
+    "an archive name",
+    re.compile(
+        rf"(?P<name>{_MODEL})-(?P<format>{'|'.join(f.value for f in Format)})-(?P<digest>{_DIGEST})"
+        + re.escape(ARCHIVE_SUFFIX)
+    ),
+    f"<model name>-<{'|'.join(f.value for f in Format)}>-<{CONTENT_HASH_LENGTH} lowercase hex digits>"
+    f"{ARCHIVE_SUFFIX}",
+)
+# Companion files (class labels, tokenizers) are named after their content like archives, so one file
+# serves every archive that shares it and a published name never changes its bytes.
+COMPANION_ROLE = NameRule("a companion role", re.compile(r"[a-z]{1,32}"), "lowercase letters (e.g. labels)")
+COMPANION_NAME = NameRule(
+    "a companion file name",
+    re.compile(rf"(?P<role>[a-z]{{1,32}})-(?P<digest>{_DIGEST})\.json"),
+    f"<role>-<{CONTENT_HASH_LENGTH} lowercase hex digits>.json",
+)
+# The one directory inside an archive: Triton's model directory, unpacked as it is named.
+MODEL_DIRECTORY = NameRule(
+    "a model directory name",
+    re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"),
+    "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 128 characters",
+)
+# A config shipped with the build (model_build/hf_configs/<name>.json): one file name, never a path.
+HF_CONFIG_NAME = NameRule(
+    "a shipped config name",
+    re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"),
+    "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100 characters",
 )
 
 
@@ -46,13 +116,6 @@ def format_of_model_file(file_name: str) -> Format | None:
         if file_name == known:
             return fmt
     return None
-
-
-# Companion files (class labels, tokenizers) are named after their content like archives, so one file
-# serves every archive that shares it and a published name never changes its bytes.
-COMPANION_NAME_PATTERN = re.compile(
-    rf"^(?P<role>[a-z]+)-(?P<digest>[0-9a-f]{{{CONTENT_HASH_LENGTH}}})\.(?P<suffix>json)$"
-)
 
 
 def companion_file_name(role: str, sha256_hex: str, suffix: str = "json") -> str:

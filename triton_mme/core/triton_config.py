@@ -7,6 +7,7 @@ Every ONNX Runtime key below was checked against triton-inference-server/onnxrun
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from google.protobuf import text_format
@@ -15,15 +16,18 @@ from tritonclient.grpc import model_config_pb2 as pb
 from triton_mme.core.catalog import Format, ModelEntry, OnnxRuntimeSettings
 from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.naming import MODEL_FILE_NAMES, PLATFORMS
+from triton_mme.core.naming import CONTENT_HASH_LENGTH, MODEL_FILE_NAMES, PLATFORMS
 
 GRAPH_LEVELS: dict[str, int | None] = {"disabled": 2, "basic": -1, "extended": 1, "all": None}
 CUDNN_CONV_ALGO_SEARCH = {"exhaustive": 0, "heuristic": 1, "default": 2}
 EXECUTION_MODES = {"sequential": 0, "parallel": 1}
 ARENA_EXTEND_STRATEGIES = {"next_power_of_two": 0, "same_as_requested": 1}
-# The accelerator's engines live on the instance disk; a fixed per-model path lets a reload after an
-# MME eviction reuse them instead of rebuilding.
+# The accelerator's engines live on the instance disk; a per-model path lets a reload after an MME
+# eviction reuse them instead of rebuilding. ONNX Runtime's own engine id hashes the graph's structure
+# and file name, not its weights, so the path carries the model file's content hash: a retrained model
+# (same graph, new weights) gets a fresh directory and never runs the previous model's engine.
 TRT_ENGINE_CACHE_ROOT = "/tmp/triton-ort-trt-cache"
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class ConfigError(UserError, ValueError):
@@ -48,7 +52,14 @@ def _flag(value: bool) -> str:
     return "1" if value else "0"
 
 
-def _onnxruntime_options(config: pb.ModelConfig, settings: OnnxRuntimeSettings, model_name: str) -> None:
+def engine_cache_path(model_name: str, model_sha256: str) -> str:
+    """Where ORT's TensorRT accelerator keeps this model file's engines."""
+    return f"{TRT_ENGINE_CACHE_ROOT}/{model_name}-{model_sha256[:CONTENT_HASH_LENGTH]}"
+
+
+def _onnxruntime_options(
+    config: pb.ModelConfig, settings: OnnxRuntimeSettings, model_name: str, model_sha256: str
+) -> None:
     level = GRAPH_LEVELS[settings.graph_optimization]
     if level is not None:
         config.optimization.graph.level = level
@@ -69,7 +80,7 @@ def _onnxruntime_options(config: pb.ModelConfig, settings: OnnxRuntimeSettings, 
         trt.parameters["precision_mode"] = accelerator.precision.upper()
         if accelerator.engine_cache:
             trt.parameters["trt_engine_cache_enable"] = "1"
-            trt.parameters["trt_engine_cache_path"] = f"{TRT_ENGINE_CACHE_ROOT}/{model_name}"
+            trt.parameters["trt_engine_cache_path"] = engine_cache_path(model_name, model_sha256)
 
 
 def _warmup(config: pb.ModelConfig, inputs: Sequence[TensorSpec]) -> None:
@@ -92,8 +103,12 @@ def build_model_config(
     model_name: str,
     inputs: Sequence[TensorSpec],
     outputs: Sequence[TensorSpec],
+    model_sha256: str,
 ) -> pb.ModelConfig:
-    """The Triton configuration of one archive; tensor specs come from the exported model itself."""
+    """The Triton configuration of one archive; tensor specs come from the exported model itself, and
+    `model_sha256` (the hex sha256 of the model file's bytes) names its engine cache."""
+    if not _SHA256_HEX.fullmatch(model_sha256):
+        raise ValueError(f"model_sha256: {model_sha256!r} is not a hex sha256 digest")
     config = pb.ModelConfig(
         name=model_name,
         platform=PLATFORMS[fmt],
@@ -108,7 +123,7 @@ def build_model_config(
         config.dynamic_batching.max_queue_delay_microseconds = batching.max_queue_delay_microseconds
     config.instance_group.add(kind=pb.ModelInstanceGroup.KIND_GPU, count=entry.instance_count)
     if fmt is Format.ONNX:
-        _onnxruntime_options(config, entry.onnxruntime, model_name)
+        _onnxruntime_options(config, entry.onnxruntime, model_name, model_sha256)
     if entry.warmup:
         _warmup(config, inputs)
     return config

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from triton_mme.cli import port_number, positive_int
+from triton_mme.cli import add_unpacked_limit, port_number, positive_int
 from triton_mme.core.locations import BUILD_DIR
 from triton_mme.local_triton import DEFAULT_MODEL_BUDGET
 
@@ -40,10 +40,12 @@ def register(subparsers: Any) -> None:
         "--scratch", type=Path, help="where archives are unpacked (default: a temporary directory)"
     )
     serve.add_argument("--access-log", action="store_true", help="print one line per request")
+    add_unpacked_limit(serve)
     serve.set_defaults(handler=_serve)
 
     standin = subparsers.add_parser("standin", help="print what the local CPU stand-in changes in an archive")
     standin.add_argument("archive", type=Path)
+    add_unpacked_limit(standin)
     standin.set_defaults(handler=_show_standin)
 
     measure = subparsers.add_parser(
@@ -67,6 +69,7 @@ def _serve(args: argparse.Namespace) -> int:
         model_budget=args.model_budget,
         scratch_dir=args.scratch,
         access_log=args.access_log,
+        max_unpacked_bytes=args.max_unpacked_bytes,
     )
     # Ctrl-C and `kill` both stop cleanly, even where the shell started us with SIGINT ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -75,8 +78,8 @@ def _serve(args: argparse.Namespace) -> int:
         local.start()
         print(f"Local multi-model endpoint: {local.url}  (POST /models/<TargetModel>/invoke)", flush=True)
         print(
-            f"Triton's SageMaker listener: port {local.triton.sagemaker_port} on ALL interfaces (0.0.0.0); "
-            "send traffic only to 127.0.0.1",
+            "Triton runs in a private network namespace: its SageMaker listener is reachable only "
+            "through this endpoint (docs/local-triton-isolation.md)",
             flush=True,
         )
         print(f"Archives in {args.models}; model budget {args.model_budget}; Ctrl-C stops.", flush=True)
@@ -96,7 +99,7 @@ def _show_standin(args: argparse.Namespace) -> int:
     from triton_mme.local_triton.standin import install_standin
 
     with tempfile.TemporaryDirectory(prefix="local-triton-standin-") as scratch:
-        model_dir = unpack(args.archive, Path(scratch) / "model")
+        model_dir = unpack(args.archive, Path(scratch) / "model", max_unpacked_bytes=args.max_unpacked_bytes)
         standin = install_standin(model_dir, where=args.archive.name)
         for change in standin.changes:
             print(f"{args.archive.name}: {change}")

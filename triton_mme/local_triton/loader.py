@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triton_mme.core.archive import ArchiveError, extract_archive
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, quoted
+from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
+from triton_mme.core.naming import ARCHIVE_NAME
 from triton_mme.local_triton.server import LOOPBACK
 from triton_mme.local_triton.standin import StandInError, install_standin
 
-ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 LOAD_TIMEOUT_S = 900.0
 INVOKE_TIMEOUT_S = 300.0
 
@@ -52,11 +53,19 @@ class Reply:
         return " ".join(text.split()) or f"HTTP {self.status}"
 
 
-class SageMakerApi:
-    """Triton's SageMaker listener, always reached over loopback."""
+Connect = Callable[[float], http.client.HTTPConnection]
 
-    def __init__(self, port: int):
-        self.port = port
+
+class SageMakerApi:
+    """The SageMaker multi-model routes, over connections from `connect` (timeout -> connection):
+    TritonServer.connection for the isolated server, or `at_port` for the loopback front."""
+
+    def __init__(self, connect: Connect):
+        self.connect = connect
+
+    @classmethod
+    def at_port(cls, port: int) -> SageMakerApi:
+        return cls(lambda timeout_s: http.client.HTTPConnection(LOOPBACK, port, timeout=timeout_s))
 
     def request(
         self,
@@ -67,7 +76,7 @@ class SageMakerApi:
         content_type: str = "application/json",
         timeout_s: float = 30.0,
     ) -> Reply:
-        connection = http.client.HTTPConnection(LOOPBACK, self.port, timeout=timeout_s)
+        connection = self.connect(timeout_s)
         try:
             connection.request(method, path, body=body, headers={"Content-Type": content_type})
             response = connection.getresponse()
@@ -89,20 +98,21 @@ class SageMakerApi:
 
 
 def list_archives(models_dir: Path) -> list[str]:
-    return sorted(p.name for p in models_dir.iterdir() if p.is_file() and p.name.endswith(ARCHIVE_SUFFIXES))
+    """The TargetModels a directory offers: files named by the archive naming rule."""
+    return sorted(p.name for p in models_dir.iterdir() if ARCHIVE_NAME.match(p.name) and p.is_file())
 
 
-def unpack(archive: Path, destination: Path) -> Path:
+def unpack(archive: Path, destination: Path, *, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES) -> Path:
     """Unpack into `destination` atomically (a failed unpack leaves nothing); returns the model directory."""
     partial = destination.with_name(destination.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     try:
-        model_dir = extract_archive(archive, partial)
+        extracted = extract_archive(archive, partial, max_unpacked_bytes=max_unpacked_bytes)
     except ArchiveError as error:
         shutil.rmtree(partial, ignore_errors=True)
         raise ModelError(400, str(error)) from None
     partial.rename(destination)
-    return destination / model_dir.name
+    return destination / extracted.model_dir.name
 
 
 class ModelCache:
@@ -116,6 +126,7 @@ class ModelCache:
         api: SageMakerApi,
         budget: int,
         report: Callable[[str], None] = print,
+        max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     ):
         if budget < 1:
             raise ValueError(f"model budget: {budget} is not allowed; at least 1")
@@ -124,6 +135,7 @@ class ModelCache:
         self.api = api
         self.budget = budget
         self.report = report
+        self.max_unpacked_bytes = max_unpacked_bytes
         self._loaded: OrderedDict[str, Path] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -134,14 +146,13 @@ class ModelCache:
             return list(self._loaded)
 
     def archive_for(self, target_model: str) -> Path:
+        """The archive a TargetModel names: by the archive naming rule, a file directly in models_dir."""
+        if not ARCHIVE_NAME.match(target_model):
+            raise ModelError(400, f"TargetModel {quoted(target_model)} is {ARCHIVE_NAME.refusal}")
         path = (self.models_dir / target_model).resolve()
-        if (
-            not target_model.endswith(ARCHIVE_SUFFIXES)
-            or path.parent != self.models_dir.resolve()
-            or not path.is_file()
-        ):
+        if path.parent != self.models_dir.resolve() or not path.is_file():
             known = ", ".join(list_archives(self.models_dir)) or "none"
-            raise ModelError(404, f"no archive '{target_model}' in {self.models_dir}; known: {known}")
+            raise ModelError(404, f"no archive {quoted(target_model)} in {self.models_dir}; known: {known}")
         return path
 
     def invoke(self, target_model: str, body: bytes, content_type: str) -> Reply:
@@ -180,7 +191,8 @@ class ModelCache:
         loaded = False
         try:
             try:
-                standin = install_standin(unpack(archive, root), where=target_model)
+                model_dir = unpack(archive, root, max_unpacked_bytes=self.max_unpacked_bytes)
+                standin = install_standin(model_dir, where=target_model)
             except StandInError as error:
                 raise ModelError(400, str(error)) from None
             for change in standin.changes:

@@ -20,7 +20,7 @@ def measure(models_dir: Path, *, requests: int) -> int:
     print("|---|---:|---:|---:|---:|")
     with LocalTriton(models_dir=models_dir, port=0, model_budget=1, report=lambda _line: None) as local:
         # Timed through the loopback front, as a client of the local endpoint sees it.
-        front = SageMakerApi(local.endpoint.server_address[1])
+        front = SageMakerApi.at_port(local.endpoint.server_address[1])
         for target in list_archives(models_dir):
             contents = read_archive(models_dir / target)
             config = contents.config

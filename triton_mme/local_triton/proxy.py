@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from triton_mme.client.payloads import SAGEMAKER_MAX_REQUEST_BYTES
 from triton_mme.local_triton.loader import ModelCache, ModelError, Reply, list_archives
 from triton_mme.local_triton.server import LOOPBACK
 
@@ -39,8 +40,23 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, payload: object) -> None:
         self._send(Reply(status, "application/json", json.dumps(payload).encode()))
 
-    def _body(self) -> bytes:
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+    def _body(self) -> bytes | None:
+        """The request body, or None after answering 411/413: never more than InvokeEndpoint accepts."""
+        length = self.headers.get("Content-Length") or "0"
+        if not length.isdigit():
+            self._send_json(HTTPStatus.LENGTH_REQUIRED, {"error": "Content-Length must be a number of bytes"})
+            return None
+        if int(length) > SAGEMAKER_MAX_REQUEST_BYTES:
+            self.close_connection = True  # the unread body must not be taken for the next request
+            self._send_json(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                {
+                    "error": f"request body of {int(length):,} bytes; InvokeEndpoint accepts at most "
+                    f"{SAGEMAKER_MAX_REQUEST_BYTES:,}"
+                },
+            )
+            return None
+        return self.rfile.read(int(length))
 
     def _route(self) -> tuple[str, str]:
         """(TargetModel, action) from /models/<TargetModel>[/invoke]; ('', '') for other paths."""
@@ -71,6 +87,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self._body()
+        if body is None:
+            return
         target, action = self._route()
         if self.path == "/invocations":
             target, action = self.headers.get(TARGET_MODEL_HEADER, ""), "invoke"

@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.local_triton import DEFAULT_MODEL_BUDGET
 from triton_mme.local_triton.loader import ModelCache, SageMakerApi, list_archives
 from triton_mme.local_triton.proxy import LocalEndpoint
@@ -25,6 +26,7 @@ class LocalTriton:
         scratch_dir: Path | None = None,
         report: Callable[[str], None] = print,
         access_log: bool = False,
+        max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     ):
         if not models_dir.is_dir():
             raise FileNotFoundError(
@@ -42,9 +44,10 @@ class LocalTriton:
         self.cache = ModelCache(
             models_dir=models_dir,
             scratch_dir=self.scratch_dir / "models",
-            api=SageMakerApi(self.triton.sagemaker_port),
+            api=SageMakerApi(self.triton.connection),
             budget=model_budget,
             report=report,
+            max_unpacked_bytes=max_unpacked_bytes,
         )
         try:
             self.endpoint = LocalEndpoint(self.cache, port=port, ping=self.triton.ping, access_log=access_log)

@@ -3,6 +3,9 @@
 The launch follows pytriton's own (pytriton/triton.py, pytriton/server/triton_server.py): the binaries are
 copied into a scratch directory with the python-backend stub built for the running Python, the wheel's
 bundled libraries go on LD_LIBRARY_PATH and the virtualenv's bin on PATH so the stub imports its packages.
+
+The server runs in a private network namespace (see `isolation`): its SageMaker listener, which binds
+every interface and loads whatever directory it is sent, is reachable only through `connection()`.
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ import time
 from pathlib import Path
 
 from triton_mme.core.errors import UserError
+from triton_mme.local_triton.isolation import ISOLATION_FAILED, Broker
 
 LOOPBACK = "127.0.0.1"
 STUB_NAME = "triton_python_backend_stub"
+# The SageMaker container's own port; inside the private namespace nothing else can hold it.
+SAGEMAKER_PORT = 8080
 
 
 class TritonStartError(UserError, RuntimeError):
@@ -65,28 +71,44 @@ def group_members(pgid: int) -> list[int]:
 
 
 def _die_with_parent() -> None:
-    # If this Python process is killed outright, tritonserver still gets SIGTERM and takes its stubs down.
+    # If this Python process is killed outright, the launcher still gets SIGTERM and passes it on to
+    # tritonserver, which takes its stubs down.
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-class TritonServer:
-    """One tritonserver process (and its python-backend stubs) in its own process group."""
+class _BrokeredConnection(http.client.HTTPConnection):
+    """An HTTP connection whose socket comes from the launcher inside the server's namespace."""
 
-    def __init__(self, *, workdir: Path, sagemaker_port: int | None = None, exit_timeout_s: int = 10):
+    def __init__(self, broker: Broker, timeout: float):
+        super().__init__(LOOPBACK, SAGEMAKER_PORT, timeout=timeout)
+        self._broker = broker
+
+    def connect(self) -> None:
+        self.sock = self._broker.connection(self.timeout)
+
+
+class TritonServer:
+    """One tritonserver process (and its python-backend stubs) in its own process group and its own
+    network namespace, with the launcher that hands out connections to it as the group's leader."""
+
+    def __init__(self, *, workdir: Path, exit_timeout_s: int = 10):
         self.workdir = workdir
-        self.sagemaker_port = sagemaker_port or free_port()
         self.exit_timeout_s = exit_timeout_s
         self.log_path = workdir / "tritonserver.log"
         self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.sagemaker_port}"
+        self._broker: Broker | None = None
 
     @property
     def pid(self) -> int | None:
+        """The launcher's pid (the process group's id; tritonserver is its child)."""
         return self._process.pid if self._process else None
+
+    def connection(self, timeout_s: float) -> http.client.HTTPConnection:
+        """A connection to the SageMaker listener; the only way to reach it."""
+        if self._broker is None:
+            raise ConnectionRefusedError("the local Triton is not running")
+        return _BrokeredConnection(self._broker, timeout_s)
 
     def _prepare_binaries(self) -> Path:
         dist, _ = pytriton_dist()
@@ -121,7 +143,7 @@ class TritonServer:
             f"--model-repository={repository}",
             "--model-control-mode=explicit",
             "--allow-sagemaker=true",
-            f"--sagemaker-port={self.sagemaker_port}",
+            f"--sagemaker-port={SAGEMAKER_PORT}",
             "--allow-http=false",
             "--allow-grpc=false",
             "--allow-metrics=false",
@@ -136,25 +158,36 @@ class TritonServer:
         if self._process is not None:
             raise TritonStartError("this tritonserver is already started")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        command = self.command(self._prepare_binaries())
+        broker = Broker()
+        command = broker.launcher_command(SAGEMAKER_PORT, self.command(self._prepare_binaries()))
         with self.log_path.open("ab") as log:
-            self._process = subprocess.Popen(
-                command,
-                env=self._environment(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+            try:
+                self._process = subprocess.Popen(
+                    command,
+                    env=self._environment(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent,
+                    pass_fds=(broker.child_end.fileno(),),
+                )
+            except BaseException:
+                broker.close()
+                raise
+        broker.started()
+        self._broker = broker
         self._wait_ready(ready_timeout_s)
 
     def _wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
-                tail = self.log_tail()
+                status, tail = self._process.returncode, self.log_tail()
                 self._process = None
+                self._close_broker()
+                if status == ISOLATION_FAILED:
+                    raise TritonStartError(tail.removeprefix("error: "))
                 raise TritonStartError(f"tritonserver exited during start-up: {tail}")
             if self.ping():
                 return
@@ -166,7 +199,7 @@ class TritonServer:
         return self._process is not None and self._process.poll() is None
 
     def ping(self) -> bool:
-        connection = http.client.HTTPConnection(LOOPBACK, self.sagemaker_port, timeout=2)
+        connection = self.connection(2)
         try:
             connection.request("GET", "/ping")
             return connection.getresponse().status == 200
@@ -186,6 +219,7 @@ class TritonServer:
         """SIGINT (Triton unloads models and stops its stubs), then SIGKILL the whole group on timeout."""
         process, self._process = self._process, None
         if process is None:
+            self._close_broker()
             return
         group = process.pid
         with contextlib.suppress(ProcessLookupError):
@@ -203,6 +237,12 @@ class TritonServer:
         if group_members(group):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
+        self._close_broker()
+
+    def _close_broker(self) -> None:
+        broker, self._broker = self._broker, None
+        if broker is not None:
+            broker.close()
 
     def __enter__(self) -> TritonServer:
         self.start()

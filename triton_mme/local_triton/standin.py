@@ -7,6 +7,7 @@ model.onnx / model.pt), instances run on CPU and GPU-only settings are removed. 
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,12 +15,14 @@ from pathlib import Path
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, quoted
 
 CONFIG_FILE_NAME = "config.pbtxt"
 STANDIN_SOURCE = Path(__file__).with_name("standin_model.py")
 # Read by standin_model.py when the archive names its model file through default_model_filename.
 ARTIFACT_PARAMETER = "local_standin_model_file"
+# A model file name: one path component inside the version directory (kept equal to standin_model's).
+MODEL_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 
 # platform or backend name -> (format, default file, runtime the stand-in uses)
 _SERVABLE = {
@@ -106,6 +109,13 @@ def _drop_gpu_only(config: mc.ModelConfig) -> list[str]:
 
 def rewrite_config(config: mc.ModelConfig, *, where: str) -> tuple[mc.ModelConfig, str, str, list[str]]:
     """A python-backend copy of `config`; returns it with the format, the model file name and the changes."""
+    if ARTIFACT_PARAMETER in config.parameters:
+        # Only this rewrite sets it, from default_model_filename; an archive setting it itself could
+        # point the stand-in at any file (`../../x`).
+        raise StandInError(
+            f"{where}: parameters.{ARTIFACT_PARAMETER} is reserved for the local stand-in; "
+            "allowed: name the model file with default_model_filename"
+        )
     model_format, default_file, runtime = _serving_kind(config, where)
     rewritten = mc.ModelConfig()
     rewritten.CopyFrom(config)
@@ -117,6 +127,11 @@ def rewrite_config(config: mc.ModelConfig, *, where: str) -> tuple[mc.ModelConfi
         changes.append(f"runtime: {rewritten.runtime!r} removed")
         rewritten.ClearField("runtime")
     model_file = rewritten.default_model_filename or default_file
+    if not MODEL_FILE_NAME.fullmatch(model_file):
+        raise StandInError(
+            f"{where}: default_model_filename {quoted(model_file)} is not a file name in the version "
+            "directory; allowed letters, digits, '.', '_' and '-', not starting with '.'"
+        )
     if rewritten.default_model_filename:
         # The python backend would read default_model_filename as the name of its Python file.
         rewritten.ClearField("default_model_filename")

@@ -15,6 +15,8 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 ARTIFACT_PARAMETER = "local_standin_model_file"  # kept equal to standin.ARTIFACT_PARAMETER
+# One path component inside the version directory (kept equal to standin.MODEL_FILE_NAME).
+MODEL_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 _ORT_TYPES = {
     "tensor(float)": "TYPE_FP32",
     "tensor(float16)": "TYPE_FP16",
@@ -112,6 +114,16 @@ class TritonPythonModel:
         file_name = _parameter(self.config, ARTIFACT_PARAMETER)
         candidates = [file_name] if file_name else ["model.onnx", "model.pt"]
         path = next((version_dir / name for name in candidates if (version_dir / name).is_file()), None)
+        # Never a file outside the version directory, whatever the config says (`../../x`, a symbolic
+        # link): the name is one path component, and the file it resolves to is in that directory.
+        if file_name is not None and (
+            not MODEL_FILE_NAME.fullmatch(file_name)
+            or (path is not None and path.resolve().parent != version_dir.resolve())
+        ):
+            raise pb_utils.TritonModelException(
+                f"parameters.{ARTIFACT_PARAMETER} {file_name!r} is not a file name in {version_dir}; "
+                "allowed one file name there"
+            )
         if path is None:
             raise pb_utils.TritonModelException(f"none of {candidates} in {version_dir}")
         runner = _OnnxRunner if path.suffix == ".onnx" else _TorchScriptRunner

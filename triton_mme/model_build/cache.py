@@ -15,7 +15,7 @@ from typing import Any
 from triton_mme.core.catalog import Format, ModelEntry
 from triton_mme.core.files import file_sha256, write_atomically
 from triton_mme.core.manifest import ArchiveRecord
-from triton_mme.core.naming import COMPANION_NAME_PATTERN
+from triton_mme.core.naming import COMPANION_NAME
 
 CACHE_DIR_NAME = ".cache"
 # Everything the build imports of this project: the shared core and the build package itself (its
@@ -105,7 +105,7 @@ class BuildCache:
 def companions_in_place(out_dir: Path, record: ArchiveRecord) -> bool:
     """Every companion file of the record is in out_dir with the content its name promises."""
     for name in record.files.values():
-        named = COMPANION_NAME_PATTERN.match(name)
+        named = COMPANION_NAME.match(name)
         path = out_dir / name
         if named is None or not path.is_file() or not file_sha256(path).startswith(named["digest"]):
             return False

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from triton_mme.core.catalog import Catalog, CatalogError, Format, ModelEntry, Weights
 from triton_mme.core.errors import UserError, first_line
-from triton_mme.core.files import write_atomically
+from triton_mme.core.files import file_sha256, write_atomically
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.naming import MODEL_FILE_NAMES, companion_file_name, model_directory
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
@@ -134,7 +134,12 @@ def _package(
     fmt = exported.format
     model_dir = model_directory(entry.name, fmt)
     config = build_model_config(
-        entry, fmt, model_name=model_dir, inputs=exported.inputs, outputs=exported.outputs
+        entry,
+        fmt,
+        model_name=model_dir,
+        inputs=exported.inputs,
+        outputs=exported.outputs,
+        model_sha256=file_sha256(exported.model_file),
     )
     packed = write_archive(
         out_dir,

@@ -16,7 +16,9 @@ import numpy as np
 import torch
 
 from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
+from triton_mme.core.errors import quoted
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
+from triton_mme.core.naming import HF_CONFIG_NAME
 from triton_mme.core.samples import sample_inputs
 
 SEED = 0
@@ -111,6 +113,22 @@ def shipped_hf_configs() -> list[str]:
     return sorted(p.stem for p in HF_CONFIG_DIR.glob("*.json"))
 
 
+def shipped_hf_config(entry: ModelEntry) -> Path:
+    """The shipped config file named by `hf_config` (or the model id's last part), never a file outside
+    HF_CONFIG_DIR: the name is one file name by the catalog's rule, and the resolved path (symbolic links
+    followed) must still be a file directly in that directory."""
+    name = entry.hf_config if isinstance(entry.hf_config, str) else entry.source_id.rsplit("/", 1)[-1]
+    directory = HF_CONFIG_DIR.resolve()
+    path = (directory / f"{name}.json").resolve() if HF_CONFIG_NAME.match(name) else None
+    if path is None or path.parent != directory or not path.is_file():
+        shipped = ", ".join(shipped_hf_configs())
+        raise CatalogError(
+            f"model {quoted(entry.name)}: hf_config: no shipped config {quoted(name)} for weights: random; "
+            f"allowed a mapping of config fields or one of: {shipped}"
+        )
+    return path
+
+
 def resolve_hf_config(entry: ModelEntry) -> dict[str, Any]:
     """The architecture for a random Hugging Face model: catalog dict, or a shipped config by name.
 
@@ -120,15 +138,7 @@ def resolve_hf_config(entry: ModelEntry) -> dict[str, Any]:
     if isinstance(entry.hf_config, dict):
         config = dict(entry.hf_config)
     else:
-        name = entry.hf_config or entry.source_id.rsplit("/", 1)[-1]
-        path = HF_CONFIG_DIR / f"{name}.json"
-        if not path.is_file():
-            shipped = ", ".join(shipped_hf_configs())
-            raise CatalogError(
-                f"model '{entry.name}': hf_config: no shipped config '{name}' for weights: random; "
-                f"allowed a mapping of config fields or one of: {shipped}"
-            )
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = json.loads(shipped_hf_config(entry).read_text(encoding="utf-8"))
     if "model_type" not in config:
         raise CatalogError(f"model '{entry.name}': hf_config: needs 'model_type' (e.g. roberta)")
     return config

@@ -13,24 +13,17 @@ from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as pb
 
-from triton_mme.core.archive import (
-    ArchiveContents,
-    ArchiveError,
-    check_outputs,
-    extract_archive,
-    read_archive,
-)
+from triton_mme.core.archive import ArchiveContents, ArchiveError, check_outputs, extract_archive
 from triton_mme.core.catalog import Format
 from triton_mme.core.errors import first_line
-from triton_mme.core.naming import MODEL_VERSION
+from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.samples import sample_inputs
 from triton_mme.core.triton_config import ConfigError, render_config
 
 
 @dataclass
 class VerificationReport:
-    path: Path
-    format: Format
+    contents: ArchiveContents
     checks: list[str] = field(default_factory=list)
     # Checks that could not run here (e.g. a TensorRT plan without TensorRT), named honestly.
     not_run: list[str] = field(default_factory=list)
@@ -72,19 +65,24 @@ def _run_model(contents: ArchiveContents, model_path: Path, report: Verification
         )
 
 
-def verify_archive(path: str | Path) -> VerificationReport:
-    """Re-check an archive as Triton would load it; raises ArchiveError on the first problem."""
-    contents = read_archive(path)
-    report = VerificationReport(contents.path, contents.format, checks=["layout"])
-    try:
-        render_config(contents.config)
-    except ConfigError as error:
-        raise ArchiveError(f"{contents.path.name}: {error}") from None
-    report.checks.append("config.pbtxt round trip")
+def verify_archive(
+    path: str | Path, *, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+) -> VerificationReport:
+    """Re-check an archive as Triton would load it; raises ArchiveError on the first problem.
+
+    The archive is checked and unpacked from one open file, and what runs is what was checked.
+    """
     with tempfile.TemporaryDirectory(prefix="verify-") as scratch:
-        model_dir = extract_archive(contents.path, scratch)
+        extracted = extract_archive(path, scratch, max_unpacked_bytes=max_unpacked_bytes)
+        contents = extracted.contents
+        report = VerificationReport(contents, checks=["layout"])
         try:
-            _run_model(contents, model_dir / MODEL_VERSION / contents.model_file_name, report)
+            render_config(contents.config)
+        except ConfigError as error:
+            raise ArchiveError(f"{contents.path.name}: {error}") from None
+        report.checks.append("config.pbtxt round trip")
+        try:
+            _run_model(contents, extracted.model_file, report)
         except ArchiveError:
             raise
         except Exception as error:  # a model the runtime rejects: report it in one line

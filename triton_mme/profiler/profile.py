@@ -23,7 +23,6 @@ from triton_mme.core.archive import ArchiveContents, extract_archive, read_archi
 from triton_mme.core.catalog import Format
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
-from triton_mme.core.naming import MODEL_VERSION
 from triton_mme.core.samples import sample_inputs
 
 PERFORMANCE_SCHEMA_VERSION = 1
@@ -175,9 +174,11 @@ def profile_archive(
     scratch = Path(tempfile.mkdtemp(prefix="profile-"))
     try:
         start = time.perf_counter()
-        model_dir = extract_archive(path, scratch)
+        # What runs is what extract_archive checked in the same open file.
+        extracted = extract_archive(path, scratch)
+        contents = extracted.contents
         try:
-            run = _load(contents, model_dir / MODEL_VERSION / contents.model_file_name, device)
+            run = _load(contents, extracted.model_file, device)
             run(sample_inputs(contents.inputs, 1))
         except Skipped as reason:
             return {**result, "skipped": str(reason)}

@@ -9,6 +9,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Any
 
+from triton_mme.cli import add_unpacked_limit
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
 
 Handler = Callable[[argparse.Namespace], int]
@@ -46,6 +47,7 @@ def register(subparsers: Any) -> None:
     add.add_argument("--name", help="logical model name to record in the manifest")
     add.add_argument("--source", default="external", help="where the model came from (default: %(default)s)")
     add.add_argument("--weights", default="external", help="which weights it carries (default: %(default)s)")
+    add_unpacked_limit(add)
     _add_bucket_arguments(add)
     add.set_defaults(handler=_add)
 
@@ -211,6 +213,7 @@ def _add(args: argparse.Namespace, s3: Any) -> int:
         name=args.name,
         source=args.source,
         weights=args.weights,
+        max_unpacked_bytes=args.max_unpacked_bytes,
     )
     print(f"verified {args.archive.name}: {', '.join(report.checks)}")
     for check in report.not_run:

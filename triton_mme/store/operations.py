@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.archive import ArchiveContents, read_archive
-from triton_mme.core.catalog import MODEL_NAME_PATTERN
+from triton_mme.core.archive import ArchiveContents
 from triton_mme.core.files import file_sha256
+from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX, PERFORMANCE_FILE_NAME
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
-from triton_mme.core.naming import ARCHIVE_NAME_PATTERN, ARCHIVE_SUFFIX, CONTENT_HASH_LENGTH
+from triton_mme.core.naming import ARCHIVE_NAME, CONTENT_HASH_LENGTH, MODEL_NAME
 from triton_mme.store.publish import (
     LocalObject,
     PublishError,
@@ -96,23 +97,12 @@ class AddReport:
     record: ArchiveRecord | None
 
 
-def check_archive_name(path: Path, sha256: str, logical_name: str | None) -> None:
-    if not path.name.endswith(ARCHIVE_SUFFIX):
-        raise PublishError(
-            f"{path}: an archive must be a <name>{ARCHIVE_SUFFIX} file (its name becomes the TargetModel)"
-        )
-    named = ARCHIVE_NAME_PATTERN.match(path.name)
-    # A renamed archive must not carry another content's hash: the endpoint caches by name.
-    if named and not sha256.startswith(named["digest"]):
-        raise PublishError(
-            f"{path}: the name claims content hash {named['digest']} but the file's sha256 starts with "
-            f"{sha256[:CONTENT_HASH_LENGTH]}"
-        )
-    if logical_name is not None and not MODEL_NAME_PATTERN.fullmatch(logical_name):
-        raise PublishError(
-            f"--name '{logical_name}': lowercase letters, digits and hyphens, starting and ending with a "
-            "letter or digit, at most 50 characters"
-        )
+def check_archive_name(path: Path, logical_name: str | None) -> re.Match[str]:
+    """The file name becomes the TargetModel (the object key) and `--name` the manifest's model name:
+    both follow their naming rules before anything is read."""
+    if logical_name is not None:
+        MODEL_NAME.check(logical_name, where="--name")
+    return ARCHIVE_NAME.check(path.name, where="ARCHIVE (its file name becomes the TargetModel)")
 
 
 def archive_record(
@@ -143,16 +133,27 @@ def add_archive(
     name: str | None = None,
     source: str = "external",
     weights: str = "external",
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
 ) -> AddReport:
     """Verify an archive built elsewhere, publish it, and with `name` record it in the current manifest."""
     from triton_mme.model_build.verify import verify_archive
 
+    named = check_archive_name(path, name)
     if not path.is_file():
         raise PublishError(f"{path}: no such archive file")
     item = LocalObject(path=path, key=path.name, sha256=file_sha256(path), size=path.stat().st_size)
-    check_archive_name(path, item.sha256, name)
-    contents = read_archive(path)
-    report = verify_archive(path)
+    # A renamed archive must not carry another content's hash: the endpoint caches by name.
+    if not item.sha256.startswith(named["digest"]):
+        raise PublishError(
+            f"{path}: the name claims content hash {named['digest']} but the file's sha256 starts with "
+            f"{item.sha256[:CONTENT_HASH_LENGTH]}"
+        )
+    report = verify_archive(path, max_unpacked_bytes=max_unpacked_bytes)
+    contents = report.contents
+    if named["format"] != contents.format.value:
+        raise PublishError(
+            f"{path}: the name says {named['format']} but the archive holds a {contents.format.value} model"
+        )
     uploaded, skipped = publish_objects(s3, bucket, prefixes.models, [item])
     if name is None:
         return AddReport(
@@ -188,6 +189,7 @@ def remove_archive(
     """Delete an archive; refused while the current manifest names it unless `force`, which first
     publishes a manifest without it (the manifest must stop naming it before it goes away)."""
     target = target_model.removeprefix(prefixes.models)
+    ARCHIVE_NAME.check(target, where="TARGET_MODEL")
     key = prefixes.models + target
     if head(s3, bucket, key) is None:
         raise PublishError(f"s3://{bucket}/{key}: no such archive")

@@ -21,7 +21,7 @@ from triton_mme.core.errors import UserError
 from triton_mme.core.files import file_sha256
 from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
-from triton_mme.core.naming import COMPANION_NAME_PATTERN
+from triton_mme.core.naming import COMPANION_NAME
 
 ARCHIVE_CONTENT_TYPE = "application/gzip"
 JSON_CONTENT_TYPE = "application/json"
@@ -110,7 +110,7 @@ def check_local_companions(directory: Path, manifest: Manifest) -> list[LocalObj
         if not path.is_file():
             raise PublishError(f"{path}: file named in the manifest is missing")
         digest = file_sha256(path)
-        named = COMPANION_NAME_PATTERN.match(name)
+        named = COMPANION_NAME.match(name)
         if named is None or not digest.startswith(named["digest"]):
             raise PublishError(f"{path}: its content (sha256 {digest[:16]}...) does not match its name")
         objects.append(LocalObject(path=path, key=name, sha256=digest, size=path.stat().st_size))

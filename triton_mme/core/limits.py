@@ -1,0 +1,53 @@
+"""Every bound the project puts on sizes it reads: catalog shapes, archive configs, archive contents.
+
+Kept in one place so the catalog, the archive reader, `add` and the local server refuse the same things,
+and docs/input-limits.md can list them. A shape past these bounds would otherwise fail much later, as an
+out-of-memory error in an export, a verification or a model load, instead of as one line up front.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+# Largest max_batch_size of a catalog entry or an archive's config.pbtxt.
+MAX_BATCH_SIZE = 1024
+# Token positions of a text model (RoBERTa and BERT stop at 512; long-context encoders at 8192).
+MAX_SEQUENCE_LENGTH = 8192
+# Any single dimension of a tensor (a vocabulary of 250,002 tokens fits; [3, 100000, 100000] does not).
+MAX_TENSOR_DIM = 1_048_576
+# Elements of one sample of one tensor: 512 MiB at FP32.
+MAX_SAMPLE_ELEMENTS = 2**27
+# Elements of one tensor at max_batch_size, as the build's verification runs it: 1 GiB at FP32.
+MAX_BATCH_ELEMENTS = 2**28
+
+# config.pbtxt is a few kilobytes; it is read into memory whole, so it is bounded on its own.
+MAX_CONFIG_BYTES = 1024 * 1024
+# Total bytes an archive may unpack to (the sum of its members' sizes). Large enough for a 14 GB
+# TorchScript model; change it with --max-unpacked-mib where archives are read (add, serve-local,
+# standin) or the `max_unpacked_bytes` argument of triton_mme.core.archive.
+DEFAULT_MAX_UNPACKED_BYTES = 16 * 1024**3
+# An archive holds a model directory, config.pbtxt, a version directory and the model file.
+MAX_ARCHIVE_MEMBERS = 8
+
+
+def sample_elements(dims: Sequence[int]) -> int:
+    """Elements of one sample; a dynamic dimension (-1) counts as 1, the least it can be."""
+    return math.prod(max(d, 1) for d in dims)
+
+
+def shape_problem(dims: Sequence[int], *, max_batch_size: int) -> str | None:
+    """Why a tensor of these per-sample dims is out of bounds at max_batch_size; None when it fits."""
+    for dim in dims:
+        if dim == 0 or dim < -1 or dim > MAX_TENSOR_DIM:
+            return f"dimension {dim} is not allowed; allowed 1..{MAX_TENSOR_DIM:,} (or -1 where dynamic)"
+    elements = sample_elements(dims)
+    if elements > MAX_SAMPLE_ELEMENTS:
+        return f"{elements:,} elements per sample; allowed at most {MAX_SAMPLE_ELEMENTS:,}"
+    batched = elements * max(max_batch_size, 1)
+    if batched > MAX_BATCH_ELEMENTS:
+        return (
+            f"{batched:,} elements at max_batch_size {max_batch_size}; allowed at most "
+            f"{MAX_BATCH_ELEMENTS:,} (lower max_batch_size or the shape)"
+        )
+    return None
