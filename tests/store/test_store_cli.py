@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_support import BUCKET, one_line_error
-from test_upload import ARCHIVES, write_build
+from store_support import ARCHIVES, BUCKET, one_line_error, write_build
 
 from triton_mme.cli import main
 from triton_mme.store.publish import read_published_manifest

@@ -15,8 +15,7 @@ from boto3.exceptions import S3UploadFailedError
 from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from botocore.stub import ANY, Stubber
-from store_support import BUCKET, SentHeaders, one_line_error
-from test_upload import ARCHIVES, write_build
+from store_support import ARCHIVES, BUCKET, SentHeaders, one_line_error, write_build
 
 from triton_mme.cli import main
 from triton_mme.core.manifest import Manifest
@@ -119,8 +118,9 @@ class RacedS3:
 def test_an_archive_created_meanwhile_with_the_same_bytes_counts_as_skipped(s3: Any, tmp_path: Path) -> None:
     item = local_object(tmp_path / "a-onnx-0000.tar.gz", b"same bytes")
 
-    uploaded, skipped = publish_objects(RacedS3(s3, "models/a-onnx-0000.tar.gz", b"same bytes"), BUCKET,
-                                        "models/", [item])  # fmt: skip
+    uploaded, skipped = publish_objects(
+        RacedS3(s3, "models/a-onnx-0000.tar.gz", b"same bytes"), BUCKET, "models/", [item]
+    )
 
     assert (uploaded, skipped) == ([], ["models/a-onnx-0000.tar.gz"])
 
@@ -203,8 +203,9 @@ def test_create_json_retries_a_409_then_writes_with_if_none_match() -> None:
     for _ in range(2):
         stubber.add_client_error("head_object", "404", http_status_code=404)
         if _ == 0:
-            stubber.add_client_error("put_object", "ConditionalRequestConflict", http_status_code=409,
-                                     expected_params=expected)  # fmt: skip
+            stubber.add_client_error(
+                "put_object", "ConditionalRequestConflict", http_status_code=409, expected_params=expected
+            )
         else:
             stubber.add_response("put_object", {"ETag": '"e"'}, expected)
     with stubber:
@@ -418,11 +419,35 @@ def test_an_earlier_build_of_the_same_fingerprint_keeps_its_manifest(s3: Any, tm
     write_build(tmp_path / "two", {"resnet-onnx-cccc.tar.gz": b"rebuilt, other bytes"})
     for build in ("one", "two"):
         upload_build(s3, tmp_path / build, BUCKET, make_live=False)
-    assert main(["publish-build", "--from", str(tmp_path / "one"), "--fingerprint", FINGERPRINT,
-                 "--bucket", BUCKET]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "publish-build",
+                "--from",
+                str(tmp_path / "one"),
+                "--fingerprint",
+                FINGERPRINT,
+                "--bucket",
+                BUCKET,
+            ]
+        )
+        == 0
+    )
 
-    assert main(["publish-build", "--from", str(tmp_path / "two"), "--fingerprint", FINGERPRINT,
-                 "--bucket", BUCKET]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "publish-build",
+                "--from",
+                str(tmp_path / "two"),
+                "--fingerprint",
+                FINGERPRINT,
+                "--bucket",
+                BUCKET,
+            ]
+        )
+        == 0
+    )
 
     body = s3.get_object(Bucket=BUCKET, Key=f"manifests/builds/{FINGERPRINT}/manifest.json")["Body"].read()
     assert body == first.to_json().encode()

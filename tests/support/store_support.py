@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest, TensorSpec
 
 BUCKET = "model-store"
 
@@ -28,3 +32,35 @@ class SentHeaders:
 
     def of(self, operation: str) -> list[dict[str, str]]:
         return [headers for name, headers in self.calls if name == operation]
+
+
+def _record(name: str, fmt: str, path: Path) -> ArchiveRecord:
+    data = path.read_bytes()
+    return ArchiveRecord(
+        name=name,
+        format=fmt,
+        target_model=path.name,
+        sha256=hashlib.sha256(data).hexdigest(),
+        size_bytes=len(data),
+        source="torchvision:resnet18",
+        weights="random",
+        max_batch_size=8,
+        inputs=(TensorSpec(name="input", datatype="FP32", dims=(3, 224, 224)),),
+        outputs=(TensorSpec(name="output", datatype="FP32", dims=(1000,)),),
+    )
+
+
+def write_build(directory: Path, archives: dict[str, bytes]) -> Manifest:
+    """A build directory with the given archive files and a manifest naming them."""
+    directory.mkdir(parents=True, exist_ok=True)
+    records = []
+    for file_name, data in archives.items():
+        (directory / file_name).write_bytes(data)
+        name, fmt = file_name.split("-")[0], file_name.split("-")[1]
+        records.append(_record(name, fmt, directory / file_name))
+    manifest = Manifest(archives=tuple(records))
+    (directory / MANIFEST_FILE_NAME).write_text(manifest.to_json(), encoding="utf-8")
+    return manifest
+
+
+ARCHIVES = {"resnet-onnx-aaaa.tar.gz": b"onnx archive bytes", "resnet-torchscript-bbbb.tar.gz": b"ts bytes"}
