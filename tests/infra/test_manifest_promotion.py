@@ -40,7 +40,7 @@ def sagemaker(s3: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
         stubber.assert_no_pending_responses()
 
 
-def built(s3: Any, tmp_path: Path, fingerprint: str, archive: bytes) -> Manifest:
+def published_build(s3: Any, tmp_path: Path, fingerprint: str, archive: bytes) -> Manifest:
     """A build as the runner leaves it: archives uploaded, its manifest under its fingerprint, none live."""
     directory = tmp_path / fingerprint[:8]
     manifest = write_build(directory, {f"resnet-onnx-{fingerprint[:4]}.tar.gz": archive})
@@ -100,9 +100,9 @@ def live(s3: Any) -> Manifest | None:
 
 
 def test_create_update_failed_update_rollback_and_delete(s3: Any, sagemaker: Stubber, tmp_path: Path) -> None:
-    first = built(s3, tmp_path, FIRST, b"first model")
-    second = built(s3, tmp_path, SECOND, b"second model")
-    built(s3, tmp_path, THIRD, b"third model")
+    first = published_build(s3, tmp_path, FIRST, b"first model")
+    second = published_build(s3, tmp_path, SECOND, b"second model")
+    published_build(s3, tmp_path, THIRD, b"third model")
 
     # Create: the endpoint is still settling, then serves the first config; the first build goes live.
     create = request("Create", props(FIRST, "config-1"))
@@ -163,8 +163,8 @@ def test_create_update_failed_update_rollback_and_delete(s3: Any, sagemaker: Stu
 def test_a_rollback_after_a_successful_promotion_promotes_the_previous_build_back(
     s3: Any, sagemaker: Stubber, tmp_path: Path
 ) -> None:
-    first = built(s3, tmp_path, FIRST, b"first model")
-    second = built(s3, tmp_path, SECOND, b"second model")
+    first = published_build(s3, tmp_path, FIRST, b"first model")
+    second = published_build(s3, tmp_path, SECOND, b"second model")
     endpoint_is(sagemaker, "InService", "config-1")
     promotion.is_complete(request("Create", props(FIRST, "config-1")))
     endpoint_is(sagemaker, "InService", "config-2")
@@ -186,7 +186,7 @@ def test_a_rollback_after_a_successful_promotion_promotes_the_previous_build_bac
 def test_the_live_manifest_is_the_build_manifest_byte_for_byte(
     s3: Any, sagemaker: Stubber, tmp_path: Path
 ) -> None:
-    built(s3, tmp_path, FIRST, b"first model")
+    published_build(s3, tmp_path, FIRST, b"first model")
     endpoint_is(sagemaker, "InService", "config-1")
     promotion.is_complete(request("Create", props(FIRST, "config-1")))
 
@@ -201,7 +201,7 @@ def test_the_live_manifest_is_the_build_manifest_byte_for_byte(
 def test_an_endpoint_that_does_not_serve_fails_the_promotion(
     s3: Any, sagemaker: Stubber, tmp_path: Path, status: str
 ) -> None:
-    built(s3, tmp_path, FIRST, b"first model")
+    published_build(s3, tmp_path, FIRST, b"first model")
     endpoint_is(sagemaker, status, "config-1")
 
     with pytest.raises(promotion.PromotionRefused, match=f"is {status} on endpoint config config-1"):
@@ -218,7 +218,7 @@ def test_a_missing_build_manifest_or_archive_moves_nothing(
     ):
         promotion.is_complete(request("Create", props(FIRST, "config-1")))
 
-    manifest = built(s3, tmp_path, SECOND, b"second model")
+    manifest = published_build(s3, tmp_path, SECOND, b"second model")
     (archive,) = manifest.target_models
     s3.delete_object(Bucket=BUCKET, Key=f"models/{archive}")  # removed behind the deployment's back
     endpoint_is(sagemaker, "InService", "config-1")
@@ -260,7 +260,7 @@ class ChangedMeanwhile:
 def test_the_pointer_is_replaced_only_if_it_is_still_the_version_read(
     s3: Any, sagemaker: Stubber, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = built(s3, tmp_path, FIRST, b"first model")
+    first = published_build(s3, tmp_path, FIRST, b"first model")
     s3.put_object(Bucket=BUCKET, Key=LIVE, Body=b'{"archives": []}')
     racing = ChangedMeanwhile(s3, times=1)
     monkeypatch.setitem(promotion._clients, "s3", racing)
@@ -275,7 +275,7 @@ def test_the_pointer_is_replaced_only_if_it_is_still_the_version_read(
 def test_a_pointer_that_keeps_changing_stops_the_promotion(
     s3: Any, sagemaker: Stubber, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    built(s3, tmp_path, FIRST, b"first model")
+    published_build(s3, tmp_path, FIRST, b"first model")
     s3.put_object(Bucket=BUCKET, Key=LIVE, Body=b'{"archives": []}')
     monkeypatch.setitem(promotion._clients, "s3", ChangedMeanwhile(s3, times=promotion.POINTER_ATTEMPTS))
     endpoint_is(sagemaker, "InService", "config-1")
@@ -361,3 +361,14 @@ def test_a_fingerprint_that_is_not_one_is_refused() -> None:
             endpoint_config_name="c",
             log_retention=logs.RetentionDays.ONE_MONTH,
         )
+
+
+def test_the_handler_reads_the_manifest_schema_as_the_core_does(built: tuple[Path, Manifest]) -> None:
+    """The handler ships alone (no pydantic): its reading of a manifest must name what the core's names."""
+    _, manifest = built
+    assert manifest.files, "the tiny build records companion files"
+    expected = sorted(
+        [f"models/{target}" for target in manifest.target_models] + [f"manifests/{f}" for f in manifest.files]
+    )
+    document = json.loads(manifest.to_json())
+    assert promotion._named_keys(document, "models/", "manifests/") == expected

@@ -287,9 +287,11 @@ def _create_file(
         except Exception as error:
             code = error_code(error)
             if code == PRECONDITION_FAILED:
-                # Another writer created the key since it was checked: the same bytes are fine.
-                return not is_already_published(s3, bucket, key, item.sha256, item.size)
-            if code != CONDITIONAL_CONFLICT:
+                # Another writer created the key since it was checked: the same bytes are fine, other bytes
+                # stop here; a key that is gone again is tried once more.
+                if is_already_published(s3, bucket, key, item.sha256, item.size):
+                    return False
+            elif code != CONDITIONAL_CONFLICT:
                 raise
             # 409: a concurrent conditional write was in flight; S3 asks for the whole upload again.
     raise _lost_race_error(bucket, key, CREATE_ATTEMPTS)
