@@ -16,6 +16,17 @@ from typing import Any
 
 from aws_cdk import aws_logs as logs
 
+from infra.deployment_rules import (
+    STRATEGIES,
+    CapacitySize,
+    Fleet,
+    Strategy,
+    fleet_problem,
+    instance_type_problem,
+    peak_instances,
+    step_problem,
+    total_wait_seconds,
+)
 from infra.platform_rules import (
     AUTO,
     compute_capability_problem,
@@ -30,6 +41,10 @@ from triton_mme.core.platform import (
     CUSTOM_RESOURCE_TIMEOUT_MINUTES,
     DEFAULT_TRITON_TAG,
     GPU_MME_INSTANCE_TYPES,
+    GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE,
+    GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE,
+    GUARDRAIL_WAIT_SECONDS_RANGE,
+    INVOKE_ENDPOINT_TIMEOUT_SECONDS,
     TRITON_IMAGE_TAGS,
     gpu_instance,
 )
@@ -74,7 +89,9 @@ class Settings:
     region: str | None = None
     instance_type: str = "ml.g5.xlarge"
     initial_instance_count: int = 2
-    min_instance_count: int = 1
+    # Two: AWS recommends at least two instances for availability, and a guarded update moves at most half
+    # of the instances at a time, at least one (docs/updates.md).
+    min_instance_count: int = 2
     max_instance_count: int = 5
     gpu_utilization_target: float = 60.0
     invocations_per_instance_target: int = 0
@@ -99,9 +116,23 @@ class Settings:
     alarm_gpu_memory_percent: float = 90.0
     alarm_disk_percent: float = 80.0
     alarm_model_loading_wait_ms: int = 10_000
+    # A cold load shows in ModelLatency too (a first ResNet-50 call took about 8 s): the default catches a
+    # serving regression, not a cold start.
+    alarm_model_latency_p99_ms: int = 10_000
     alarm_cache_hit_percent: float = 80.0
     alarm_evaluation_minutes: int = 5
     alarm_datapoints_to_alarm: int = 3
+    # Endpoint updates (see docs/updates.md): how the new fleet takes the traffic, step sizes as a number of
+    # instances ("1") or a percentage of the variant's instances ("25%"), the baking period after each step,
+    # during which the 5XX, ModelLatency p99 and ModelLoadingWaitTime alarms roll the update back.
+    deployment_strategy: str = Strategy.CANARY.value
+    deployment_canary_size: str = "1"
+    deployment_linear_step_size: str = "1"
+    deployment_rolling_batch_size: str = "1"
+    deployment_rollback_batch_size: str | None = None
+    deployment_wait_seconds: int = 600
+    deployment_termination_wait_seconds: int = 0
+    deployment_timeout_seconds: int = 7200
     # The GPU build runner (see infra/constructs/build_runner.py); `cdk deploy` waits for its build.
     builder_compute_type: str = "SMALL"
     build_timeout_minutes: int = 50
@@ -131,6 +162,37 @@ class Settings:
     def resolved_inference_ami(self) -> str:
         """The InferenceAmiVersion the variant gets (never `auto`)."""
         return resolve_inference_ami(self.triton_image_tag, self.instance_type, self.inference_ami_version)
+
+    @property
+    def strategy(self) -> Strategy:
+        return Strategy(self.deployment_strategy)
+
+    @property
+    def update_fleet(self) -> Fleet:
+        """The instance counts the variant can have when an update starts: autoscaling moves it between its
+        bounds, and the endpoint retains it across updates (RetainAllVariantProperties)."""
+        if self.autoscaling:
+            return Fleet(self.min_instance_count, self.max_instance_count)
+        return Fleet(self.initial_instance_count, self.initial_instance_count)
+
+    @property
+    def deployment_step(self) -> CapacitySize | None:
+        """The canary, linear step or rolling batch of the chosen strategy (None for all at once)."""
+        name = _STEP_SETTINGS.get(self.strategy)
+        return CapacitySize.parse(getattr(self, name)) if name else None
+
+    @property
+    def rollback_batch(self) -> CapacitySize | None:
+        return (
+            CapacitySize.parse(self.deployment_rollback_batch_size)
+            if self.deployment_rollback_batch_size
+            else None
+        )
+
+    @property
+    def peak_update_instances(self) -> int:
+        """The most instances of `instance_type` the endpoint runs during an update or its rollback."""
+        return peak_instances(self.strategy, self.deployment_step, self.rollback_batch, self.update_fleet)
 
     @property
     def build_log_retention(self) -> logs.RetentionDays:
@@ -173,6 +235,8 @@ def _convert(key: str, raw: Any, type_name: str) -> Any:
         if not math.isfinite(number):
             raise SettingsError(f"{key}={raw} is not a finite number; allowed: a number such as 60")
         return number
+    if key.endswith("Size") and isinstance(raw, int) and not isinstance(raw, bool):
+        return str(raw)  # a step size written as a JSON number in cdk.json: 2 means "2" (instances)
     if not isinstance(raw, str):
         raise SettingsError(f"{key}={raw} is not text; allowed: a string")
     return raw.strip()
@@ -234,6 +298,7 @@ def _validate(s: Settings) -> None:
     _validate_platform(s)
     _validate_kms_key(s)
     _validate_alarms(s)
+    _validate_deployment(s)
     _validate_build_runner(s)
     if s.endpoint_log_retention_days not in LOG_RETENTION_DAYS:
         raise _fail(
@@ -291,6 +356,14 @@ def _validate_alarms(s: Settings) -> None:
             s.alarm_model_loading_wait_ms,
             "is out of range; allowed: 1..3600000 milliseconds",
         )
+    longest_latency_ms = INVOKE_ENDPOINT_TIMEOUT_SECONDS * 1000
+    if not 1 <= s.alarm_model_latency_p99_ms <= longest_latency_ms:
+        raise _fail(
+            "alarm_model_latency_p99_ms",
+            s.alarm_model_latency_p99_ms,
+            f"is out of range; allowed: 1..{longest_latency_ms} milliseconds (InvokeEndpoint times out after "
+            f"{INVOKE_ENDPOINT_TIMEOUT_SECONDS} s)",
+        )
     if not 1 <= s.alarm_evaluation_minutes <= MAX_ALARM_EVALUATION_MINUTES:
         raise _fail(
             "alarm_evaluation_minutes",
@@ -302,6 +375,101 @@ def _validate_alarms(s: Settings) -> None:
             "alarm_datapoints_to_alarm",
             s.alarm_datapoints_to_alarm,
             f"is out of range; allowed: 1..alarmEvaluationMinutes ({s.alarm_evaluation_minutes})",
+        )
+
+
+_STEP_SETTINGS = {
+    Strategy.CANARY: "deployment_canary_size",
+    Strategy.LINEAR: "deployment_linear_step_size",
+    Strategy.ROLLING: "deployment_rolling_batch_size",
+}
+_SIZE_ALLOWED = "a number of instances such as 1, or a percentage of the instances such as 25%"
+
+
+def _validate_deployment(s: Settings) -> None:
+    """The guardrails' ranges and rules (infra/deployment_rules.py, from the SageMaker API reference)."""
+    if s.deployment_strategy not in STRATEGIES:
+        raise _fail(
+            "deployment_strategy",
+            s.deployment_strategy,
+            "is not a deployment strategy; allowed: " + ", ".join(STRATEGIES),
+        )
+    for name in (*_STEP_SETTINGS.values(), "deployment_rollback_batch_size"):
+        value = getattr(s, name)
+        if value is None:
+            continue
+        try:
+            size = CapacitySize.parse(value)
+        except ValueError:
+            raise _fail(name, value, f"is not a size; allowed: {_SIZE_ALLOWED}") from None
+        if size.percent and size.value > 100:
+            raise _fail(
+                name, value, "is more than the whole fleet; allowed: 1%..100% or a number of instances"
+            )
+    strategy, fleet = s.strategy, s.update_fleet
+    problem = fleet_problem(strategy, fleet)
+    if problem:
+        bound = "minInstanceCount" if s.autoscaling else "initialInstanceCount (autoscaling=false)"
+        raise _fail(
+            "deployment_strategy",
+            s.deployment_strategy,
+            f"{problem}; allowed: {bound} >= 2, or deploymentStrategy=all-at-once",
+        )
+    problem = instance_type_problem(strategy, s.instance_type)
+    if problem:
+        raise _fail("deployment_strategy", s.deployment_strategy, f"{problem}; allowed: all-at-once")
+    step = s.deployment_step
+    if step is not None:
+        problem = step_problem(strategy, step, fleet)
+        if problem:
+            raise _fail(_STEP_SETTINGS[strategy], step, problem)
+    if s.deployment_rollback_batch_size is not None and strategy is not Strategy.ROLLING:
+        raise _fail(
+            "deployment_rollback_batch_size",
+            s.deployment_rollback_batch_size,
+            f"applies to rolling updates only; allowed: unset with deploymentStrategy={strategy.value}",
+        )
+    _validate_deployment_times(s, strategy, step, fleet)
+
+
+def _validate_deployment_times(
+    s: Settings, strategy: Strategy, step: CapacitySize | None, fleet: Fleet
+) -> None:
+    for name, (low, high) in (
+        ("deployment_wait_seconds", GUARDRAIL_WAIT_SECONDS_RANGE),
+        ("deployment_termination_wait_seconds", GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE),
+        ("deployment_timeout_seconds", GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE),
+    ):
+        if not low <= getattr(s, name) <= high:
+            raise _fail(name, getattr(s, name), f"is out of range; allowed: {low}..{high} seconds")
+    # An alarm fires after alarmDatapointsToAlarm one-minute periods cross it: a shorter baking period ends
+    # before any alarm could roll the update back.
+    alarm_seconds = s.alarm_datapoints_to_alarm * 60
+    if s.deployment_wait_seconds < alarm_seconds:
+        raise _fail(
+            "deployment_wait_seconds",
+            s.deployment_wait_seconds,
+            f"is shorter than the rollback alarms need to fire (alarmDatapointsToAlarm="
+            f"{s.alarm_datapoints_to_alarm} one-minute periods); allowed: "
+            f"{alarm_seconds}..{GUARDRAIL_WAIT_SECONDS_RANGE[1]} seconds",
+        )
+    if s.deployment_termination_wait_seconds and not strategy.is_blue_green:
+        raise _fail(
+            "deployment_termination_wait_seconds",
+            s.deployment_termination_wait_seconds,
+            "applies to blue/green updates only; allowed: 0 with deploymentStrategy=rolling",
+        )
+    waiting = total_wait_seconds(
+        strategy, step, fleet, s.deployment_wait_seconds, s.deployment_termination_wait_seconds
+    )
+    longest = GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE[1]
+    if s.deployment_timeout_seconds <= waiting:
+        allowed = f"{waiting + 1}..{longest} seconds" if waiting < longest else "none: shorten the waits"
+        raise _fail(
+            "deployment_timeout_seconds",
+            s.deployment_timeout_seconds,
+            f"is not longer than the update's own waiting ({waiting} s of baking and termination wait, "
+            f"provisioning not counted); allowed: {allowed}",
         )
 
 

@@ -8,8 +8,10 @@ from constructs import Construct
 
 from infra.build_target import PROJECT_ROOT, catalog_in_project
 from infra.constructs.build_runner import ModelBuildRunner
+from infra.constructs.deployment_policy import DeploymentPolicy
 from infra.constructs.endpoint_autoscaling import EndpointAutoscaling
 from infra.constructs.endpoint_logs import EndpointLogs
+from infra.constructs.manifest_promotion import ManifestPromotion
 from infra.constructs.model_build_trigger import ModelBuildTrigger
 from infra.constructs.model_store import ModelStore
 from infra.constructs.monitoring import AlarmThresholds, EndpointMonitoring
@@ -106,6 +108,7 @@ class TritonMmeStack(Stack):
                 gpu_memory_percent=settings.alarm_gpu_memory_percent,
                 disk_percent=settings.alarm_disk_percent,
                 model_loading_wait_ms=settings.alarm_model_loading_wait_ms,
+                model_latency_p99_ms=settings.alarm_model_latency_p99_ms,
                 cache_hit_percent=settings.alarm_cache_hit_percent,
                 evaluation_periods=settings.alarm_evaluation_minutes,
                 datapoints_to_alarm=settings.alarm_datapoints_to_alarm,
@@ -114,10 +117,39 @@ class TritonMmeStack(Stack):
             min_instances=settings.min_instance_count,
             max_instances=settings.max_instance_count,
         )
+        # Updates shift traffic step by step and roll back on the monitoring's alarms, named, not referenced:
+        # the alarms watch the endpoint, so the endpoint cannot depend on them (guard_updates).
+        self.endpoint.guard_updates(
+            DeploymentPolicy(
+                strategy=settings.strategy,
+                step=settings.deployment_step,
+                rollback_step=settings.rollback_batch,
+                wait=Duration.seconds(settings.deployment_wait_seconds),
+                termination_wait=Duration.seconds(settings.deployment_termination_wait_seconds),
+                timeout=Duration.seconds(settings.deployment_timeout_seconds),
+            ),
+            rollback_alarm_names=self.monitoring.rollback_alarm_names,
+        )
+        # The live manifest moves to this build only once the endpoint serves this deployment's config.
+        self.promotion = ManifestPromotion(
+            self,
+            "ManifestPromotion",
+            store=self.store,
+            fingerprint=self.build_runner.fingerprint,
+            endpoint_name=self.endpoint.endpoint_name,
+            endpoint_arn=self.endpoint.endpoint.ref,
+            endpoint_config_name=self.endpoint.endpoint_config.attr_endpoint_config_name,
+            log_retention=settings.build_log_retention,
+            encryption_key=self.encryption_key,
+        )
+        self.promotion.resource.node.add_dependency(self.build.resource)
 
         CfnOutput(self, ENDPOINT_NAME_OUTPUT, value=self.endpoint.endpoint_name)
         CfnOutput(self, "ModelBucketName", value=self.store.bucket.bucket_name)
         CfnOutput(self, "ModelPrefixUrl", value=self.store.model_prefix_url)
+        CfnOutput(
+            self, "LiveManifestUrl", value=self.store.bucket.s3_url_for_object(self.store.live_manifest_key)
+        )
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.alarm_topic.topic.topic_arn)
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard.dashboard_name)
         CfnOutput(self, "EndpointLogGroup", value=self.endpoint_logs.log_group_name)

@@ -15,6 +15,8 @@ from constructs import Construct
 from infra.constructs.build_spec import build_spec
 from infra.constructs.model_store import ModelStore
 from infra.constructs.nag import acknowledge_wildcard_resources
+from triton_mme.core.locations import BUILDS_FOLDER, PERFORMANCE_FILE_NAME
+from triton_mme.core.naming import CONTENT_HASH_LENGTH
 from triton_mme.core.platform import DLC_REPOSITORY, DLC_TAG_BY_CUDA_MAJOR, triton_image
 
 # What the runner runs (`python -m triton_mme build | profile | upload`), besides the catalog: the entry
@@ -37,10 +39,10 @@ COMPUTE_TYPES = {"SMALL": codebuild.ComputeType.SMALL, "LARGE": codebuild.Comput
 class ModelBuildRunner(Construct):
     """A GPU CodeBuild project that builds the catalog's archives and publishes them to the model store.
 
-    Its role may write only the store's model and manifest prefixes, read its own source and write its
-    own logs; `role_policy` holds those grants, so whatever starts a build can wait for them. One build runs
-    at a time and waits at most `queued_timeout` for a runner. `fingerprint` changes exactly when what the
-    build would produce can change.
+    Its role may write only archives, its build manifest and content-addressed files to the store (never
+    the live manifest), read its own source and write its own logs; `role_policy` holds those grants, so
+    whatever starts a build can wait for them. One build runs at a time and waits at most `queued_timeout`
+    for a runner. `fingerprint` changes exactly when what the build would produce can change.
     """
 
     def __init__(
@@ -119,18 +121,34 @@ class ModelBuildRunner(Construct):
     def _grant_store_writes(self, store: ModelStore, encryption_key: kms.IKey | None) -> iam.Policy:
         role = self.project.role
         assert role is not None
-        prefixes = [
-            store.bucket.arn_for_objects(f"{p}*") for p in (store.model_prefix, store.manifest_prefix)
+        objects = store.bucket.arn_for_objects
+        manifests = store.manifest_prefix
+        # What a build writes, each key once: archives, its manifest under its fingerprint, and the
+        # content-addressed files beside the manifests (`labels-<hash>.json`, `tokenizer-<hash>.json`,
+        # `<manifest sha256>.performance.json`). Never the live manifest: the deployment promotes it.
+        writes = [
+            objects(f"{store.model_prefix}*"),
+            objects(f"{manifests}{BUILDS_FOLDER}*"),
+            objects(f"{manifests}*-{'?' * CONTENT_HASH_LENGTH}.json"),
+            objects(f"{manifests}*.{PERFORMANCE_FILE_NAME}"),
         ]
+        reads = [objects(f"{p}*") for p in (store.model_prefix, manifests)]
         for statement in (
-            iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=prefixes),
+            iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=writes),
+            # Stated although nothing above allows it: a build must never move the live manifest.
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                actions=["s3:PutObject"],
+                resources=[objects(store.live_manifest_key)],
+            ),
             # The upload reads back what is already published to skip identical archives.
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=prefixes),
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=reads),
             # S3 answers a missing key with 404 (the upload's "not published yet") only to a caller
             # allowed to list the bucket; to anyone else it answers 403 and the upload would stop.
             iam.PolicyStatement(actions=["s3:ListBucket"], resources=[store.bucket.bucket_arn]),
         ):
             role.add_to_principal_policy(statement)
+        prefixes = [*writes, *reads]
         if encryption_key is not None:
             # The project's key is the store's key: CodeBuild's grant on it also covers SSE-KMS uploads.
             for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
@@ -152,7 +170,8 @@ class ModelBuildRunner(Construct):
         acknowledge_wildcard_resources(
             policy,
             prefixes,
-            reason="Reads and writes are confined to the model and manifest prefixes of the model store.",
+            reason="Reads and writes are confined to the model and manifest prefixes of the model store; "
+            "writes to archives, build manifests and content-addressed files there.",
         )
         stack = Stack.of(self)
         default_logs = stack.format_arn(

@@ -1,4 +1,10 @@
-"""The build runner's buildspec: set up and check CUDA, install, build, measure every archive, publish."""
+"""The build runner's buildspec: set up and check CUDA, install, build, measure every archive, publish.
+
+Publishing goes in the order that never leaves a manifest naming something missing: the archives and
+companion files, then the figures, then, last, the build's manifest under its fingerprint. A build never
+writes the live manifest: the deployment promotes the build's manifest once the endpoint serves it
+(docs/updates.md). A check that must pass before a build's manifest is published goes before its last step.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,9 @@ from triton_mme.core.platform import NVIDIA_PIP_INDEX
 
 # The runner runs the project's one command line from its source (core, model_build, profiler, store).
 COMMAND = "python -m triton_mme"
+# Set by the build trigger on every build it starts (model_build_trigger_handler/handler.py, which cannot
+# import it: it ships alone; a test checks that both name the same variable).
+FINGERPRINT_VARIABLE = "MODEL_BUILD_FINGERPRINT"
 
 # What the Deep Learning Containers image's entry point (start_cuda_compat.sh) does, which CodeBuild skips
 # because it ignores ENTRYPOINT: when the host driver is older than the image's CUDA forward-compatibility
@@ -42,13 +51,16 @@ def build_spec(*, tensorrt: bool) -> dict[str, Any]:
         install.append(
             f'python -m pip install --quiet --extra-index-url {NVIDIA_PIP_INDEX} "$TENSORRT_REQUIREMENT"'
         )
-    store = '--bucket "$MODEL_BUCKET" --manifest-prefix "$MANIFEST_PREFIX"'
+    store = f'--from {BUILD_DIR} --prefix "$MODEL_PREFIX" --bucket "$MODEL_BUCKET"'
+    store += ' --manifest-prefix "$MANIFEST_PREFIX"'
     build = [
         f'{COMMAND} build --catalog "$MODEL_CATALOG" --out {BUILD_DIR} --triton-tag "$TRITON_IMAGE_TAG"',
         # Measuring before publishing also proves that every archive loads on this GPU.
         f"{COMMAND} profile --from {BUILD_DIR} --out {BUILD_DIR / PERFORMANCE_FILE_NAME}",
-        f'{COMMAND} upload --from {BUILD_DIR} --prefix "$MODEL_PREFIX" {store}',
-        f'{COMMAND} publish-performance --from {BUILD_DIR} --prefix "$MODEL_PREFIX" {store}',
+        f"{COMMAND} upload --archives-only {store}",
+        f"{COMMAND} publish-performance {store}",
+        # Last: the manifest of this build, under the fingerprint the trigger passed.
+        f'{COMMAND} publish-build --fingerprint "${FINGERPRINT_VARIABLE}" {store}',
     ]
     return {
         "version": "0.2",

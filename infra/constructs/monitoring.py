@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aws_cdk import Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from constructs import Construct
@@ -24,13 +25,19 @@ class AlarmThresholds:
     gpu_memory_percent: float
     disk_percent: float
     model_loading_wait_ms: int
+    model_latency_p99_ms: int
     cache_hit_percent: float
     evaluation_periods: int
     datapoints_to_alarm: int
 
 
 class EndpointMonitoring(Construct):
-    """Alarms and a dashboard for one endpoint variant; every alarm notifies `self.alarm_topic`."""
+    """Alarms and a dashboard for one endpoint variant; every alarm notifies `self.alarm_topic`.
+
+    Three alarms also guard endpoint updates (`rollback_alarm_names`: 5XX errors, ModelLatency p99,
+    ModelLoadingWaitTime): they are named `<stack name>-<alarm>` because the endpoint they watch must name
+    them before they exist (TritonEndpoint.guard_updates).
+    """
 
     def __init__(
         self,
@@ -48,7 +55,14 @@ class EndpointMonitoring(Construct):
         self.metrics = EndpointMetrics(endpoint_name=endpoint_name, variant_name=variant_name)
         self.alarm_topic = AlarmTopic(self, "AlarmTopic", email=alarm_email)
         self.thresholds = thresholds
+        self.rollback_alarm_names: list[str] = []
         m, t = self.metrics, thresholds
+        stack_name = Stack.of(self).stack_name
+        if Token.is_unresolved(stack_name):
+            raise ValueError(
+                "the rollback alarms are named after the stack: its name must be known at synthesis"
+            )
+        self._name_prefix = stack_name
         # Request-driven metrics exist only while requests arrive, so an idle endpoint is healthy
         # (NOT_BREACHING). Instance metrics arrive every minute while instances run: a gap says nothing
         # about memory or disk, so those alarms keep their state (MISSING) instead of guessing.
@@ -58,6 +72,15 @@ class EndpointMonitoring(Construct):
             threshold=t.errors_5xx_per_minute,
             missing=Missing.NOT_BREACHING,
             description="The endpoint answered with 5XX errors (507: a model did not fit in GPU memory).",
+            guards_updates=True,
+        )
+        self.model_latency_high = self._alarm(
+            "ModelLatencyP99High",
+            m.latency("ModelLatency", 99),
+            threshold=t.model_latency_p99_ms * MICROSECONDS_PER_MILLISECOND,
+            missing=Missing.NOT_BREACHING,
+            description=f"1% of requests took the model {t.model_latency_p99_ms} ms or more to answer.",
+            guards_updates=True,
         )
         self.gpu_memory_high = self._alarm(
             "GpuMemoryHigh",
@@ -79,6 +102,7 @@ class EndpointMonitoring(Construct):
             threshold=t.model_loading_wait_ms * MICROSECONDS_PER_MILLISECOND,
             missing=Missing.NOT_BREACHING,
             description=f"Requests waited {t.model_loading_wait_ms} ms or more on average for a model load.",
+            guards_updates=True,
         )
         self.cache_hit_low = self._alarm(
             "CacheHitLow",
@@ -91,6 +115,7 @@ class EndpointMonitoring(Construct):
         # Keyed by the metric each alarm watches, so the dashboard draws thresholds on the right graphs.
         self.alarms: dict[str, cloudwatch.Alarm] = {
             "Invocation5XXErrors": self.errors_5xx,
+            "ModelLatency": self.model_latency_high,
             "GPUMemoryUtilization": self.gpu_memory_high,
             "DiskUtilization": self.disk_high,
             "ModelLoadingWaitTime": self.model_loading_wait_high,
@@ -114,17 +139,25 @@ class EndpointMonitoring(Construct):
         missing: cloudwatch.TreatMissingData,
         description: str,
         comparison: cloudwatch.ComparisonOperator = Comparison.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        guards_updates: bool = False,
     ) -> cloudwatch.Alarm:
+        name = f"{self._name_prefix}-{construct_id}" if guards_updates else None
         alarm = metric.create_alarm(
             self,
             construct_id,
+            alarm_name=name,
             threshold=threshold,
             comparison_operator=comparison,
             evaluation_periods=self.thresholds.evaluation_periods,
             datapoints_to_alarm=self.thresholds.datapoints_to_alarm,
             treat_missing_data=missing,
             alarm_description=description,
+            # A percentile over a few requests says little (one cold load is the p99 of a quiet minute): such
+            # minutes leave the alarm as it is instead of rolling an update back.
+            evaluate_low_sample_count_percentile="ignore" if metric.statistic.startswith("p") else None,
         )
+        if name is not None:
+            self.rollback_alarm_names.append(name)
         notify = actions.SnsAction(self.alarm_topic.topic)
         alarm.add_alarm_action(notify)
         alarm.add_ok_action(notify)

@@ -1,13 +1,18 @@
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Annotations, Validations
+from collections.abc import Sequence
+
+from aws_cdk import Acknowledgment, Annotations, ArnFormat, Stack, Validations
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from infra.constructs.deployment_policy import DeploymentPolicy
 from infra.constructs.hosting_role import HostingRole
 from infra.constructs.model_store import ModelStore
 from infra.constructs.triton_image import TritonImage
+from infra.deployment_rules import variant_count_problem
 
 VARIANT_NAME = "AllTraffic"
 # Triton's SageMaker entry point (docker/sagemaker/serve) logs verbosely unless told otherwise,
@@ -82,11 +87,40 @@ class TritonEndpoint(Construct):
             self,
             "Endpoint",
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
-            # Keeps the autoscaled instance count when a new endpoint config replaces this one.
+            # Keeps the autoscaled instance count when a new endpoint config replaces this one: the new fleet
+            # of a guarded update starts at that count, which its step sizes are shares of.
             retain_all_variant_properties=True,
         )
         self.endpoint_name = self.endpoint.attr_endpoint_name
         self.variant_name = VARIANT_NAME
+        self.variant_count = 1
+
+    def guard_updates(self, policy: DeploymentPolicy, *, rollback_alarm_names: Sequence[str]) -> None:
+        """Update the endpoint with `policy` and roll back when one of the named alarms fires.
+
+        The alarms are given by name, not by reference: they watch this endpoint (its name is one of their
+        metric dimensions), so a reference back from the endpoint would make a dependency cycle. Their names
+        must therefore be fixed before deployment (EndpointMonitoring derives them from the stack name).
+        SageMaker reads the alarms with the hosting role (cloudwatch:DescribeAlarms, "Auto-Rollback
+        Configuration and Monitoring").
+        """
+        problem = variant_count_problem(policy.strategy, self.variant_count)
+        if problem:
+            raise ValueError(f"a {policy.strategy.value} update cannot guard this endpoint: {problem}")
+        self.endpoint.deployment_config = policy.deployment_config(rollback_alarm_names)
+        stack = Stack.of(self)
+        alarms = [
+            stack.format_arn(
+                service="cloudwatch",
+                resource="alarm",
+                resource_name=name,
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for name in rollback_alarm_names
+        ]
+        self.hosting.policy.add_statements(
+            iam.PolicyStatement(actions=["cloudwatch:DescribeAlarms"], resources=alarms)
+        )
 
     def _explain_volume_encryption(
         self, instance_type: str, key: kms.IKey | None, volume_key: str | None

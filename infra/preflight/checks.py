@@ -80,8 +80,9 @@ def _quota_value(client: Any, service_code: str, matches: Callable[[str], bool])
 
 
 @reports_aws_errors("endpoint-quota")
-def check_endpoint_quota(service_quotas: Any, quota_name: str, needed: int) -> CheckResult:
-    """The per-type endpoint instance quota must allow maxInstanceCount instances."""
+def check_endpoint_quota(service_quotas: Any, quota_name: str, needed: int, why: str) -> CheckResult:
+    """The per-type endpoint instance quota must allow the most instances the endpoint can run at once:
+    `needed`, explained by `why` (autoscaling's maximum, and the second fleet of an update)."""
     found = _quota_value(service_quotas, "sagemaker", lambda name: name == quota_name)
     if found is None:
         return CheckResult(
@@ -95,11 +96,11 @@ def check_endpoint_quota(service_quotas: Any, quota_name: str, needed: int) -> C
         return CheckResult(
             "endpoint-quota",
             False,
-            f"'{quota_name}' is {value:g}, below maxInstanceCount={needed}",
-            f"request at least {needed} in Service Quotas (Amazon SageMaker, '{quota_name}'), "
-            "or lower maxInstanceCount",
+            f"'{quota_name}' is {value:g}, below the {needed} instances the endpoint can run at once ({why})",
+            f"request at least {needed} in Service Quotas (Amazon SageMaker, '{quota_name}'), or lower "
+            "maxInstanceCount (docs/updates.md: the strategies and the instances they add)",
         )
-    return CheckResult("endpoint-quota", True, f"'{quota_name}' is {value:g} (maxInstanceCount={needed})")
+    return CheckResult("endpoint-quota", True, f"'{quota_name}' is {value:g} (needs {needed}: {why})")
 
 
 @reports_aws_errors("codebuild-gpu-quota")

@@ -1,4 +1,4 @@
-"""Checks against the deployed stack: changes SageMaker refuses in one `cdk deploy`."""
+"""Checks against the deployed stack: changes SageMaker refuses, or does not guard, in one `cdk deploy`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,41 @@ def _deployed_endpoint(cloudformation: Any, stack_name: str, output_key: str) ->
     return outputs.get(output_key)
 
 
+def _deployed_variants(
+    cloudformation: Any, sagemaker: Any, stack_name: str, output_key: str
+) -> tuple[str, list[dict[str, Any]]] | None:
+    """The deployed endpoint's name and the production variants of the config it serves."""
+    endpoint = _deployed_endpoint(cloudformation, stack_name, output_key)
+    if endpoint is None:
+        return None
+    config_name = sagemaker.describe_endpoint(EndpointName=endpoint)["EndpointConfigName"]
+    variants = sagemaker.describe_endpoint_config(EndpointConfigName=config_name)["ProductionVariants"]
+    return endpoint, list(variants)
+
+
+@reports_aws_errors("variant-name")
+def check_variant_name(
+    *, cloudformation: Any, sagemaker: Any, stack_name: str, endpoint_output: str, variant_name: str
+) -> CheckResult:
+    """A guarded update needs the new endpoint config to keep the variant name of the one it replaces
+    (SageMaker developer guide, deployment-guardrails-exclusions)."""
+    name = "variant-name"
+    deployed = _deployed_variants(cloudformation, sagemaker, stack_name, endpoint_output)
+    if deployed is None:
+        return CheckResult(name, True, f"no deployed endpoint in stack {stack_name} yet")
+    endpoint, variants = deployed
+    names = [variant["VariantName"] for variant in variants]
+    if names == [variant_name]:
+        return CheckResult(name, True, f"{endpoint} serves variant {variant_name}, which the update keeps")
+    return CheckResult(
+        name,
+        False,
+        f"{endpoint} serves variants {', '.join(names)}; the update's config has only {variant_name}, and "
+        "SageMaker guards an update only when the variant name stays the same",
+        "update this endpoint outside the stack first, or deploy the stack under a new stackName",
+    )
+
+
 @reports_aws_errors("instance-type-change")
 def check_instance_type_change(
     *,
@@ -39,11 +74,10 @@ def check_instance_type_change(
     The fix is two deployments: the first removes the scaling, the second changes the type and adds it back.
     """
     name = "instance-type-change"
-    endpoint = _deployed_endpoint(cloudformation, stack_name, endpoint_output)
-    if endpoint is None:
+    found = _deployed_variants(cloudformation, sagemaker, stack_name, endpoint_output)
+    if found is None:
         return CheckResult(name, True, f"no deployed endpoint in stack {stack_name} yet")
-    config_name = sagemaker.describe_endpoint(EndpointName=endpoint)["EndpointConfigName"]
-    variants = sagemaker.describe_endpoint_config(EndpointConfigName=config_name)["ProductionVariants"]
+    endpoint, variants = found
     deployed = next((v.get("InstanceType") for v in variants if v["VariantName"] == variant_name), None)
     if deployed is None or deployed == instance_type:
         return CheckResult(name, True, f"{endpoint} keeps instanceType={instance_type}")

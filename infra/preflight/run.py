@@ -15,7 +15,7 @@ from infra.preflight.checks import (
     check_image,
     check_region,
 )
-from infra.preflight.deployed import check_instance_type_change
+from infra.preflight.deployed import check_instance_type_change, check_variant_name
 from infra.settings import Settings
 from infra.stack import ENDPOINT_NAME_OUTPUT
 from triton_mme.core.platform import (
@@ -61,7 +61,10 @@ def run_preflight(settings: Settings, region: str, clients: PreflightClients) ->
         *results,
         check_bootstrap(clients.cloudformation),
         check_endpoint_quota(
-            clients.service_quotas, endpoint_quota_name(settings.instance_type), settings.max_instance_count
+            clients.service_quotas,
+            endpoint_quota_name(settings.instance_type),
+            settings.peak_update_instances,
+            update_capacity(settings),
         ),
         check_codebuild_gpu_quota(
             clients.service_quotas, CODEBUILD_GPUS[settings.builder_compute_type].concurrency_quota_name
@@ -91,4 +94,25 @@ def run_preflight(settings: Settings, region: str, clients: PreflightClients) ->
             variant_name=VARIANT_NAME,
             instance_type=settings.instance_type,
         ),
+        check_variant_name(
+            cloudformation=clients.cloudformation,
+            sagemaker=clients.sagemaker,
+            stack_name=settings.stack_name,
+            endpoint_output=ENDPOINT_NAME_OUTPUT,
+            variant_name=VARIANT_NAME,
+        ),
     ]
+
+
+def update_capacity(settings: Settings) -> str:
+    """Why the endpoint can run `settings.peak_update_instances` instances at once, in one phrase."""
+    largest = settings.update_fleet.largest
+    extra = settings.peak_update_instances - largest
+    bound = "maxInstanceCount" if settings.autoscaling else "initialInstanceCount"
+    during = (
+        f"a {settings.strategy.value} update runs a second fleet beside the first"
+        if settings.strategy.is_blue_green
+        else "a rolling update adds a batch; its rollback brings the old instances back "
+        + (f"{settings.rollback_batch} at a time" if settings.rollback_batch else "all at once")
+    )
+    return f"{bound}={largest}, plus {extra} while {during}"

@@ -72,7 +72,8 @@ def test_queue_and_build_end_inside_the_custom_resources_hour_with_a_margin(
     synth = synth_with(build_timeout_minutes=build, build_queue_timeout_minutes=queue)
     project = only(synth, "AWS::CodeBuild::Project")[1]["Properties"]
     trigger = only(synth, "Custom::ModelBuild")[1]["Properties"]
-    (machine,) = synth.template.find_resources("AWS::StepFunctions::StateMachine").values()
+    machines = synth.template.find_resources("AWS::StepFunctions::StateMachine")
+    (machine,) = [m for logical_id, m in machines.items() if logical_id.startswith("ModelBuildTrigger")]
     poll_seconds = int(re.search(r'\\"IntervalSeconds\\":(\d+)', json.dumps(machine))[1])  # type: ignore[index]
     limit_minutes = int(trigger["ServiceTimeout"]) / 60
     assert limit_minutes == CUSTOM_RESOURCE_TIMEOUT_MINUTES
@@ -184,7 +185,7 @@ def test_scaling_follows_the_endpoint_variant_and_can_be_left_out(
             "ResourceId": {
                 "Fn::Join": ["", ["endpoint/", endpoint_name(default_synth), "/variant/AllTraffic"]]
             },
-            "MinCapacity": 1,
+            "MinCapacity": 2,
             "MaxCapacity": 5,
         },
     )
@@ -220,7 +221,7 @@ def test_scaling_settings_reach_the_target_and_policies(synth_with: SynthWith) -
 def test_alarms_watch_this_endpoint_and_the_dashboard_draws_the_scaling_bounds(synth_with: SynthWith) -> None:
     synth = synth_with(alarm_email="ops@example.com", min_instance_count=2, max_instance_count=7)
     alarms = synth.template.find_resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 5
+    assert len(alarms) == 6
     for alarm in alarms.values():
         [query] = alarm["Properties"]["Metrics"]
         assert query["MetricStat"]["Metric"]["Dimensions"] == [
@@ -250,6 +251,150 @@ def test_a_key_encrypts_the_store_and_reaches_the_hosting_role(synth_with: Synth
     )
 
 
+# ----- guarded updates, and the live manifest that follows the endpoint ------------------------------------
+
+
+def dependencies(resources: dict[str, Any]) -> dict[str, set[str]]:
+    """Each resource's direct dependencies: DependsOn, and every Ref or Fn::GetAtt of another resource."""
+
+    def referenced(value: Any) -> set[str]:
+        if isinstance(value, dict):
+            found = set()
+            if isinstance(value.get("Ref"), str):
+                found.add(value["Ref"])
+            if isinstance(value.get("Fn::GetAtt"), list):
+                found.add(value["Fn::GetAtt"][0])
+            return found.union(*(referenced(v) for v in value.values()))
+        if isinstance(value, list):
+            return set().union(*(referenced(v) for v in value))
+        return set()
+
+    return {
+        logical_id: (referenced(resource.get("Properties", {})) | set(resource.get("DependsOn", [])))
+        & set(resources)
+        for logical_id, resource in resources.items()
+    }
+
+
+def upstream(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for dependency in graph[todo.pop()] - seen:
+            seen.add(dependency)
+            todo.append(dependency)
+    return seen
+
+
+def test_the_endpoint_names_the_alarms_that_watch_it_and_the_template_has_no_cycle(
+    default_synth: Synthesized,
+) -> None:
+    resources = default_synth.resources
+    endpoint_id, endpoint = only(default_synth, "AWS::SageMaker::Endpoint")
+    rollback = endpoint["Properties"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
+    alarms = default_synth.template.find_resources("AWS::CloudWatch::Alarm")
+    named = {a["Properties"].get("AlarmName"): logical_id for logical_id, a in alarms.items()}
+    # Plain strings, equal to the alarms' fixed names: the endpoint refers to no alarm resource ...
+    assert [a["AlarmName"] for a in rollback] == [
+        "TritonMultiModelEndpoint-Errors5xx",
+        "TritonMultiModelEndpoint-ModelLatencyP99High",
+        "TritonMultiModelEndpoint-ModelLoadingWaitHigh",
+    ]
+    assert all(a["AlarmName"] in named for a in rollback)
+    graph = dependencies(resources)
+    assert not upstream(graph, endpoint_id) & set(alarms)
+    # ... while each of those alarms depends on the endpoint, whose name is its metric's dimension.
+    for alarm in rollback:
+        assert endpoint_id in graph[named[alarm["AlarmName"]]]
+    # So the whole template orders: no resource is its own dependency (CloudFormation refuses cycles).
+    assert [logical_id for logical_id in graph if logical_id in upstream(graph, logical_id)] == []
+
+
+def test_the_default_update_is_a_one_instance_canary_baking_ten_minutes(default_synth: Synthesized) -> None:
+    _, endpoint = only(default_synth, "AWS::SageMaker::Endpoint")
+    assert endpoint["Properties"]["DeploymentConfig"]["BlueGreenUpdatePolicy"] == {
+        "TrafficRoutingConfiguration": {
+            "Type": "CANARY",
+            "CanarySize": {"Type": "INSTANCE_COUNT", "Value": 1},
+            "WaitIntervalInSeconds": 600,
+        },
+        "TerminationWaitInSeconds": 0,
+        "MaximumExecutionTimeoutInSeconds": 7200,
+    }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "policy", "expected"),
+    [
+        (
+            {
+                "deployment_strategy": "linear",
+                "deployment_linear_step_size": "50%",
+                "deployment_wait_seconds": 300,
+                "deployment_termination_wait_seconds": 120,
+                "deployment_timeout_seconds": 3600,
+            },
+            "BlueGreenUpdatePolicy",
+            {
+                "TrafficRoutingConfiguration": {
+                    "Type": "LINEAR",
+                    "WaitIntervalInSeconds": 300,
+                    "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
+                },
+                "TerminationWaitInSeconds": 120,
+                "MaximumExecutionTimeoutInSeconds": 3600,
+            },
+        ),
+        (
+            {"deployment_strategy": "all-at-once"},
+            "BlueGreenUpdatePolicy",
+            {
+                "TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 600},
+                "TerminationWaitInSeconds": 0,
+                "MaximumExecutionTimeoutInSeconds": 7200,
+            },
+        ),
+        (
+            {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "2"},
+            "RollingUpdatePolicy",
+            {
+                "MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
+                "WaitIntervalInSeconds": 600,
+                "MaximumExecutionTimeoutInSeconds": 7200,
+                "RollbackMaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 2},
+            },
+        ),
+    ],
+)
+def test_every_strategy_reaches_the_endpoint(
+    synth_with: SynthWith, overrides: dict[str, Any], policy: str, expected: dict[str, Any]
+) -> None:
+    _, endpoint = only(synth_with(**overrides), "AWS::SageMaker::Endpoint")
+    config = endpoint["Properties"]["DeploymentConfig"]
+    assert config[policy] == expected
+    assert set(config) == {policy, "AutoRollbackConfiguration"}
+    assert len(config["AutoRollbackConfiguration"]["Alarms"]) == 3
+
+
+def test_the_live_manifest_moves_only_after_the_build_and_the_endpoint(default_synth: Synthesized) -> None:
+    graph = dependencies(default_synth.resources)
+    promotion_id, promotion = only(default_synth, "Custom::ManifestPromotion")
+    build_id, build = only(default_synth, "Custom::ModelBuild")
+    endpoint_id, _ = only(default_synth, "AWS::SageMaker::Endpoint")
+    config_id, _ = only(default_synth, "AWS::SageMaker::EndpointConfig")
+    assert {build_id, endpoint_id, config_id} <= graph[promotion_id]
+    # Nothing waits for the promotion: it is the deployment's last step for the models.
+    assert not [logical_id for logical_id, needs in graph.items() if promotion_id in needs]
+    properties = promotion["Properties"]
+    assert properties["Fingerprint"] == build["Properties"]["Fingerprint"]
+    assert (
+        properties["BuildManifestKey"]
+        == f"manifests/builds/{build['Properties']['Fingerprint']}/manifest.json"
+    )
+    assert properties["EndpointName"] == endpoint_name(default_synth)
+    assert properties["EndpointConfigName"] == {"Fn::GetAtt": [config_id, "EndpointConfigName"]}
+    assert properties["Bucket"] == {"Ref": lid(default_synth, default_synth.stack.store.bucket)}
+
+
 # ----- outputs, environment, bootstrap ---------------------------------------------------------------------
 
 
@@ -265,6 +410,9 @@ def test_outputs_name_the_endpoint_its_logs_the_bucket_and_the_model_prefix(
         "Fn::Join": ["", ["/aws/sagemaker/Endpoints/", endpoint_name(default_synth)]]
     }
     assert {"AlarmTopicArn", "DashboardName"} <= set(outputs)
+    assert outputs["LiveManifestUrl"]["Value"] == {
+        "Fn::Join": ["", ["s3://", bucket, "/manifests/manifest.json"]]
+    }
 
 
 def test_stack_is_environment_agnostic_unless_a_region_is_given(
@@ -312,6 +460,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "invocations-policy": {"invocations_per_instance_target": 900},
     "pinned-region": {"region": "ap-northeast-2", "triton_image_tag": "25.09-py3"},
     "no-scaling-no-isolation": {"autoscaling": False, "network_isolation": False},
+    "rolling-update": {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "1"},
+    "linear-update": {"deployment_strategy": "linear", "deployment_linear_step_size": "50%"},
 }
 LINT_REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-3", "cn-north-1"]
 

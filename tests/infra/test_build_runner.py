@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -104,10 +105,24 @@ def test_buildspec_sets_up_and_checks_cuda_before_installing_tensorrt_and_buildi
         'python -m pip install --quiet --extra-index-url https://pypi.nvidia.com "$TENSORRT_REQUIREMENT"',
     ]
     steps = [re.match(r"python -m triton_mme (\S+)", command)[1] for command in build]  # type: ignore[index]
-    assert steps == ["build", "profile", "upload", "publish-performance"]
+    # Archives first, then the figures, then, last, the build's manifest: a step that fails leaves no
+    # manifest naming something missing, and nothing the build does moves the live manifest.
+    assert steps == ["build", "profile", "upload", "publish-performance", "publish-build"]
     assert '--triton-tag "$TRITON_IMAGE_TAG"' in build[0]
+    assert "upload --archives-only " in build[2]
+    assert 'publish-build --fingerprint "$MODEL_BUILD_FINGERPRINT" ' in build[4]
     for publishing in build[2:]:
         assert '--bucket "$MODEL_BUCKET"' in publishing and '--prefix "$MODEL_PREFIX"' in publishing
+        assert '--manifest-prefix "$MANIFEST_PREFIX"' in publishing and "--from build/models" in publishing
+
+
+def test_every_publishing_step_parses_with_the_shipped_command_line(default: Any) -> None:
+    from triton_mme.cli import parser
+
+    for command in spec_of(default[0])["phases"]["build"]["commands"][2:]:
+        arguments = command.removeprefix("python -m triton_mme ").replace('"', "").split()
+        parsed = parser().parse_args(arguments)  # an unknown option exits with status 2
+        assert parsed.bucket == "$MODEL_BUCKET" and str(parsed.source) == "build/models", command
 
 
 def run_compat_setup(tmp_path: Path, driver: str, compat_driver: str | None) -> str:
@@ -186,26 +201,59 @@ def actions(statement: dict[str, Any]) -> list[str]:
     return [statement["Action"]] if isinstance(statement["Action"], str) else list(statement["Action"])
 
 
-def test_runner_writes_only_the_model_and_manifest_prefixes(default: Any) -> None:
+def joined(resource: Any) -> str:
+    """`<StoreBucket.Arn>/models/*` from an Fn::Join of the bucket's ARN and a key pattern."""
+    separator, parts = resource["Fn::Join"]
+    return separator.join(f"<{p['Fn::GetAtt'][0][:11]}>" if isinstance(p, dict) else p for p in parts)
+
+
+def test_runner_writes_archives_its_build_manifest_and_content_addressed_files_only(default: Any) -> None:
     runner_statements = statements(default[0], "BuildProjectRole")
     writes = [
-        s for s in runner_statements if any(a.startswith(("s3:Put", "s3:Delete", "s3:*")) for a in actions(s))
+        s
+        for s in runner_statements
+        if s["Effect"] == "Allow" and any(a.startswith(("s3:Put", "s3:Delete", "s3:*")) for a in actions(s))
     ]
     assert len(writes) == 1
-    # Statements with the same resources are merged: the upload's read-back shares this one.
-    assert set(actions(writes[0])) == {"s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject"}
-    targets = sorted(json.dumps(r) for r in writes[0]["Resource"])
-    assert len(targets) == 2
-    assert '"/manifests/*"' in targets[0] and "StoreBucket" in targets[0]
-    assert '"/models/*"' in targets[1] and "StoreBucket" in targets[1]
+    assert set(actions(writes[0])) == {"s3:PutObject", "s3:AbortMultipartUpload"}
+    assert sorted(joined(r) for r in writes[0]["Resource"]) == [
+        "<StoreBucket>/manifests/*-????????????????.json",  # labels-<hash>.json, tokenizer-<hash>.json
+        "<StoreBucket>/manifests/*.performance.json",
+        "<StoreBucket>/manifests/builds/*",
+        "<StoreBucket>/models/*",
+    ]
     everything = json.dumps(runner_statements)
     assert "s3:DeleteObject" not in everything and '"s3:*"' not in everything
+
+
+def test_runner_may_never_write_the_live_manifest(default: Any) -> None:
+    (deny,) = [s for s in statements(default[0], "BuildProjectRole") if s["Effect"] == "Deny"]
+    assert actions(deny) == ["s3:PutObject"]
+    assert joined(deny["Resource"]) == "<StoreBucket>/manifests/manifest.json"
+    allowed = [
+        joined(r)
+        for s in statements(default[0], "BuildProjectRole")
+        if s["Effect"] == "Allow" and "s3:PutObject" in actions(s)
+        for r in s["Resource"]
+    ]
+    # None of the allowed patterns matches the live manifest either (IAM's * and ? as fnmatch's).
+    assert not [p for p in allowed if fnmatch.fnmatchcase("<StoreBucket>/manifests/manifest.json", p)]
+    for key in (
+        "models/resnet50-onnx-0123456789abcdef.tar.gz",
+        "manifests/labels-0123456789abcdef.json",
+        f"manifests/builds/{'a' * 64}/manifest.json",
+        f"manifests/{'b' * 64}.performance.json",
+    ):
+        assert [p for p in allowed if fnmatch.fnmatchcase(f"<StoreBucket>/{key}", p)], key
 
 
 def test_runner_reads_back_only_the_store_prefixes_and_its_own_source(default: Any) -> None:
     reads = [s for s in statements(default[0], "BuildProjectRole") if "s3:GetObject" in actions(s)]
     assert len(reads) == 1
-    assert all("StoreBucket" in json.dumps(r) for r in reads[0]["Resource"])
+    assert sorted(joined(r) for r in reads[0]["Resource"]) == [
+        "<StoreBucket>/manifests/*",
+        "<StoreBucket>/models/*",
+    ]
     source_reads = [s for s in statements(default[0], "BuildProjectRole") if "s3:GetObject*" in actions(s)]
     (source_read,) = source_reads
     asset_key = f"/{default[1].source.asset_hash}.zip"
@@ -252,6 +300,8 @@ def test_trigger_resource_carries_the_project_and_fingerprint_and_waits_an_hour(
             "ProjectName": {"Ref": Match.string_like_regexp("BuildProject")},
             "Fingerprint": runner.fingerprint,
             "ServiceTimeout": "3600",
+            # is-complete stops the build two polls before CloudFormation's hour runs out.
+            "StopAfterSeconds": "3480",
         },
     )
 
@@ -263,10 +313,14 @@ def test_provider_polls_every_minute_for_at_most_an_hour(default: Any) -> None:
     assert '\\"MaxAttempts\\":60' in definition
 
 
-def test_trigger_handlers_may_only_start_and_read_builds_of_that_project(default: Any) -> None:
+def test_trigger_handlers_may_only_start_read_and_stop_builds_of_that_project(default: Any) -> None:
     template = default[0]
     reads = {"codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"}
-    for name, allowed in (("TriggerOnEvent", {"codebuild:StartBuild", *reads}), ("TriggerIsComplete", reads)):
+    stop = "codebuild:StopBuild"
+    for name, allowed in (
+        ("TriggerOnEvent", {"codebuild:StartBuild", stop, *reads}),
+        ("TriggerIsComplete", {stop, *reads}),
+    ):
         granted = statements(template, name + "ServiceRoleDefaultPolicy")
         assert {a for s in granted for a in actions(s)} == allowed
         for statement in granted:

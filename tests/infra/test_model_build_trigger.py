@@ -1,4 +1,5 @@
-"""The build trigger's handlers against CodeBuild's real API shapes (botocore Stubber), offline."""
+"""The build trigger's handlers against CodeBuild's real API shapes (botocore Stubber), offline: a build
+starts once per fingerprint, and never outlives the deployment that started it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from infra.constructs.model_build_trigger_handler import handler
 PROJECT = "ModelBuildProject"
 BUILD_ID = f"{PROJECT}:0b7c5a4e-1111-2222-3333-444455556666"
 FINGERPRINT = "a" * 64
+NEWER = "b" * 64
+STOP_AFTER = 3480
+NOW = 1_700_000_000.0
 LOG_LINK = "https://console.aws.amazon.com/cloudwatch/home?region=eu-west-1#logEvent:group=/build;stream=x"
 
 
@@ -28,17 +32,31 @@ def codebuild(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
         stubber.assert_no_pending_responses()
 
 
-def event(request: str, fingerprint: str = FINGERPRINT, **extra: Any) -> dict[str, Any]:
+@pytest.fixture(autouse=True)
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    now = [NOW]
+    monkeypatch.setattr(handler.time, "time", lambda: now[0])
+    return now
+
+
+def properties(fingerprint: str = FINGERPRINT) -> dict[str, Any]:
     return {
-        "RequestType": request,
-        "ResourceProperties": {"ServiceToken": "arn", "ProjectName": PROJECT, "Fingerprint": fingerprint},
-        **extra,
+        "ServiceToken": "arn",
+        "ProjectName": PROJECT,
+        "Fingerprint": fingerprint,
+        "StopAfterSeconds": str(STOP_AFTER),
     }
 
 
-def build(status: str, *, fingerprint: str = FINGERPRINT, **extra: Any) -> dict[str, Any]:
+def event(request: str, fingerprint: str = FINGERPRINT, **extra: Any) -> dict[str, Any]:
+    return {"RequestType": request, "ResourceProperties": properties(fingerprint), **extra}
+
+
+def build(
+    status: str, *, fingerprint: str = FINGERPRINT, build_id: str = BUILD_ID, **extra: Any
+) -> dict[str, Any]:
     return {
-        "id": BUILD_ID,
+        "id": build_id,
         "buildStatus": status,
         "environment": {
             "type": "LINUX_GPU_CONTAINER",
@@ -76,7 +94,7 @@ def started(build_id: str = BUILD_ID) -> dict[str, Any]:
     return {
         "RequestType": "Create",
         "PhysicalResourceId": "x",
-        "Data": {"BuildId": build_id, "Started": "true"},
+        "Data": {"BuildId": build_id, "Started": "true", "StopAt": str(int(NOW) + STOP_AFTER)},
     }
 
 
@@ -86,7 +104,8 @@ def test_create_starts_one_build_and_tags_it_with_the_fingerprint(codebuild: Stu
 
     response = handler.on_event(event("Create"))
 
-    assert response["Data"] == {"BuildId": BUILD_ID, "Started": "true"}
+    # It is stopped at the latest StopAfterSeconds after it was started.
+    assert response["Data"] == {"BuildId": BUILD_ID, "Started": "true", "StopAt": str(int(NOW) + STOP_AFTER)}
     assert response["PhysicalResourceId"] == f"{PROJECT}:{FINGERPRINT}"
 
 
@@ -213,15 +232,106 @@ def test_a_vanished_build_fails_clearly(codebuild: Stubber) -> None:
         handler.is_complete(started())
 
 
-def test_delete_is_a_no_op_that_calls_nothing(codebuild: Stubber) -> None:
+def test_a_delete_without_a_build_fingerprint_calls_nothing(codebuild: Stubber) -> None:
     delete = event("Delete", PhysicalResourceId="p")
 
-    assert handler.on_event(delete) == {"PhysicalResourceId": "p"}
+    assert handler.on_event(delete) == {"PhysicalResourceId": "p", "Data": {"StoppedBuilds": ""}}
     assert handler.is_complete(delete) == {"IsComplete": True}
 
 
 def test_delete_succeeds_even_with_broken_properties() -> None:
     delete = {"RequestType": "Delete", "PhysicalResourceId": "p", "ResourceProperties": {}}
 
-    assert handler.on_event(delete) == {"PhysicalResourceId": "p"}
+    assert handler.on_event(delete)["PhysicalResourceId"] == "p"
     assert handler.is_complete(delete) == {"IsComplete": True}
+
+
+# ----- a build never outlives the deployment that started it ---------------------------------------------
+
+OTHER_ID = f"{PROJECT}:99999999-1111-2222-3333-444455556666"
+
+
+def recent_builds(stubber: Stubber, *builds: dict[str, Any]) -> None:
+    ids = [b["id"] for b in builds]
+    stubber.add_response(
+        "list_builds_for_project", {"ids": ids}, {"projectName": PROJECT, "sortOrder": "DESCENDING"}
+    )
+    stubber.add_response("batch_get_builds", {"builds": list(builds)}, {"ids": ids})
+
+
+def expect_stop(stubber: Stubber, build_id: str = BUILD_ID) -> None:
+    stubber.add_response("stop_build", {"build": build("STOPPED", build_id=build_id)}, {"id": build_id})
+
+
+def test_delete_stops_the_running_build_of_its_fingerprint_and_waits_until_it_has_stopped(
+    codebuild: Stubber,
+) -> None:
+    # E.g. the Delete CloudFormation sends after the create failed or timed out while the build still runs.
+    recent_builds(codebuild, build("IN_PROGRESS"), build("IN_PROGRESS", fingerprint=NEWER, build_id=OTHER_ID))
+    expect_stop(codebuild)
+    delete = event("Delete", PhysicalResourceId=f"{PROJECT}:{FINGERPRINT}")
+
+    response = handler.on_event(delete)
+
+    assert response == {"PhysicalResourceId": f"{PROJECT}:{FINGERPRINT}", "Data": {"StoppedBuilds": BUILD_ID}}
+    waiting = {**delete, **response}
+    codebuild.add_response("batch_get_builds", {"builds": [build("IN_PROGRESS")]}, {"ids": [BUILD_ID]})
+    assert handler.is_complete(waiting) == {"IsComplete": False}
+    codebuild.add_response("batch_get_builds", {"builds": [build("STOPPED")]}, {"ids": [BUILD_ID]})
+    assert handler.is_complete(waiting) == {"IsComplete": True}
+
+
+def test_delete_of_a_finished_build_stops_nothing(codebuild: Stubber) -> None:
+    recent_builds(codebuild, build("SUCCEEDED"))
+    delete = event("Delete", PhysicalResourceId=f"{PROJECT}:{FINGERPRINT}")
+
+    response = handler.on_event(delete)
+
+    assert response["Data"] == {"StoppedBuilds": ""}
+    assert handler.is_complete({**delete, **response}) == {"IsComplete": True}
+
+
+def test_a_rollback_stops_the_newer_build_and_returns_to_the_built_fingerprint(codebuild: Stubber) -> None:
+    # The update to NEWER failed elsewhere while its build ran; CloudFormation updates back to FINGERPRINT.
+    recent_builds(
+        codebuild,
+        build("IN_PROGRESS", fingerprint=NEWER, build_id=OTHER_ID),
+        build("SUCCEEDED", build_id=BUILD_ID),
+    )
+    expect_stop(codebuild, OTHER_ID)
+
+    response = handler.on_event(
+        event("Update", PhysicalResourceId=f"{PROJECT}:{NEWER}", OldResourceProperties=properties(NEWER))
+    )
+
+    assert response["PhysicalResourceId"] == f"{PROJECT}:{FINGERPRINT}"
+    assert response["Data"] == {"BuildId": BUILD_ID, "Started": "false"}
+
+
+def test_is_complete_stops_a_build_that_outlives_its_time_and_fails_the_resource(
+    codebuild: Stubber, clock: list[float]
+) -> None:
+    clock[0] = NOW + STOP_AFTER - 60
+    codebuild.add_response("batch_get_builds", {"builds": [build("IN_PROGRESS")]}, {"ids": [BUILD_ID]})
+    assert handler.is_complete(started()) == {"IsComplete": False}
+
+    clock[0] = NOW + STOP_AFTER
+    codebuild.add_response("batch_get_builds", {"builds": [build("IN_PROGRESS")]}, {"ids": [BUILD_ID]})
+    expect_stop(codebuild)
+    with pytest.raises(handler.ModelBuildFailed) as failure:
+        handler.is_complete(started())
+
+    assert str(failure.value) == (
+        f"model build {BUILD_ID} was still running when the deployment's time for it ran out; stopped it "
+        f"(lower buildTimeoutMinutes and buildQueueTimeoutMinutes); logs: {LOG_LINK}"
+    )
+
+
+def test_the_fingerprint_variable_is_the_one_the_buildspec_publishes_under() -> None:
+    from infra.constructs.build_spec import FINGERPRINT_VARIABLE, build_spec
+
+    assert handler.FINGERPRINT_VARIABLE == FINGERPRINT_VARIABLE
+    assert (
+        f'--fingerprint "${FINGERPRINT_VARIABLE}"'
+        in build_spec(tensorrt=False)["phases"]["build"]["commands"][-1]
+    )

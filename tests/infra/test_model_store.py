@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
+from typing import Any
+
 import pytest
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
@@ -132,3 +135,103 @@ def test_store_exposes_its_prefixes_and_the_model_prefix_url(default: tuple) -> 
     assert (store.model_prefix, store.manifest_prefix) == ("models/", "manifests/")
     resolved = store.bucket.stack.resolve(store.model_prefix_url)
     assert resolved["Fn::Join"][1][0] == "s3://" and resolved["Fn::Join"][1][-1] == "/models/"
+
+
+# ----- every writer's writes are conditional --------------------------------------------------------------
+
+CREATES = {"Bool": {"s3:ObjectCreationOperation": "true"}}
+
+
+def test_objects_other_than_the_live_manifest_are_created_only_if_absent(default: tuple) -> None:
+    default[0].has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "Bucket": {"Ref": Match.string_like_regexp("^StoreBucket")},
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        {
+                            "Sid": "CreateObjectsOnlyIfAbsent",
+                            "Effect": "Deny",
+                            "Principal": {"AWS": "*"},
+                            "Action": "s3:PutObject",
+                            "NotResource": live_manifest_arn(),
+                            "Condition": {**CREATES, "Null": {"s3:if-none-match": "true"}},
+                        },
+                        {
+                            "Sid": "ReplaceTheLiveManifestOnlyConditionally",
+                            "Effect": "Deny",
+                            "Principal": {"AWS": "*"},
+                            "Action": "s3:PutObject",
+                            "Resource": live_manifest_arn(),
+                            "Condition": {
+                                **CREATES,
+                                "Null": {"s3:if-none-match": "true", "s3:if-match": "true"},
+                            },
+                        },
+                    ]
+                )
+            },
+        },
+    )
+
+
+def live_manifest_arn() -> dict[str, Any]:
+    return {
+        "Fn::Join": [
+            "",
+            [{"Fn::GetAtt": [Match.string_like_regexp("^StoreBucket"), "Arn"]}, "/manifests/manifest.json"],
+        ]
+    }
+
+
+def denied(statements: list[dict[str, Any]], key: str, operation: str, headers: set[str]) -> bool:
+    """Whether one of the Deny statements refuses this write, read the way IAM reads these conditions:
+    Null is true when the request lacks the header, and s3:ObjectCreationOperation is true for the calls that
+    create an object (PutObject, CompleteMultipartUpload), false for CreateMultipartUpload and UploadPart."""
+    present = {"s3:if-none-match": "If-None-Match" in headers, "s3:if-match": "If-Match" in headers}
+    creates = operation in ("PutObject", "CompleteMultipartUpload")
+    for statement in statements:
+        if statement["Effect"] != "Deny" or statement["Action"] != "s3:PutObject":
+            continue
+        pattern = "/" + statement.get("Resource", statement.get("NotResource"))["Fn::Join"][1][-1].lstrip("/")
+        matches = fnmatch.fnmatchcase("/" + key, pattern) != ("NotResource" in statement)
+        nulls = statement["Condition"].get("Null", {})
+        conditions = all((not present[k]) == (v == "true") for k, v in nulls.items())
+        conditions &= statement["Condition"]["Bool"]["s3:ObjectCreationOperation"] == str(creates).lower()
+        if matches and conditions:
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("key", "operation", "headers", "refused"),
+    [
+        ("models/resnet50-onnx-0123456789abcdef.tar.gz", "PutObject", set(), True),
+        ("models/resnet50-onnx-0123456789abcdef.tar.gz", "PutObject", {"If-None-Match"}, False),
+        ("models/big-onnx-0123456789abcdef.tar.gz", "CreateMultipartUpload", set(), False),
+        ("models/big-onnx-0123456789abcdef.tar.gz", "UploadPart", set(), False),
+        ("models/big-onnx-0123456789abcdef.tar.gz", "CompleteMultipartUpload", set(), True),
+        ("models/big-onnx-0123456789abcdef.tar.gz", "CompleteMultipartUpload", {"If-None-Match"}, False),
+        ("models/resnet50-onnx-0123456789abcdef.tar.gz", "PutObject", {"If-Match"}, True),  # no overwrite
+        (f"manifests/builds/{'a' * 64}/manifest.json", "PutObject", set(), True),
+        ("manifests/labels-0123456789abcdef.json", "PutObject", {"If-None-Match"}, False),
+        ("manifests/manifest.json", "PutObject", set(), True),
+        ("manifests/manifest.json", "PutObject", {"If-Match"}, False),
+        ("manifests/manifest.json", "PutObject", {"If-None-Match"}, False),
+    ],
+)
+def test_the_bucket_policy_refuses_exactly_the_unconditional_writes(
+    default: tuple, key: str, operation: str, headers: set[str], refused: bool
+) -> None:
+    (policy,) = [
+        p
+        for p in default[0].find_resources("AWS::S3::BucketPolicy").values()
+        if p["Properties"]["Bucket"]["Ref"].startswith("StoreBucket")
+    ]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert denied(statements, key, operation, headers) is refused
+
+
+def test_the_store_names_its_live_manifest(default: tuple) -> None:
+    assert default[1].live_manifest_key == "manifests/manifest.json"

@@ -52,6 +52,7 @@ ALARMS = {
     "Errors5xx": (REQUESTS, "Invocation5XXErrors", "Sum", 1, AT_LEAST, "notBreaching"),
     "GpuMemoryHigh": (INSTANCES, "GPUMemoryUtilization", "Maximum", 90, AT_LEAST, "missing"),
     "DiskHigh": (INSTANCES, "DiskUtilization", "Maximum", 80, AT_LEAST, "missing"),
+    "ModelLatencyP99High": (REQUESTS, "ModelLatency", "p99", 10_000_000, AT_LEAST, "notBreaching"),
     "ModelLoadingWaitHigh": (
         REQUESTS,
         "ModelLoadingWaitTime",
@@ -69,6 +70,7 @@ DEFAULT_THRESHOLDS = AlarmThresholds(
     gpu_memory_percent=90.0,
     disk_percent=80.0,
     model_loading_wait_ms=10_000,
+    model_latency_p99_ms=10_000,
     cache_hit_percent=80.0,
     evaluation_periods=5,
     datapoints_to_alarm=3,
@@ -155,6 +157,7 @@ def test_instance_count_is_invocations_over_invocations_per_instance(template: T
         ("GPU (%)", 90),
         ("Disk (%)", 80),
         ("Model loading wait (µs)", 10_000_000),
+        ("ModelLatency (µs)", 10_000_000),
         ("Model cache hit ratio", 0.8),
     ],
 )
@@ -206,8 +209,53 @@ def test_alarm_watches_its_metric_and_notifies_the_topic(template: Template, ala
     assert len(alarms) == 1
 
 
-def test_exactly_the_five_alarms_exist(template: Template) -> None:
+def test_exactly_the_six_alarms_exist(template: Template) -> None:
     template.resource_count_is("AWS::CloudWatch::Alarm", len(ALARMS))
+
+
+def test_the_alarms_that_guard_updates_are_named_after_the_stack_and_the_others_are_not(
+    template: Template,
+) -> None:
+    names = {
+        logical_id: alarm["Properties"].get("AlarmName")
+        for logical_id, alarm in template.find_resources("AWS::CloudWatch::Alarm").items()
+    }
+    guarded = {"Errors5xx", "ModelLatencyP99High", "ModelLoadingWaitHigh"}
+    for logical_id, name in names.items():
+        alarm_id = next(alarm_id for alarm_id in ALARMS if alarm_id in logical_id)
+        # A plain string, fixed before deployment: the endpoint names these alarms without referencing them.
+        assert name == (f"MonitoringTest-{alarm_id}" if alarm_id in guarded else None), logical_id
+
+
+def test_the_rollback_alarm_names_are_exposed_as_plain_strings() -> None:
+    stack = synthesize(DEFAULT_THRESHOLDS)
+    monitoring = stack.node.find_child("Monitoring")
+    assert isinstance(monitoring, EndpointMonitoring)
+    assert monitoring.rollback_alarm_names == [
+        "MonitoringTest-Errors5xx",
+        "MonitoringTest-ModelLatencyP99High",
+        "MonitoringTest-ModelLoadingWaitHigh",
+    ]
+    assert not any(cdk.Token.is_unresolved(name) for name in monitoring.rollback_alarm_names)
+
+
+def test_the_p99_alarm_ignores_minutes_with_too_few_requests_to_be_a_percentile(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {"AlarmName": "MonitoringTest-ModelLatencyP99High", "EvaluateLowSampleCountPercentile": "ignore"},
+    )
+    for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
+        if alarm["Properties"].get("AlarmName") != "MonitoringTest-ModelLatencyP99High":
+            assert "EvaluateLowSampleCountPercentile" not in alarm["Properties"]
+
+
+def test_a_stack_whose_name_is_unknown_at_synthesis_is_refused() -> None:
+    # A nested stack's name is chosen by CloudFormation at deployment.
+    stack = cdk.NestedStack(cdk.Stack(cdk.App(), "Parent"), "Nested")
+    endpoint = sagemaker.CfnEndpoint(stack, "Endpoint", endpoint_config_name="config")
+    with pytest.raises(ValueError, match="its name must be known at synthesis"):
+        EndpointMonitoring(stack, "Monitoring", endpoint_name=endpoint.attr_endpoint_name,
+                           variant_name="AllTraffic", thresholds=DEFAULT_THRESHOLDS)  # fmt: skip
 
 
 def test_thresholds_come_from_settings_and_wait_time_is_converted_to_microseconds() -> None:
@@ -216,6 +264,7 @@ def test_thresholds_come_from_settings_and_wait_time_is_converted_to_microsecond
         gpu_memory_percent=95,
         disk_percent=70,
         model_loading_wait_ms=2500,
+        model_latency_p99_ms=750,
         cache_hit_percent=95,
         evaluation_periods=10,
         datapoints_to_alarm=2,
@@ -226,6 +275,7 @@ def test_thresholds_come_from_settings_and_wait_time_is_converted_to_microsecond
         "GPUMemoryUtilization": 95,
         "DiskUtilization": 70,
         "ModelLoadingWaitTime": 2_500_000,
+        "ModelLatency": 750_000,
         "ModelCacheHit": 0.95,
     }
     for name, threshold in expected.items():

@@ -20,7 +20,7 @@ from infra.preflight.checks import (
     check_image,
     check_region,
 )
-from infra.preflight.deployed import check_instance_type_change
+from infra.preflight.deployed import check_instance_type_change, check_variant_name
 from infra.settings import Settings
 
 REGION = "eu-west-1"
@@ -138,7 +138,9 @@ def no_stack(aws: Clients, name: str) -> None:
     )
 
 
-def deployed_endpoint(aws: Clients, instance_type: str, *, autoscaled: bool | None) -> None:
+def deployed_endpoint(
+    aws: Clients, instance_type: str, *, autoscaled: bool | None, variants: tuple[str, ...] = ("AllTraffic",)
+) -> None:
     """The stack's endpoint on `instance_type`; `autoscaled` None: the check will not ask about scaling."""
     stack(aws, "TritonMultiModelEndpoint", {"EndpointName": ENDPOINT})
     aws["sagemaker"].add_response(
@@ -158,7 +160,7 @@ def deployed_endpoint(aws: Clients, instance_type: str, *, autoscaled: bool | No
         {
             "EndpointConfigName": "Config-1",
             "EndpointConfigArn": f"arn:aws:sagemaker:{REGION}:123456789012:endpoint-config/config-1",
-            "ProductionVariants": [{"VariantName": "AllTraffic", "InstanceType": instance_type}],
+            "ProductionVariants": [{"VariantName": name, "InstanceType": instance_type} for name in variants],
             "CreationTime": NOW,
         },
         {"EndpointConfigName": "Config-1"},
@@ -205,24 +207,60 @@ def test_region_passes_where_everything_exists_and_fails_naming_the_regions_that
 # --- quotas -------------------------------------------------------------------------------------------------
 
 
-def test_endpoint_quota_passes_at_max_instance_count(aws: Clients) -> None:
-    quotas(aws, "sagemaker", {"ml.g4dn.xlarge for endpoint usage": 0, ENDPOINT_QUOTA: 5})
-    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5)
-    assert result.ok and result.line() == f"PASS endpoint-quota: '{ENDPOINT_QUOTA}' is 5 (maxInstanceCount=5)"
+WHY = "maxInstanceCount=5, plus 5 while a canary update runs a second fleet beside the first"
 
 
-def test_endpoint_quota_below_max_instance_count_fails_with_the_increase_to_ask_for(aws: Clients) -> None:
-    quotas(aws, "sagemaker", {}, defaults={ENDPOINT_QUOTA: 2})
-    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5)
+def test_endpoint_quota_passes_at_the_peak_of_an_update(aws: Clients) -> None:
+    quotas(aws, "sagemaker", {"ml.g4dn.xlarge for endpoint usage": 0, ENDPOINT_QUOTA: 10})
+    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 10, WHY)
+    assert result.ok and result.line() == f"PASS endpoint-quota: '{ENDPOINT_QUOTA}' is 10 (needs 10: {WHY})"
+
+
+def test_endpoint_quota_below_the_peak_fails_with_the_increase_to_ask_for(aws: Clients) -> None:
+    quotas(aws, "sagemaker", {}, defaults={ENDPOINT_QUOTA: 5})
+    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 10, WHY)
     assert result.line() == (
-        f"FAIL endpoint-quota: '{ENDPOINT_QUOTA}' is 2, below maxInstanceCount=5; fix: request at least 5 in "
-        f"Service Quotas (Amazon SageMaker, '{ENDPOINT_QUOTA}'), or lower maxInstanceCount"
+        f"FAIL endpoint-quota: '{ENDPOINT_QUOTA}' is 5, below the 10 instances the endpoint can run at once "
+        f"({WHY}); fix: request at least 10 in Service Quotas (Amazon SageMaker, '{ENDPOINT_QUOTA}'), or "
+        "lower maxInstanceCount (docs/updates.md: the strategies and the instances they add)"
     )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needed", "why"),
+    [
+        ({}, 10, WHY),
+        (
+            {"deployment_strategy": "rolling"},
+            10,
+            "maxInstanceCount=5, plus 5 while a rolling update adds a "
+            "batch; its rollback brings the old instances back all at once",
+        ),
+        (
+            {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "1"},
+            6,
+            "maxInstanceCount=5, plus "
+            "1 while a rolling update adds a batch; its rollback brings the old instances back 1 at a time",
+        ),
+        (
+            {"autoscaling": False, "initial_instance_count": 3, "deployment_strategy": "linear"},
+            6,
+            "initialInstanceCount=3, plus 3 while a linear update runs a second fleet beside the first",
+        ),
+    ],
+)
+def test_the_quota_needed_counts_the_instances_an_update_adds(
+    overrides: dict[str, Any], needed: int, why: str
+) -> None:
+    from infra.preflight.run import update_capacity
+
+    settings = Settings(**overrides)
+    assert (settings.peak_update_instances, update_capacity(settings)) == (needed, why)
 
 
 def test_endpoint_quota_missing_in_the_region_fails(aws: Clients) -> None:
     quotas(aws, "sagemaker", {}, defaults={})
-    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5)
+    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5, WHY)
     assert not result.ok and f"no SageMaker quota named '{ENDPOINT_QUOTA}'" in result.detail
 
 
@@ -230,7 +268,7 @@ def test_a_refused_quota_call_is_a_failed_check_naming_the_call(aws: Clients) ->
     aws["service_quotas"].add_client_error(
         "list_service_quotas", service_error_code="AccessDeniedException", service_message="not allowed"
     )
-    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5)
+    result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5, WHY)
     assert result.line() == (
         "FAIL endpoint-quota: AWS ListServiceQuotas answered AccessDeniedException: not allowed; "
         "fix: let the credentials running preflight call ListServiceQuotas (docs/first-deploy.md lists the "
@@ -380,16 +418,44 @@ def test_a_new_type_on_an_autoscaled_variant_fails_with_the_two_deployments(aws:
     )
 
 
+def variant(aws: Clients) -> Any:
+    return check_variant_name(
+        cloudformation=aws.cloudformation,
+        sagemaker=aws.sagemaker,
+        stack_name="TritonMultiModelEndpoint",
+        endpoint_output="EndpointName",
+        variant_name="AllTraffic",
+    )
+
+
+def test_the_deployed_variant_name_is_the_one_the_update_keeps(aws: Clients) -> None:
+    deployed_endpoint(aws, "ml.g5.xlarge", autoscaled=None)
+    assert variant(aws).line() == (
+        f"PASS variant-name: {ENDPOINT} serves variant AllTraffic, which the update keeps"
+    )
+
+
+def test_another_variant_name_fails_because_sagemaker_would_not_guard_the_update(aws: Clients) -> None:
+    deployed_endpoint(aws, "ml.g5.xlarge", autoscaled=None, variants=("Blue", "Green"))
+    result = variant(aws)
+    assert not result.ok
+    assert result.detail == (
+        f"{ENDPOINT} serves variants Blue, Green; the update's config has only AllTraffic, and SageMaker "
+        "guards an update only when the variant name stays the same"
+    )
+
+
 # --- all checks, and the command ----------------------------------------------------------------------------
 
 
 def everything_in_place(aws: Clients, *, gpu_builds: float = 1) -> None:
     stack(aws, "CDKToolkit", {"BootstrapVersion": "28"})
-    quotas(aws, "sagemaker", {ENDPOINT_QUOTA: 5})
+    quotas(aws, "sagemaker", {ENDPOINT_QUOTA: 10})
     quotas(aws, "codebuild", {GPU_QUOTA: gpu_builds})
     image(aws, "763104351884", "sagemaker-tritonserver", "25.04-py3")
     image(aws, "763104351884", "pytorch-training", "2.8.0-gpu-py312-cu129-ubuntu22.04-ec2")
-    no_stack(aws, "TritonMultiModelEndpoint")
+    no_stack(aws, "TritonMultiModelEndpoint")  # the instance-type check
+    no_stack(aws, "TritonMultiModelEndpoint")  # the variant-name check
 
 
 def test_run_preflight_runs_every_check_in_order(aws: Clients) -> None:
@@ -403,6 +469,7 @@ def test_run_preflight_runs_every_check_in_order(aws: Clients) -> None:
         ("triton-image", True),
         ("build-image", True),
         ("instance-type-change", True),
+        ("variant-name", True),
     ]
 
 
@@ -418,8 +485,8 @@ def test_the_command_prints_one_line_per_check_and_exits_1_on_a_failure(
     aws.region_name = REGION  # type: ignore[attr-defined]
     assert app.preflight(["-c", f"region={REGION}"], session=aws) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 8
-    assert [line.split(" ", 2)[:2] for line in lines[:7]] == [
+    assert len(lines) == 9
+    assert [line.split(" ", 2)[:2] for line in lines[:8]] == [
         ["PASS", "region:"],
         ["PASS", "cdk-bootstrap:"],
         ["PASS", "endpoint-quota:"],
@@ -427,15 +494,16 @@ def test_the_command_prints_one_line_per_check_and_exits_1_on_a_failure(
         ["PASS", "triton-image:"],
         ["PASS", "build-image:"],
         ["PASS", "instance-type-change:"],
+        ["PASS", "variant-name:"],
     ]
-    assert lines[-1] == "preflight eu-west-1: 6 passed, 1 failed"
+    assert lines[-1] == "preflight eu-west-1: 7 passed, 1 failed"
 
 
 def test_the_command_exits_0_when_everything_passes(aws: Clients, capsys: pytest.CaptureFixture[str]) -> None:
     everything_in_place(aws)
     aws.region_name = None  # type: ignore[attr-defined]
     assert app.preflight(["-c", f"region={REGION}"], session=aws) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "preflight eu-west-1: 7 passed, 0 failed"
+    assert capsys.readouterr().out.splitlines()[-1] == "preflight eu-west-1: 8 passed, 0 failed"
 
 
 def test_the_command_refuses_bad_settings_and_a_missing_region_in_one_line(

@@ -22,7 +22,7 @@ def test_cdk_json_holds_feature_flags_only_so_the_dataclass_is_the_one_place_for
 def test_defaults_are_the_documented_ones() -> None:
     settings = Settings()
     assert (settings.instance_type, settings.initial_instance_count) == ("ml.g5.xlarge", 2)
-    assert (settings.min_instance_count, settings.max_instance_count) == (1, 5)
+    assert (settings.min_instance_count, settings.max_instance_count) == (2, 5)
     assert settings.gpu_utilization_target == 60
     assert (settings.scale_in_cooldown_seconds, settings.scale_out_cooldown_seconds) == (600, 200)
     assert settings.invocations_per_instance_target == 0

@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aws_cdk import Duration
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Annotations, Match, Template
 from synth_support import KEY_ARN, bare_stack
 
+from infra.constructs.deployment_policy import DeploymentPolicy
 from infra.constructs.model_store import ModelStore
 from infra.constructs.triton_endpoint import TritonEndpoint
 from infra.constructs.triton_image import TritonImage
+from infra.deployment_rules import CapacitySize, Strategy
 
 AMI = "al2023-ami-sagemaker-inference-gpu-4-1"
 
@@ -141,3 +144,197 @@ def _warnings(endpoint: TritonEndpoint) -> list[str]:
         "*", Match.string_like_regexp("encryption key")
     )
     return [str(message.entry.data) for message in messages]
+
+
+# ----- guarded updates: the DeploymentConfig of every strategy ---------------------------------------------
+
+ALARMS = ["Test-Errors5xx", "Test-ModelLatencyP99High", "Test-ModelLoadingWaitHigh"]
+ROLLBACK = {"Alarms": [{"AlarmName": name} for name in ALARMS]}
+
+
+def guarded(policy: DeploymentPolicy) -> tuple[Template, TritonEndpoint]:
+    stack = bare_stack()
+    endpoint = TritonEndpoint(
+        stack,
+        "Triton",
+        store=ModelStore(stack, "Store"),
+        image=TritonImage(stack, "Image", tag="25.04-py3"),
+        instance_type="ml.g5.xlarge",
+        initial_instance_count=2,
+    )
+    endpoint.guard_updates(policy, rollback_alarm_names=ALARMS)
+    return Template.from_stack(stack), endpoint
+
+
+def policy(strategy: Strategy, step: str | None = None, **overrides: Any) -> DeploymentPolicy:
+    return DeploymentPolicy(
+        strategy=strategy,
+        step=CapacitySize.parse(step) if step else None,
+        wait=Duration.seconds(overrides.pop("wait", 600)),
+        timeout=Duration.seconds(overrides.pop("timeout", 7200)),
+        **overrides,
+    )
+
+
+def test_a_canary_update_shifts_one_step_then_the_rest_and_rolls_back_on_the_alarms() -> None:
+    template, _ = guarded(policy(Strategy.CANARY, "1", termination_wait=Duration.seconds(120)))
+    template.has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {
+            "DeploymentConfig": {
+                "AutoRollbackConfiguration": ROLLBACK,
+                "BlueGreenUpdatePolicy": {
+                    "TrafficRoutingConfiguration": {
+                        "Type": "CANARY",
+                        "CanarySize": {"Type": "INSTANCE_COUNT", "Value": 1},
+                        "WaitIntervalInSeconds": 600,
+                    },
+                    "TerminationWaitInSeconds": 120,
+                    "MaximumExecutionTimeoutInSeconds": 7200,
+                },
+            },
+            # Guardrails and the retained (autoscaled) instance count go together (docs/updates.md).
+            "RetainAllVariantProperties": True,
+        },
+    )
+
+
+def test_a_linear_update_takes_its_step_as_a_share_of_the_fleet() -> None:
+    template, _ = guarded(policy(Strategy.LINEAR, "25%", wait=300, timeout=3600))
+    template.has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {
+            "DeploymentConfig": {
+                "AutoRollbackConfiguration": ROLLBACK,
+                "BlueGreenUpdatePolicy": {
+                    "TrafficRoutingConfiguration": {
+                        "Type": "LINEAR",
+                        "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 25},
+                        "WaitIntervalInSeconds": 300,
+                    },
+                    "TerminationWaitInSeconds": 0,
+                    "MaximumExecutionTimeoutInSeconds": 3600,
+                },
+            }
+        },
+    )
+
+
+def test_an_all_at_once_update_still_bakes_and_rolls_back() -> None:
+    template, _ = guarded(policy(Strategy.ALL_AT_ONCE))
+    template.has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {
+            "DeploymentConfig": {
+                "AutoRollbackConfiguration": ROLLBACK,
+                "BlueGreenUpdatePolicy": Match.object_like(
+                    {"TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 600}}
+                ),
+                "RollingUpdatePolicy": Match.absent(),
+            }
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("rollback", "expected"), [(None, Match.absent()), ("50%", {"Type": "CAPACITY_PERCENT", "Value": 50})]
+)
+def test_a_rolling_update_replaces_batches_and_rolls_back_in_its_own_batches(
+    rollback: str | None, expected: Any
+) -> None:
+    template, _ = guarded(
+        policy(Strategy.ROLLING, "1", rollback_step=CapacitySize.parse(rollback) if rollback else None)
+    )
+    template.has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {
+            "DeploymentConfig": {
+                "AutoRollbackConfiguration": ROLLBACK,
+                "RollingUpdatePolicy": {
+                    "MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
+                    "WaitIntervalInSeconds": 600,
+                    "MaximumExecutionTimeoutInSeconds": 7200,
+                    "RollbackMaximumBatchSize": expected,
+                },
+                "BlueGreenUpdatePolicy": Match.absent(),
+            }
+        },
+    )
+
+
+def test_sagemaker_may_read_exactly_the_rollback_alarms_with_the_hosting_role() -> None:
+    template, _ = guarded(policy(Strategy.CANARY, "1"))
+    alarm_arns = [
+        {
+            "Fn::Join": [
+                "",
+                [
+                    "arn:",
+                    {"Ref": "AWS::Partition"},
+                    ":cloudwatch:",
+                    {"Ref": "AWS::Region"},
+                    ":",
+                    {"Ref": "AWS::AccountId"},
+                    f":alarm:{name}",
+                ],
+            ]
+        }
+        for name in ALARMS
+    ]
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyName": Match.string_like_regexp("^TritonHostingPolicy"),
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [{"Action": "cloudwatch:DescribeAlarms", "Effect": "Allow", "Resource": alarm_arns}]
+                )
+            },
+        },
+    )
+
+
+def test_without_guard_updates_the_endpoint_has_no_deployment_config(default: tuple) -> None:
+    default[0].has_resource_properties("AWS::SageMaker::Endpoint", {"DeploymentConfig": Match.absent()})
+
+
+def test_a_rolling_update_of_several_variants_is_refused() -> None:
+    stack = bare_stack()
+    endpoint = TritonEndpoint(
+        stack,
+        "Triton",
+        store=ModelStore(stack, "Store"),
+        image=TritonImage(stack, "Image", tag="25.04-py3"),
+        instance_type="ml.g5.xlarge",
+        initial_instance_count=2,
+    )
+    endpoint.variant_count = 2
+    with pytest.raises(ValueError, match="rolling updates exclude endpoints with several variants"):
+        endpoint.guard_updates(policy(Strategy.ROLLING, "1"), rollback_alarm_names=ALARMS)
+    # Blue/green has no such exclusion.
+    endpoint.guard_updates(policy(Strategy.CANARY, "1"), rollback_alarm_names=ALARMS)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: policy(Strategy.CANARY),
+            "a canary update needs a step size exactly when it is not all at once",
+        ),
+        (lambda: policy(Strategy.ALL_AT_ONCE, "1"), "needs a step size exactly when it is not all at once"),
+        (
+            lambda: policy(Strategy.CANARY, "1", rollback_step=CapacitySize.parse("1")),
+            "a rollback batch applies to rolling updates only, not canary",
+        ),
+    ],
+)
+def test_a_policy_that_cannot_be_deployed_is_refused(make: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+@pytest.mark.parametrize("count", [0, 11])
+def test_an_update_rolls_back_on_one_to_ten_alarms(count: int) -> None:
+    with pytest.raises(ValueError, match=f"an update rolls back on 1..10 alarms, not {count}"):
+        policy(Strategy.CANARY, "1").deployment_config([f"alarm-{i}" for i in range(count)])

@@ -207,9 +207,14 @@ def test_publish_puts_the_figures_beside_the_manifest(
     assert run("publish-performance", "--from", str(build_dir), "--bucket", "store") == 0
 
     digest = cpu_figures["manifest_sha256"]
-    for key in (f"manifests/{digest}.performance.json", "manifests/performance.json"):
-        published = json.loads(s3.get_object(Bucket="store", Key=key)["Body"].read())
-        assert published == cpu_figures
+    published = json.loads(
+        s3.get_object(Bucket="store", Key=f"manifests/{digest}.performance.json")["Body"].read()
+    )
+    assert published == cpu_figures
+    # Written once, by manifest: no "current" copy that would follow the last build instead of the endpoint.
+    listed = [o["Key"] for o in s3.list_objects_v2(Bucket="store")["Contents"]]
+    assert listed == [f"manifests/{digest}.performance.json"]
+    assert run("publish-performance", "--from", str(build_dir), "--bucket", "store") == 0
 
 
 @mock_aws

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_support import BUCKET, one_line_error
-from test_upload import ARCHIVES, write_build
+from store_support import ARCHIVES, BUCKET, one_line_error, write_build
 
 from triton_mme.cli import main
 from triton_mme.store.publish import read_published_manifest
@@ -53,7 +52,7 @@ def test_list_marks_archives_outside_the_manifest(
 ) -> None:
     write_build(tmp_path, ARCHIVES)
     main(["upload", "--from", str(tmp_path), "--bucket", BUCKET])
-    s3.put_object(Bucket=BUCKET, Key="models/stray-onnx-0000.tar.gz", Body=b"x" * 2048)
+    s3.put_object(Bucket=BUCKET, Key="models/stray-onnx-0000000000000000.tar.gz", Body=b"x" * 2048)
     capsys.readouterr()
 
     assert main(["list", "--bucket", BUCKET]) == 0
@@ -61,7 +60,7 @@ def test_list_marks_archives_outside_the_manifest(
     assert lines["resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz"][-2:] == ["resnet", "onnx"]
     assert lines["resnet-torchscript-bbbbbbbbbbbbbbbb.tar.gz"][-2:] == ["resnet", "torchscript"]
     assert lines["resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz"][1:3] == ["18", "B"]
-    assert lines["stray-onnx-0000.tar.gz"][1:] == ["2.0", "KiB", "(not", "in", "manifest)", "-"]
+    assert lines["stray-onnx-0000000000000000.tar.gz"][1:] == ["2.0", "KiB", "(not", "in", "manifest)", "-"]
 
 
 def test_list_reports_manifest_entries_whose_archive_is_missing(

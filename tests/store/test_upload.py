@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_support import BUCKET
+from store_support import ARCHIVES, BUCKET, write_build
 
-from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest, TensorSpec
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
 from triton_mme.store.publish import PublishError, publish_manifest, read_published_manifest, upload_build
 
 
@@ -35,41 +35,6 @@ class RecordingS3:
 
     def writes(self) -> list[str]:
         return [key for operation, key in self.calls if operation in ("upload_file", "put_object")]
-
-
-def _record(name: str, fmt: str, path: Path) -> ArchiveRecord:
-    data = path.read_bytes()
-    return ArchiveRecord(
-        name=name,
-        format=fmt,
-        target_model=path.name,
-        sha256=hashlib.sha256(data).hexdigest(),
-        size_bytes=len(data),
-        source="torchvision:resnet18",
-        weights="random",
-        max_batch_size=8,
-        inputs=(TensorSpec(name="input", datatype="FP32", dims=(3, 224, 224)),),
-        outputs=(TensorSpec(name="output", datatype="FP32", dims=(1000,)),),
-    )
-
-
-def write_build(directory: Path, archives: dict[str, bytes]) -> Manifest:
-    """A build directory with the given archive files and a manifest naming them."""
-    directory.mkdir(parents=True, exist_ok=True)
-    records = []
-    for file_name, data in archives.items():
-        (directory / file_name).write_bytes(data)
-        name, fmt = file_name.split("-")[0], file_name.split("-")[1]
-        records.append(_record(name, fmt, directory / file_name))
-    manifest = Manifest(archives=tuple(records))
-    (directory / MANIFEST_FILE_NAME).write_text(manifest.to_json(), encoding="utf-8")
-    return manifest
-
-
-ARCHIVES = {
-    "resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz": b"onnx archive bytes",
-    "resnet-torchscript-bbbbbbbbbbbbbbbb.tar.gz": b"ts bytes",
-}
 
 
 def _keys(s3: Any) -> dict[str, bytes]:

@@ -373,6 +373,58 @@ CDK_BOOTSTRAP_STACK = "CDKToolkit"
 CDK_MIN_BOOTSTRAP_VERSION = 6
 
 
+# ======================================================================================================
+# Endpoint updates: SageMaker deployment guardrails
+# ======================================================================================================
+# SageMaker API reference (botocore 1.44 service model, read here): BlueGreenUpdatePolicy,
+# TrafficRoutingConfig, RollingUpdatePolicy, CapacitySize and AutoRollbackConfig; the same ranges are in
+# CloudFormation's AWS::SageMaker::Endpoint schema (cfn-lint 1.58's copy), whose update handler waits up to
+# 970 minutes.
+# - WaitIntervalInSeconds (the baking period after each traffic step or rolling batch): 0..3600.
+# - TerminationWaitInSeconds (blue/green: how long the old fleet lives after the last step): 0..3600.
+# - MaximumExecutionTimeoutInSeconds: 600..28800, "larger than the total waiting time specified in
+#   TerminationWaitInSeconds and WaitIntervalInSeconds".
+# - CanarySize: "less than or equal to 50% of the variant's total instance count".
+# - LinearStepSize: "10-50% of the variant's total instance count".
+# - RollingUpdatePolicy.MaximumBatchSize: "between 5% to 50% of the variant's total instance count";
+#   RollbackMaximumBatchSize absent: "100% of total capacity", the whole old fleet at once during a rollback.
+# - CapacitySize.Value >= 1, as INSTANCE_COUNT or CAPACITY_PERCENT.
+# - AutoRollbackConfig.Alarms: 1..10 alarm names; SageMaker needs cloudwatch:DescribeAlarms on them
+#   (developer guide, "Auto-Rollback Configuration and Monitoring").
+# Not documented (the safe side is taken in infra/deployment_rules.py): how SageMaker rounds a percentage to
+# whole instances, and whether CreateEndpoint checks that the named alarms exist.
+GUARDRAIL_WAIT_SECONDS_RANGE = (0, 3600)
+GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE = (0, 3600)
+GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE = (600, 28800)
+CANARY_PERCENT_RANGE = (1, 50)
+LINEAR_STEP_PERCENT_RANGE = (10, 50)
+ROLLING_BATCH_PERCENT_RANGE = (5, 50)
+MAX_ROLLBACK_ALARMS = 10
+# Developer guide, "Exclusions" (deployment-guardrails-exclusions): the new endpoint config must keep the
+# variant name; endpoints on Inf1 instances (and Marketplace containers) fall back to blue/green all at once
+# with no final baking period; rolling deployments also exclude serverless and multi-variant endpoints.
+# A GPU multi-model endpoint is none of these.
+GUARDRAIL_FALLBACK_INSTANCE_PREFIXES = ("ml.inf1.",)
+# Blue/green (canary, linear, all at once) provisions the whole new fleet beside the old one before it
+# shifts traffic ("Blue/Green Deployments": SageMaker provisions the green fleet, then shifts, then
+# terminates the blue fleet); rolling provisions one batch at a time ("Use rolling deployments").
+# InvokeEndpoint answers within 60 seconds (API reference, InvokeEndpoint): a latency above it is a timeout.
+INVOKE_ENDPOINT_TIMEOUT_SECONDS = 60
+
+
+# ======================================================================================================
+# S3 conditional writes
+# ======================================================================================================
+# S3 user guide, "Enforce conditional writes on Amazon S3 buckets": a bucket policy can require the
+# If-None-Match / If-Match headers with the condition keys s3:if-none-match / s3:if-match on s3:PutObject.
+# Multipart uploads need s3:ObjectCreationOperation to exempt CreateMultipartUpload, UploadPart and
+# UploadPartCopy, which take no conditional header (the condition then applies to CompleteMultipartUpload).
+# Under such a policy CopyObject into the covered keys fails (403 without a header, 501 with one).
+S3_IF_NONE_MATCH_KEY = "s3:if-none-match"
+S3_IF_MATCH_KEY = "s3:if-match"
+S3_OBJECT_CREATION_KEY = "s3:ObjectCreationOperation"
+
+
 def endpoint_quota_name(instance_type: str) -> str:
     """The Service Quotas name of the per-type endpoint instance quota (SageMaker quota table)."""
     return f"{instance_type} for endpoint usage"

@@ -1,4 +1,4 @@
-"""`triton-mme upload | list | add | remove | publish-performance`: the model store on S3."""
+"""`triton-mme upload | publish-build | list | add | remove | publish-performance`: the model store on S3."""
 
 from __future__ import annotations
 
@@ -19,14 +19,36 @@ def register(subparsers: Any) -> None:
     upload = subparsers.add_parser(
         "upload",
         help="publish built archives and their manifest to S3",
-        description="Publish the archives and files named in <from>/manifest.json, then the manifest "
-        "itself. Objects already present with the same sha256 are skipped; a key holding different bytes "
-        "is never overwritten (nothing is uploaded then). The manifest is written last, under its own "
-        "prefix.",
+        description="Publish the archives and files named in <from>/manifest.json, then make the manifest "
+        "the live one. Objects already present with the same sha256 are skipped; a key holding different "
+        "bytes is never overwritten (nothing is uploaded then). The manifest is written last, under its own "
+        "prefix, conditionally on the live one it replaces.",
     )
     _add_build_dir(upload)
+    upload.add_argument(
+        "--archives-only",
+        action="store_true",
+        help="publish the archives and companion files but not the manifest (the build runner publishes "
+        "its manifest with publish-build, and the deployment makes it live)",
+    )
     _add_bucket_arguments(upload)
     upload.set_defaults(handler=_upload)
+
+    build = subparsers.add_parser(
+        "publish-build",
+        help="publish a build's manifest under its fingerprint (never the live one)",
+        description="Write <from>/manifest.json as <manifest-prefix>/builds/<fingerprint>/manifest.json, "
+        "once, after checking that every archive and file it names is in the bucket. The live manifest is "
+        "not touched: the deployment promotes this one after the endpoint update succeeds.",
+    )
+    _add_build_dir(build)
+    build.add_argument(
+        "--fingerprint",
+        required=True,
+        help="the build's fingerprint (64 hex digits; the runner has it as MODEL_BUILD_FINGERPRINT)",
+    )
+    _add_bucket_arguments(build)
+    build.set_defaults(handler=_publish_build)
 
     listing = subparsers.add_parser(
         "list",
@@ -65,8 +87,8 @@ def register(subparsers: Any) -> None:
     performance = subparsers.add_parser(
         "publish-performance",
         help="publish <from>/performance.json beside the manifest it measured",
-        description="Upload the figures as <manifest-prefix>/<manifest sha256>.performance.json and "
-        "<manifest-prefix>/performance.json; refused when they measured another manifest.",
+        description="Upload the figures once, as <manifest-prefix>/<manifest sha256>.performance.json; "
+        "refused when they measured another manifest.",
     )
     _add_build_dir(performance)
     _add_bucket_arguments(performance)
@@ -161,6 +183,7 @@ def _upload(args: argparse.Namespace, s3: Any) -> int:
             prefix=prefixes.models,
             manifest_prefix=prefixes.manifests,
             progress=_progress_bars(bars),
+            make_live=not args.archives_only,
         )
     for key in report.uploaded:
         print(f"uploaded s3://{args.bucket}/{key}")
@@ -168,6 +191,24 @@ def _upload(args: argparse.Namespace, s3: Any) -> int:
         print(f"skipped  s3://{args.bucket}/{key} (already published, same sha256)")
     for key in report.manifest_keys:
         print(f"manifest s3://{args.bucket}/{key}")
+    return 0
+
+
+@_s3_command
+def _publish_build(args: argparse.Namespace, s3: Any) -> int:
+    from triton_mme.store.publish import publish_build_manifest, read_local_manifest
+
+    prefixes = _prefixes(args)
+    report = publish_build_manifest(
+        s3,
+        args.bucket,
+        read_local_manifest(args.source),
+        args.fingerprint.strip(),
+        model_prefix=prefixes.models,
+        manifest_prefix=prefixes.manifests,
+    )
+    state = "written" if report.written else "kept (already published for this fingerprint)"
+    print(f"build manifest s3://{args.bucket}/{report.key} {state}")
     return 0
 
 

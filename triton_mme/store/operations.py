@@ -1,13 +1,13 @@
 """Operating the model store: list what is published, add an archive built elsewhere, remove one,
 publish performance figures. Each returns what it did; the command line only prints it.
 
-Every write goes through `publish`: archives are never overwritten, and a manifest is made current only
-after everything it names is in the bucket.
+Every write goes through `publish`: archives are never overwritten, a manifest is made current only
+after everything it names is in the bucket, and the live manifest changes only conditionally on the
+version read (a concurrent `add` or `remove` is re-read, never lost).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -25,13 +25,12 @@ from triton_mme.store.publish import (
     PublishError,
     S3Client,
     check_prefixes,
+    create_json,
     head,
-    is_already_published,
     normalise_prefix,
-    publish_manifest,
     publish_objects,
-    put_json,
     read_published_manifest,
+    update_live_manifest,
 )
 
 
@@ -162,14 +161,15 @@ def add_archive(
     record = archive_record(
         contents, name=name, sha256=item.sha256, size=item.size, source=source, weights=weights
     )
-    current = read_published_manifest(s3, bucket, prefixes.manifests) or Manifest()
-    kept = tuple(r for r in current.archives if (r.name, r.format) != (record.name, record.format))
-    keys = publish_manifest(
-        s3,
-        bucket,
-        current.model_copy(update={"archives": (*kept, record)}),
-        model_prefix=prefixes.models,
-        manifest_prefix=prefixes.manifests,
+
+    def with_record(live: Manifest | None) -> Manifest:
+        current = live or Manifest()
+        kept = tuple(r for r in current.archives if (r.name, r.format) != (record.name, record.format))
+        return current.model_copy(update={"archives": (*kept, record)})
+
+    # Read, change and write the live manifest as one conditional step: a concurrent add is not lost.
+    keys = update_live_manifest(
+        s3, bucket, with_record, model_prefix=prefixes.models, manifest_prefix=prefixes.manifests
     )
     return AddReport(
         tuple(report.checks), tuple(report.not_run), tuple(uploaded), tuple(skipped), keys[-1], record
@@ -193,23 +193,27 @@ def remove_archive(
     key = prefixes.models + target
     if head(s3, bucket, key) is None:
         raise PublishError(f"s3://{bucket}/{key}: no such archive")
-    manifest = read_published_manifest(s3, bucket, prefixes.manifests)
     manifest_key: str | None = None
     dropped: tuple[str, ...] = ()
-    if manifest is not None and target in manifest.target_models:
+
+    def without_target(live: Manifest | None) -> Manifest:
+        nonlocal dropped
+        manifest = live or Manifest()
         dropped = tuple(f"{r.name}/{r.format}" for r in manifest.archives if r.target_model == target)
-        if not force:
+        if dropped and not force:
             raise PublishError(
                 f"s3://{bucket}/{key}: the current manifest still points to it ({', '.join(dropped)}); "
                 "publish a manifest without it first, or pass --force"
             )
-        remaining = tuple(r for r in manifest.archives if r.target_model != target)
-        manifest_key = publish_manifest(
-            s3,
-            bucket,
-            manifest.model_copy(update={"archives": remaining}),
-            model_prefix=prefixes.models,
-            manifest_prefix=prefixes.manifests,
+        return manifest.model_copy(
+            update={"archives": tuple(r for r in manifest.archives if r.target_model != target)}
+        )
+
+    live = read_published_manifest(s3, bucket, prefixes.manifests)
+    if live is not None and target in live.target_models:
+        # Conditional on the manifest read: a change made meanwhile is re-read and kept.
+        manifest_key = update_live_manifest(
+            s3, bucket, without_target, model_prefix=prefixes.models, manifest_prefix=prefixes.manifests
         )[-1]
     s3.delete_object(Bucket=bucket, Key=key)
     return RemoveReport(key, manifest_key, dropped)
@@ -218,8 +222,9 @@ def remove_archive(
 def publish_performance(s3: S3Client, bucket: str, build_dir: Path, manifest_prefix: str) -> tuple[str, ...]:
     """Publish `<build_dir>/performance.json` beside the manifest it measured.
 
-    The dated copy `<manifest sha256>.performance.json` is written once and never overwritten; the
-    current `performance.json` follows it. Refused when the figures measured another manifest.
+    The figures are written once, as `<manifest sha256>.performance.json` (never overwritten): the figures of
+    the manifest that serves are found from the live manifest's sha256. Refused when the figures measured
+    another manifest.
     """
     figures_path = build_dir / PERFORMANCE_FILE_NAME
     try:
@@ -232,10 +237,11 @@ def publish_performance(s3: S3Client, bucket: str, build_dir: Path, manifest_pre
         raise PublishError(
             f"{figures_path} measured manifest {measured}, not the built one ({digest}); run profile again"
         )
-    dated = f"{manifest_prefix}{digest}.{PERFORMANCE_FILE_NAME}"
-    body_sha = hashlib.sha256(body).hexdigest()
-    if not is_already_published(s3, bucket, dated, body_sha, len(body)):
-        put_json(s3, bucket, dated, body, body_sha)
-    current = f"{manifest_prefix}{PERFORMANCE_FILE_NAME}"
-    put_json(s3, bucket, current, body, body_sha)
-    return dated, current
+    dated = performance_key(digest, manifest_prefix)
+    create_json(s3, bucket, dated, body)
+    return (dated,)
+
+
+def performance_key(manifest_sha256: str, manifest_prefix: str = MANIFEST_PREFIX) -> str:
+    """Where the figures measured for a manifest are published."""
+    return f"{manifest_prefix}{manifest_sha256}.{PERFORMANCE_FILE_NAME}"

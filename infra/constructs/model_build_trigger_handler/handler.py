@@ -3,12 +3,23 @@
 The resource's `Fingerprint` property names everything the build depends on (sources, catalog, serving
 image, runner). A build starts only when the fingerprint has no successful build yet, so an unchanged
 catalog starts nothing and a changed one starts exactly one; a rollback to a fingerprint that was
-built before starts nothing either. Delete never touches the published models.
+built before starts nothing either.
+
+A build never outlives the deployment that started it:
+- is-complete stops it itself when it is still running `StopAfterSeconds` after it was started, before
+  CloudFormation's one-hour limit for the resource runs out, and fails the resource;
+- Delete (the stack's, the one after a failed or timed-out create, and the cleanup of a fingerprint that a
+  rollback replaced) stops a running build of the deleted fingerprint and completes once it has ended;
+- an Update that moves to another fingerprint (a rollback, or a newer deployment) stops a running build of
+  the fingerprint it leaves.
+Each stop names one build (codebuild:StopBuild on its id). Delete never touches the published models: the
+build writes only archives and its own manifest, which the store keeps.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -17,6 +28,7 @@ import boto3
 FINGERPRINT_VARIABLE = "MODEL_BUILD_FINGERPRINT"
 # ListBuildsForProject returns the newest builds first; one page is enough to find a recent success.
 RECENT_BUILDS = 100
+RUNNING = "IN_PROGRESS"
 
 _client: Any = None
 
@@ -35,17 +47,25 @@ def codebuild() -> Any:
 def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     request = event["RequestType"]
     if request == "Delete":
-        # The models outlive the stack (the store is retained); there is nothing to undo.
-        return {"PhysicalResourceId": event["PhysicalResourceId"]}
+        project, _, fingerprint = event["PhysicalResourceId"].partition(":")
+        stopped = _stop_running(_recent_builds(project), fingerprint) if fingerprint else []
+        return {
+            "PhysicalResourceId": event["PhysicalResourceId"],
+            "Data": {"StoppedBuilds": ",".join(stopped)},
+        }
     properties = event["ResourceProperties"]
     project, fingerprint = properties["ProjectName"], properties["Fingerprint"]
     physical_id = f"{project}:{fingerprint}"
-    if request == "Update" and event["OldResourceProperties"].get("Fingerprint") == fingerprint:
+    previous = event.get("OldResourceProperties", {}).get("Fingerprint")
+    if request == "Update" and previous == fingerprint:
         return {
             "PhysicalResourceId": event["PhysicalResourceId"],
             "Data": {"BuildId": "", "Started": "false"},
         }
-    earlier = _succeeded_build(project, fingerprint)
+    recent = _recent_builds(project)
+    # An update leaves `previous` behind (a rollback leaves the newer one): its build must not go on.
+    _stop_running(recent, previous)
+    earlier = _succeeded_build(recent, fingerprint)
     if earlier is not None:
         return {"PhysicalResourceId": physical_id, "Data": {"BuildId": earlier, "Started": "false"}}
     build = codebuild().start_build(
@@ -54,22 +74,37 @@ def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             {"name": FINGERPRINT_VARIABLE, "value": fingerprint, "type": "PLAINTEXT"}
         ],
     )["build"]
-    print(f"started model build {build['id']} for fingerprint {fingerprint}")
-    return {"PhysicalResourceId": physical_id, "Data": {"BuildId": build["id"], "Started": "true"}}
+    stop_at = int(time.time()) + int(properties["StopAfterSeconds"])
+    print(
+        f"started model build {build['id']} for fingerprint {fingerprint}; stops at {stop_at} at the latest"
+    )
+    return {
+        "PhysicalResourceId": physical_id,
+        "Data": {"BuildId": build["id"], "Started": "true", "StopAt": str(stop_at)},
+    }
 
 
 def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     data = event.get("Data") or {}
-    if event["RequestType"] == "Delete" or data.get("Started") != "true":
+    if event["RequestType"] == "Delete":
+        stopped = [build_id for build_id in data.get("StoppedBuilds", "").split(",") if build_id]
+        return {"IsComplete": not any(b.get("buildStatus") == RUNNING for b in _builds(stopped))}
+    if data.get("Started") != "true":
         return {"IsComplete": True}
     build_id = data["BuildId"]
-    builds = codebuild().batch_get_builds(ids=[build_id]).get("builds", [])
+    builds = _builds([build_id])
     if not builds:
         raise ModelBuildFailed(f"model build {build_id} not found; it may have been deleted")
     build = builds[0]
     status = build["buildStatus"]
-    if status == "IN_PROGRESS":
-        return {"IsComplete": False}
+    if status == RUNNING:
+        if time.time() < int(data["StopAt"]):
+            return {"IsComplete": False}
+        codebuild().stop_build(id=build_id)
+        raise ModelBuildFailed(
+            f"model build {build_id} was still running when the deployment's time for it ran out; stopped it "
+            f"(lower buildTimeoutMinutes and buildQueueTimeoutMinutes); logs: {logs_link(build)}"
+        )
     if status == "SUCCEEDED":
         return {"IsComplete": True, "Data": {"BuildId": build_id}}
     outcome = status.lower().replace("_", " ")
@@ -78,15 +113,38 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     )
 
 
-def _succeeded_build(project: str, fingerprint: str) -> str | None:
-    ids = codebuild().list_builds_for_project(projectName=project, sortOrder="DESCENDING").get("ids", [])
+def _builds(ids: list[str]) -> list[dict[str, Any]]:
     if not ids:
-        return None
-    for build in codebuild().batch_get_builds(ids=ids[:RECENT_BUILDS]).get("builds", []):
-        variables = {
-            v["name"]: v.get("value") for v in build.get("environment", {}).get("environmentVariables", [])
-        }
-        if build.get("buildStatus") == "SUCCEEDED" and variables.get(FINGERPRINT_VARIABLE) == fingerprint:
+        return []
+    return list(codebuild().batch_get_builds(ids=ids).get("builds", []))
+
+
+def _recent_builds(project: str) -> list[dict[str, Any]]:
+    ids = codebuild().list_builds_for_project(projectName=project, sortOrder="DESCENDING").get("ids", [])
+    return _builds(ids[:RECENT_BUILDS])
+
+
+def _fingerprint_of(build: dict[str, Any]) -> str | None:
+    variables = build.get("environment", {}).get("environmentVariables", [])
+    return next((v.get("value") for v in variables if v["name"] == FINGERPRINT_VARIABLE), None)
+
+
+def _stop_running(builds: list[dict[str, Any]], fingerprint: str | None) -> list[str]:
+    """Stop the running builds of `fingerprint` (at most one: one build of the project runs at a time)."""
+    if not fingerprint:
+        return []
+    running = [
+        str(b["id"]) for b in builds if b.get("buildStatus") == RUNNING and _fingerprint_of(b) == fingerprint
+    ]
+    for build_id in running:
+        codebuild().stop_build(id=build_id)
+        print(f"stopped model build {build_id} of fingerprint {fingerprint}")
+    return running
+
+
+def _succeeded_build(builds: list[dict[str, Any]], fingerprint: str) -> str | None:
+    for build in builds:
+        if build.get("buildStatus") == "SUCCEEDED" and _fingerprint_of(build) == fingerprint:
             return str(build["id"])
     return None
 

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import CustomResource, Duration
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.constructs.model_store import ModelStore
+from infra.constructs.nag import acknowledge_wildcard_resources
+from infra.constructs.waiting_provider import waiting_provider
+from triton_mme.core.locations import build_manifest_key
+
+HANDLER_DIR = Path(__file__).parent / "manifest_promotion_handler"
+# The endpoint update is over when this runs; the wait only covers a short Updating (a scaling activity).
+POLL_INTERVAL = Duration.seconds(30)
+TOTAL_TIMEOUT = Duration.minutes(30)
+
+
+class ManifestPromotion(Construct):
+    """Makes the build of `fingerprint` the live manifest once the endpoint serves `endpoint_config_name`.
+
+    `self.resource` depends on the endpoint (it reads its name and config name), so CloudFormation runs it
+    after the endpoint update succeeded, and its rollback promotes the previous build back; its Delete
+    leaves the live manifest as it is (manifest_promotion_handler/handler.py, docs/updates.md). Its role
+    may describe that one endpoint, read the store's models and manifests, and write the live manifest only.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        store: ModelStore,
+        fingerprint: str,
+        endpoint_name: str,
+        endpoint_arn: str,
+        endpoint_config_name: str,
+        log_retention: logs.RetentionDays,
+        encryption_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        bucket = store.bucket
+        try:
+            source = build_manifest_key(fingerprint, store.manifest_prefix)
+        except ValueError as error:
+            raise ValueError(f"cannot promote a build: {error}") from None
+        reads = [
+            bucket.arn_for_objects(f"{prefix}*") for prefix in (store.model_prefix, store.manifest_prefix)
+        ]
+        storage = [
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=reads),
+            # A missing key answers 404 (rather than 403) only to a caller that may list the bucket.
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn]),
+        ]
+        describe = iam.PolicyStatement(actions=["sagemaker:DescribeEndpoint"], resources=[endpoint_arn])
+        writes = iam.PolicyStatement(
+            actions=["s3:PutObject"], resources=[bucket.arn_for_objects(store.live_manifest_key)]
+        )
+        handlers = waiting_provider(
+            self,
+            handler_dir=HANDLER_DIR,
+            on_event_statements=[],
+            is_complete_statements=[describe, *storage, writes],
+            query_interval=POLL_INTERVAL,
+            total_timeout=TOTAL_TIMEOUT,
+            log_retention=log_retention,
+        )
+        if encryption_key is not None:
+            # SSE-KMS: reading an object needs kms:Decrypt, writing one kms:GenerateDataKey.
+            handlers.is_complete.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=[encryption_key.key_arn]
+                )
+            )
+        acknowledge_wildcard_resources(
+            self,
+            reads,
+            reason="Reads are confined to the model store's models (to check they exist) and manifests.",
+        )
+        self.resource = CustomResource(
+            self,
+            "Resource",
+            service_token=handlers.provider.service_token,
+            resource_type="Custom::ManifestPromotion",
+            properties={
+                "Bucket": bucket.bucket_name,
+                "ModelPrefix": store.model_prefix,
+                "ManifestPrefix": store.manifest_prefix,
+                "Fingerprint": fingerprint,
+                "BuildManifestKey": source,
+                "LiveManifestKey": store.live_manifest_key,
+                "EndpointName": endpoint_name,
+                "EndpointConfigName": endpoint_config_name,
+            },
+            service_timeout=TOTAL_TIMEOUT,
+        )

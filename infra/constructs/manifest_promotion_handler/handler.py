@@ -1,0 +1,151 @@
+"""Makes a build's manifest the live one once the endpoint serves this deployment: the custom resource
+provider's on-event and is-complete handlers (docs/updates.md).
+
+The resource depends on the endpoint, so CloudFormation calls it after the endpoint update succeeded:
+
+- Create and Update wait until the endpoint is InService, check that it serves the endpoint config this
+  deployment created (SageMaker may have rolled the update back and still answer InService), then copy the
+  build's manifest (`BuildManifestKey`, written once by the build) over the live pointer (`LiveManifestKey`).
+  The copy replaces the pointer only if it is still the version read (If-Match on its ETag, or If-None-Match
+  when there is none yet); another writer in between makes it read again, a bounded number of times.
+- CloudFormation's rollback is an Update back to the previous properties: the previous fingerprint's
+  manifest is promoted back, after the same check against the previous endpoint config.
+- Delete leaves the pointer: the store outlives the stack.
+
+The physical id is the pointer's location and never changes, so CloudFormation never sends the Delete that
+follows a replacement.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+# DescribeEndpoint's EndpointStatus values that are on their way to another status.
+SETTLING = frozenset({"Creating", "Updating", "SystemUpdating", "RollingBack"})
+MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
+# S3's answers to a conditional write that lost (412), raced another (409) or found the pointer deleted.
+LOST = frozenset({"PreconditionFailed", "ConditionalRequestConflict", *MISSING})
+POINTER_ATTEMPTS = 5
+
+_clients: dict[str, Any] = {}
+
+
+class PromotionRefused(RuntimeError):
+    """The live manifest was not moved; the message says why and where it stays."""
+
+
+def client(service: str) -> Any:
+    if service not in _clients:
+        _clients[service] = boto3.client(service)
+    return _clients[service]
+
+
+def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    properties = event["ResourceProperties"]
+    physical_id = (
+        event.get("PhysicalResourceId") or f"s3://{properties['Bucket']}/{properties['LiveManifestKey']}"
+    )
+    return {"PhysicalResourceId": physical_id}
+
+
+def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    if event["RequestType"] == "Delete":
+        return {"IsComplete": True}
+    properties = event["ResourceProperties"]
+    name, expected = properties["EndpointName"], properties["EndpointConfigName"]
+    endpoint = client("sagemaker").describe_endpoint(EndpointName=name)
+    status, serving = endpoint["EndpointStatus"], endpoint.get("EndpointConfigName")
+    if status in SETTLING:
+        return {"IsComplete": False}
+    where = f"s3://{properties['Bucket']}/{properties['LiveManifestKey']}"
+    if status != "InService" or serving != expected:
+        reason = endpoint.get("FailureReason")
+        raise PromotionRefused(
+            f"endpoint {name} is {status} on endpoint config {serving}, not on {expected}, which this "
+            f"deployment created{f' ({reason})' if reason else ''}; the live manifest {where} stays as it was"
+        )
+    outcome = promote(properties)
+    print(f"{where}: {outcome} (fingerprint {properties['Fingerprint']}, endpoint config {expected})")
+    return {"IsComplete": True, "Data": {"Outcome": outcome}}
+
+
+def promote(properties: dict[str, str]) -> str:
+    """Copy the build's manifest over the live pointer, conditionally; returns what happened."""
+    s3, bucket = client("s3"), properties["Bucket"]
+    source, pointer = properties["BuildManifestKey"], properties["LiveManifestKey"]
+    body = _read(s3, bucket, source)
+    if body is None:
+        raise PromotionRefused(
+            f"no build manifest at s3://{bucket}/{source} for fingerprint {properties['Fingerprint']}; the "
+            f"build publishes it last (publish-build); the live manifest stays as it was"
+        )
+    for key in _named_keys(json.loads(body), properties["ModelPrefix"], properties["ManifestPrefix"]):
+        if _head(s3, bucket, key) is None:
+            raise PromotionRefused(
+                f"s3://{bucket}/{source} names s3://{bucket}/{key}, which is not in the bucket; the live "
+                "manifest stays as it was"
+            )
+    digest = hashlib.sha256(body).hexdigest()
+    for _ in range(POINTER_ATTEMPTS):
+        current = _read_with_etag(s3, bucket, pointer)
+        if current is not None and current[0] == body:
+            return f"already {source}"
+        condition = {"IfMatch": current[1]} if current is not None else {"IfNoneMatch": "*"}
+        try:
+            s3.put_object(
+                Bucket=bucket,
+                Key=pointer,
+                Body=body,
+                ContentType="application/json",
+                Metadata={"sha256": digest},
+                ChecksumAlgorithm="SHA256",
+                **condition,
+            )
+            return f"promoted {source}"
+        except ClientError as error:
+            if _code(error) not in LOST:
+                raise
+    raise PromotionRefused(
+        f"s3://{bucket}/{pointer} kept changing while it was promoted ({POINTER_ATTEMPTS} tries)"
+    )
+
+
+def _named_keys(manifest: dict[str, Any], model_prefix: str, manifest_prefix: str) -> list[str]:
+    """Every archive and companion file a manifest names (triton_mme.core.manifest's schema)."""
+    archives = manifest.get("archives", [])
+    keys = [model_prefix + archive["target_model"] for archive in archives]
+    keys += [manifest_prefix + name for archive in archives for name in archive.get("files", {}).values()]
+    return sorted(set(keys))
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code"))
+
+
+def _head(s3: Any, bucket: str, key: str) -> dict[str, Any] | None:
+    try:
+        return dict(s3.head_object(Bucket=bucket, Key=key))
+    except ClientError as error:
+        if _code(error) in MISSING:
+            return None
+        raise
+
+
+def _read_with_etag(s3: Any, bucket: str, key: str) -> tuple[bytes, str] | None:
+    try:
+        response = s3.get_object(Bucket=bucket, Key=key)
+    except ClientError as error:
+        if _code(error) in MISSING:
+            return None
+        raise
+    return response["Body"].read(), str(response["ETag"])
+
+
+def _read(s3: Any, bucket: str, key: str) -> bytes | None:
+    found = _read_with_etag(s3, bucket, key)
+    return None if found is None else found[0]

@@ -1,0 +1,109 @@
+"""A custom resource provider that waits: on-event and is-complete handlers from one folder of plain Python,
+polled by custom_resources.Provider's waiter, every function logging to its own group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Acknowledgment, CfnResource, Duration, RemovalPolicy, Validations
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from infra.constructs.nag import acknowledge_wildcard_resources
+
+# CDK makes each function and the waiter depend on its role, which the role ARN already implies.
+REDUNDANT_ROLE_DEPENDENCY = ("AWS::Lambda::Function", "AWS::StepFunctions::StateMachine")
+HANDLER_TIMEOUT = Duration.seconds(30)
+
+
+@dataclass(frozen=True)
+class WaitingHandlers:
+    provider: cr.Provider
+    on_event: lambda_.Function
+    is_complete: lambda_.Function
+
+
+def waiting_provider(
+    scope: Construct,
+    *,
+    handler_dir: Path,
+    on_event_statements: list[iam.PolicyStatement],
+    is_complete_statements: list[iam.PolicyStatement],
+    query_interval: Duration,
+    total_timeout: Duration,
+    log_retention: logs.RetentionDays,
+) -> WaitingHandlers:
+    """Add to `scope` the functions `handler.on_event` and `handler.is_complete` of `handler_dir`, each with
+    its own grants, and the Provider that polls the second every `query_interval` for `total_timeout`."""
+    code = lambda_.Code.from_asset(str(handler_dir), exclude=["__pycache__", "*.pyc"])
+    functions = {}
+    for name, entry, statements in (
+        ("OnEvent", "on_event", on_event_statements),
+        ("IsComplete", "is_complete", is_complete_statements),
+    ):
+        functions[name] = lambda_.Function(
+            scope,
+            name,
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            code=code,
+            handler=f"handler.{entry}",
+            timeout=HANDLER_TIMEOUT,
+            initial_policy=statements,
+            log_group=_log_group(scope, f"{name}Logs", log_retention),
+        )
+    provider = cr.Provider(
+        scope,
+        "Provider",
+        on_event_handler=functions["OnEvent"],
+        is_complete_handler=functions["IsComplete"],
+        query_interval=query_interval,
+        total_timeout=total_timeout,
+        log_group=_log_group(scope, "ProviderLogs", log_retention),
+        disable_waiter_state_machine_logging=False,
+        waiter_state_machine_log_options=cr.LogOptions(
+            destination=_log_group(scope, "WaiterLogs", log_retention), level=sfn.LogLevel.ALL
+        ),
+    )
+    _acknowledge_framework_findings(scope, provider, list(functions.values()))
+    for child in scope.node.find_all():
+        if isinstance(child, CfnResource) and child.cfn_resource_type in REDUNDANT_ROLE_DEPENDENCY:
+            child.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+    return WaitingHandlers(provider, functions["OnEvent"], functions["IsComplete"])
+
+
+def _log_group(scope: Construct, construct_id: str, retention: logs.RetentionDays) -> logs.LogGroup:
+    return logs.LogGroup(scope, construct_id, retention=retention, removal_policy=RemovalPolicy.DESTROY)
+
+
+def _acknowledge_framework_findings(
+    scope: Construct, provider: cr.Provider, handlers: list[lambda_.Function]
+) -> None:
+    framework = [provider.node.find_child(f"framework-{name}") for name in ("isComplete", "onTimeout")]
+    functions = [*handlers, *(f for f in framework if isinstance(f, lambda_.Function))]
+    acknowledge_wildcard_resources(
+        scope,
+        [f"{function.function_arn}:*" for function in functions],
+        reason="The provider framework invokes the handlers and its own functions, any version of each.",
+    )
+    acknowledge_wildcard_resources(
+        scope,
+        ["*"],
+        reason="The waiter's log delivery (logs:*LogDelivery, ...) has no resource-level permissions.",
+    )
+    for finding, reason in (
+        (
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AWSLambdaBasicExecutionRole]",
+            "The basic execution policy only lets each function write its own logs.",
+        ),
+        (
+            "AwsSolutions-SF2",
+            "The provider framework's waiter does not expose X-Ray tracing; it only polls.",
+        ),
+    ):
+        Validations.of(scope).acknowledge(Acknowledgment(id=finding, reason=reason))
