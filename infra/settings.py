@@ -40,6 +40,7 @@ from triton_mme.core.platform import (
     CODEBUILD_QUEUED_TIMEOUT_RANGE,
     CUSTOM_RESOURCE_TIMEOUT_MINUTES,
     DEFAULT_TRITON_TAG,
+    ENDPOINT_NAME_PATTERN,
     GPU_MME_INSTANCE_TYPES,
     GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE,
     GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE,
@@ -155,6 +156,11 @@ class Settings:
         return cls(**values)
 
     @property
+    def endpoint_name(self) -> str:
+        """The endpoint is named after the stack (unique per account and region, like endpoint names)."""
+        return self.stack_name
+
+    @property
     def endpoint_volume_accepts_kms_key(self) -> bool:
         return not gpu_instance(self.instance_type).has_instance_storage
 
@@ -250,6 +256,13 @@ def _validate(s: Settings) -> None:
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,127}", s.stack_name):
         raise _fail(
             "stack_name", s.stack_name, "is not a valid stack name; allowed: letters, digits, hyphens"
+        )
+    if not re.fullmatch(ENDPOINT_NAME_PATTERN, s.endpoint_name):
+        raise _fail(
+            "stack_name",
+            s.stack_name,
+            "also names the endpoint, and is not a SageMaker endpoint name; allowed: at most 63 letters, "
+            "digits and hyphens, starting with a letter and not ending with a hyphen",
         )
     if s.instance_type not in GPU_MME_INSTANCE_TYPES:
         raise _fail(

@@ -42,6 +42,7 @@ class TritonMmeStack(Stack):
         self.endpoint = TritonEndpoint(
             self,
             "Triton",
+            name=settings.endpoint_name,
             store=self.store,
             image=self.image,
             instance_type=settings.instance_type,
@@ -101,7 +102,7 @@ class TritonMmeStack(Stack):
         self.monitoring = EndpointMonitoring(
             self,
             "Monitoring",
-            endpoint_name=self.endpoint.endpoint_name,
+            endpoint_name=self.endpoint.name,
             variant_name=self.endpoint.variant_name,
             thresholds=AlarmThresholds(
                 errors_5xx_per_minute=settings.alarm_5xx_errors_per_minute,
@@ -117,8 +118,8 @@ class TritonMmeStack(Stack):
             min_instances=settings.min_instance_count,
             max_instances=settings.max_instance_count,
         )
-        # Updates shift traffic step by step and roll back on the monitoring's alarms, named, not referenced:
-        # the alarms watch the endpoint, so the endpoint cannot depend on them (guard_updates).
+        # Updates shift traffic step by step and roll back on the monitoring's alarms, which exist before the
+        # endpoint: they watch it by its fixed name (guard_updates).
         self.endpoint.guard_updates(
             DeploymentPolicy(
                 strategy=settings.strategy,
@@ -128,7 +129,7 @@ class TritonMmeStack(Stack):
                 termination_wait=Duration.seconds(settings.deployment_termination_wait_seconds),
                 timeout=Duration.seconds(settings.deployment_timeout_seconds),
             ),
-            rollback_alarm_names=self.monitoring.rollback_alarm_names,
+            rollback_alarms=self.monitoring.rollback_alarms,
         )
         # The live manifest moves to this build only once the endpoint serves this deployment's config.
         self.promotion = ManifestPromotion(

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from constructs import Construct
@@ -34,9 +33,9 @@ class AlarmThresholds:
 class EndpointMonitoring(Construct):
     """Alarms and a dashboard for one endpoint variant; every alarm notifies `self.alarm_topic`.
 
-    Three alarms also guard endpoint updates (`rollback_alarm_names`: 5XX errors, ModelLatency p99,
-    ModelLoadingWaitTime): they are named `<stack name>-<alarm>` because the endpoint they watch must name
-    them before they exist (TritonEndpoint.guard_updates).
+    Three alarms also guard endpoint updates (`rollback_alarms`: 5XX errors, ModelLatency p99,
+    ModelLoadingWaitTime). `endpoint_name` is the endpoint's fixed name, not a reference to the endpoint, so
+    the alarms can exist before the endpoint that names them (TritonEndpoint.guard_updates).
     """
 
     def __init__(
@@ -55,14 +54,8 @@ class EndpointMonitoring(Construct):
         self.metrics = EndpointMetrics(endpoint_name=endpoint_name, variant_name=variant_name)
         self.alarm_topic = AlarmTopic(self, "AlarmTopic", email=alarm_email)
         self.thresholds = thresholds
-        self.rollback_alarm_names: list[str] = []
+        self.rollback_alarms: list[cloudwatch.Alarm] = []
         m, t = self.metrics, thresholds
-        stack_name = Stack.of(self).stack_name
-        if Token.is_unresolved(stack_name):
-            raise ValueError(
-                "the rollback alarms are named after the stack: its name must be known at synthesis"
-            )
-        self._name_prefix = stack_name
         # Request-driven metrics exist only while requests arrive, so an idle endpoint is healthy
         # (NOT_BREACHING). Instance metrics arrive every minute while instances run: a gap says nothing
         # about memory or disk, so those alarms keep their state (MISSING) instead of guessing.
@@ -141,11 +134,9 @@ class EndpointMonitoring(Construct):
         comparison: cloudwatch.ComparisonOperator = Comparison.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         guards_updates: bool = False,
     ) -> cloudwatch.Alarm:
-        name = f"{self._name_prefix}-{construct_id}" if guards_updates else None
         alarm = metric.create_alarm(
             self,
             construct_id,
-            alarm_name=name,
             threshold=threshold,
             comparison_operator=comparison,
             evaluation_periods=self.thresholds.evaluation_periods,
@@ -156,8 +147,8 @@ class EndpointMonitoring(Construct):
             # minutes leave the alarm as it is instead of rolling an update back.
             evaluate_low_sample_count_percentile="ignore" if metric.statistic.startswith("p") else None,
         )
-        if name is not None:
-            self.rollback_alarm_names.append(name)
+        if guards_updates:
+            self.rollback_alarms.append(alarm)
         notify = actions.SnsAction(self.alarm_topic.topic)
         alarm.add_alarm_action(notify)
         alarm.add_ok_action(notify)

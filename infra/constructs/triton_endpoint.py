@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Acknowledgment, Annotations, ArnFormat, Stack, Validations
+from aws_cdk import Acknowledgment, Annotations, Validations
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
@@ -21,7 +22,12 @@ CONTAINER_ENVIRONMENT = {"SAGEMAKER_TRITON_LOG_VERBOSE": "0"}
 
 
 class TritonEndpoint(Construct):
-    """A Triton multi-model Model, its endpoint config and the endpoint (no physical names).
+    """A Triton multi-model Model, its endpoint config and the endpoint named `name`.
+
+    The model and endpoint config have no physical names (every change replaces them). The endpoint has
+    one: alarms watch it by name, and the alarms that guard its updates must exist before the endpoint
+    names them (guard_updates), so its name is known before it exists. Endpoints are updated in place, so
+    a fixed name never blocks an update.
 
     `inference_ami_version` picks the variant's host image and with it the NVIDIA driver (default: the
     platform's, driver 470 on ml.g4dn/g5/p3). `network_isolation` keeps the container off the network:
@@ -33,6 +39,7 @@ class TritonEndpoint(Construct):
         scope: Construct,
         construct_id: str,
         *,
+        name: str,
         store: ModelStore,
         image: TritonImage,
         instance_type: str,
@@ -86,40 +93,37 @@ class TritonEndpoint(Construct):
         self.endpoint = sagemaker.CfnEndpoint(
             self,
             "Endpoint",
+            endpoint_name=name,
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
             # Keeps the autoscaled instance count when a new endpoint config replaces this one: the new fleet
             # of a guarded update starts at that count, which its step sizes are shares of.
             retain_all_variant_properties=True,
         )
+        # `name` for what may exist before the endpoint (alarms, dashboard); `endpoint_name` (a reference)
+        # for what must come after it (scaling, logs, the manifest promotion).
+        self.name = name
         self.endpoint_name = self.endpoint.attr_endpoint_name
         self.variant_name = VARIANT_NAME
         self.variant_count = 1
 
-    def guard_updates(self, policy: DeploymentPolicy, *, rollback_alarm_names: Sequence[str]) -> None:
-        """Update the endpoint with `policy` and roll back when one of the named alarms fires.
+    def guard_updates(
+        self, policy: DeploymentPolicy, *, rollback_alarms: Sequence[cloudwatch.IAlarm]
+    ) -> None:
+        """Update the endpoint with `policy` and roll back when one of `rollback_alarms` fires.
 
-        The alarms are given by name, not by reference: they watch this endpoint (its name is one of their
-        metric dimensions), so a reference back from the endpoint would make a dependency cycle. Their names
-        must therefore be fixed before deployment (EndpointMonitoring derives them from the stack name).
-        SageMaker reads the alarms with the hosting role (cloudwatch:DescribeAlarms, "Auto-Rollback
-        Configuration and Monitoring").
+        The endpoint refers to the alarms, so they exist before it does, also on the first deployment; they
+        watch it by its fixed name, not by a reference (which would make a dependency cycle). SageMaker reads
+        the alarms with the hosting role (cloudwatch:DescribeAlarms, "Auto-Rollback Configuration and
+        Monitoring").
         """
         problem = variant_count_problem(policy.strategy, self.variant_count)
         if problem:
             raise ValueError(f"a {policy.strategy.value} update cannot guard this endpoint: {problem}")
-        self.endpoint.deployment_config = policy.deployment_config(rollback_alarm_names)
-        stack = Stack.of(self)
-        alarms = [
-            stack.format_arn(
-                service="cloudwatch",
-                resource="alarm",
-                resource_name=name,
-                arn_format=ArnFormat.COLON_RESOURCE_NAME,
-            )
-            for name in rollback_alarm_names
-        ]
+        self.endpoint.deployment_config = policy.deployment_config([a.alarm_name for a in rollback_alarms])
         self.hosting.policy.add_statements(
-            iam.PolicyStatement(actions=["cloudwatch:DescribeAlarms"], resources=alarms)
+            iam.PolicyStatement(
+                actions=["cloudwatch:DescribeAlarms"], resources=[a.alarm_arn for a in rollback_alarms]
+            )
         )
 
     def _explain_volume_encryption(

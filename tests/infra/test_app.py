@@ -225,7 +225,7 @@ def test_alarms_watch_this_endpoint_and_the_dashboard_draws_the_scaling_bounds(s
     for alarm in alarms.values():
         [query] = alarm["Properties"]["Metrics"]
         assert query["MetricStat"]["Metric"]["Dimensions"] == [
-            {"Name": "EndpointName", "Value": endpoint_name(synth)},
+            {"Name": "EndpointName", "Value": "TritonMultiModelEndpoint"},
             {"Name": "VariantName", "Value": "AllTraffic"},
         ]
     synth.template.has_resource_properties("AWS::SNS::Subscription", {"Endpoint": "ops@example.com"})
@@ -285,26 +285,26 @@ def upstream(graph: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-def test_the_endpoint_names_the_alarms_that_watch_it_and_the_template_has_no_cycle(
+def test_the_rollback_alarms_exist_before_the_endpoint_and_the_template_has_no_cycle(
     default_synth: Synthesized,
 ) -> None:
     resources = default_synth.resources
     endpoint_id, endpoint = only(default_synth, "AWS::SageMaker::Endpoint")
+    # The endpoint is named after the stack, so the alarms watch it by name ...
+    assert endpoint["Properties"]["EndpointName"] == "TritonMultiModelEndpoint"
     rollback = endpoint["Properties"]["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"]
     alarms = default_synth.template.find_resources("AWS::CloudWatch::Alarm")
-    named = {a["Properties"].get("AlarmName"): logical_id for logical_id, a in alarms.items()}
-    # Plain strings, equal to the alarms' fixed names: the endpoint refers to no alarm resource ...
-    assert [a["AlarmName"] for a in rollback] == [
-        "TritonMultiModelEndpoint-Errors5xx",
-        "TritonMultiModelEndpoint-ModelLatencyP99High",
-        "TritonMultiModelEndpoint-ModelLoadingWaitHigh",
-    ]
-    assert all(a["AlarmName"] in named for a in rollback)
+    referenced = [a["AlarmName"]["Ref"] for a in rollback]
+    assert sorted(referenced) == sorted(
+        logical_id
+        for logical_id in alarms
+        if any(part in logical_id for part in ("Errors5xx", "ModelLatencyP99High", "ModelLoadingWaitHigh"))
+    )
     graph = dependencies(resources)
-    assert not upstream(graph, endpoint_id) & set(alarms)
-    # ... while each of those alarms depends on the endpoint, whose name is its metric's dimension.
-    for alarm in rollback:
-        assert endpoint_id in graph[named[alarm["AlarmName"]]]
+    # ... and the endpoint refers to them: CloudFormation creates them first, also on the first deployment,
+    # and no alarm waits for the endpoint.
+    assert set(referenced) <= upstream(graph, endpoint_id)
+    assert not any(endpoint_id in upstream(graph, logical_id) for logical_id in alarms)
     # So the whole template orders: no resource is its own dependency (CloudFormation refuses cycles).
     assert [logical_id for logical_id in graph if logical_id in upstream(graph, logical_id)] == []
 

@@ -247,6 +247,14 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
         {"stackName": "1-stack"},
         r"^stackName=1-stack is not a valid stack name",
     ),
+    (
+        {"stackName": "a" * 64},
+        r"^stackName=a{64} also names the endpoint, and is not a SageMaker endpoint name; allowed: at most",
+    ),
+    (
+        {"stackName": "triton-"},
+        r"^stackName=triton- also names the endpoint, .* not ending with a hyphen$",
+    ),
     # The new switches and retentions.
     (
         {"networkIsolation": "yes"},

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Annotations, Match, Template
 from synth_support import KEY_ARN, bare_stack
@@ -15,6 +17,8 @@ from infra.constructs.model_store import ModelStore
 from infra.constructs.triton_endpoint import TritonEndpoint
 from infra.constructs.triton_image import TritonImage
 from infra.deployment_rules import CapacitySize, Strategy
+
+ENDPOINT_NAME = "test-endpoint"
 
 AMI = "al2023-ami-sagemaker-inference-gpu-4-1"
 
@@ -31,6 +35,7 @@ def endpoint_stack(**overrides: Any) -> tuple[Template, TritonEndpoint]:
     endpoint = TritonEndpoint(
         stack,
         "Triton",
+        name=ENDPOINT_NAME,
         store=ModelStore(stack, "Store"),
         image=TritonImage(stack, "Image", tag="25.04-py3"),
         encryption_key=key,
@@ -104,19 +109,19 @@ def test_without_an_inference_ami_the_variant_keeps_the_platform_default() -> No
     )
 
 
-def test_endpoint_is_unnamed_and_keeps_autoscaled_capacity_across_config_changes(default: tuple) -> None:
+def test_endpoint_keeps_its_name_and_autoscaled_capacity_across_config_changes(default: tuple) -> None:
     template, endpoint = default
     template.has_resource_properties(
         "AWS::SageMaker::Endpoint",
         {
-            "EndpointName": Match.absent(),
+            "EndpointName": ENDPOINT_NAME,
             "EndpointConfigName": {
                 "Fn::GetAtt": [Match.string_like_regexp("^TritonConfig"), "EndpointConfigName"]
             },
             "RetainAllVariantProperties": True,
         },
     )
-    assert endpoint.variant_name == "AllTraffic"
+    assert (endpoint.variant_name, endpoint.name) == ("AllTraffic", ENDPOINT_NAME)
     assert endpoint.endpoint.stack.resolve(endpoint.endpoint_name)["Fn::GetAtt"][1] == "EndpointName"
 
 
@@ -148,8 +153,13 @@ def _warnings(endpoint: TritonEndpoint) -> list[str]:
 
 # ----- guarded updates: the DeploymentConfig of every strategy ---------------------------------------------
 
-ALARMS = ["Test-Errors5xx", "Test-ModelLatencyP99High", "Test-ModelLoadingWaitHigh"]
-ROLLBACK = {"Alarms": [{"AlarmName": name} for name in ALARMS]}
+ALARMS = ["Errors5xx", "ModelLatencyP99High", "ModelLoadingWaitHigh"]
+ROLLBACK = {"Alarms": [{"AlarmName": {"Ref": Match.string_like_regexp(f"^{name}")}} for name in ALARMS]}
+
+
+def rollback_alarms(stack: cdk.Stack) -> list[cloudwatch.Alarm]:
+    metric = cloudwatch.Metric(namespace="AWS/SageMaker", metric_name="Invocation5XXErrors")
+    return [metric.create_alarm(stack, name, threshold=1, evaluation_periods=1) for name in ALARMS]
 
 
 def guarded(policy: DeploymentPolicy) -> tuple[Template, TritonEndpoint]:
@@ -157,12 +167,13 @@ def guarded(policy: DeploymentPolicy) -> tuple[Template, TritonEndpoint]:
     endpoint = TritonEndpoint(
         stack,
         "Triton",
+        name=ENDPOINT_NAME,
         store=ModelStore(stack, "Store"),
         image=TritonImage(stack, "Image", tag="25.04-py3"),
         instance_type="ml.g5.xlarge",
         initial_instance_count=2,
     )
-    endpoint.guard_updates(policy, rollback_alarm_names=ALARMS)
+    endpoint.guard_updates(policy, rollback_alarms=rollback_alarms(stack))
     return Template.from_stack(stack), endpoint
 
 
@@ -264,23 +275,7 @@ def test_a_rolling_update_replaces_batches_and_rolls_back_in_its_own_batches(
 
 def test_sagemaker_may_read_exactly_the_rollback_alarms_with_the_hosting_role() -> None:
     template, _ = guarded(policy(Strategy.CANARY, "1"))
-    alarm_arns = [
-        {
-            "Fn::Join": [
-                "",
-                [
-                    "arn:",
-                    {"Ref": "AWS::Partition"},
-                    ":cloudwatch:",
-                    {"Ref": "AWS::Region"},
-                    ":",
-                    {"Ref": "AWS::AccountId"},
-                    f":alarm:{name}",
-                ],
-            ]
-        }
-        for name in ALARMS
-    ]
+    alarm_arns = [{"Fn::GetAtt": [Match.string_like_regexp(f"^{name}"), "Arn"]} for name in ALARMS]
     template.has_resource_properties(
         "AWS::IAM::Policy",
         {
@@ -303,16 +298,18 @@ def test_a_rolling_update_of_several_variants_is_refused() -> None:
     endpoint = TritonEndpoint(
         stack,
         "Triton",
+        name=ENDPOINT_NAME,
         store=ModelStore(stack, "Store"),
         image=TritonImage(stack, "Image", tag="25.04-py3"),
         instance_type="ml.g5.xlarge",
         initial_instance_count=2,
     )
     endpoint.variant_count = 2
+    alarms = rollback_alarms(stack)
     with pytest.raises(ValueError, match="rolling updates exclude endpoints with several variants"):
-        endpoint.guard_updates(policy(Strategy.ROLLING, "1"), rollback_alarm_names=ALARMS)
+        endpoint.guard_updates(policy(Strategy.ROLLING, "1"), rollback_alarms=alarms)
     # Blue/green has no such exclusion.
-    endpoint.guard_updates(policy(Strategy.CANARY, "1"), rollback_alarm_names=ALARMS)
+    endpoint.guard_updates(policy(Strategy.CANARY, "1"), rollback_alarms=alarms)
 
 
 @pytest.mark.parametrize(

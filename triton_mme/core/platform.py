@@ -363,6 +363,9 @@ NVIDIA_PIP_INDEX = "https://pypi.nvidia.com"
 # CloudFormation waits at most one hour for a custom resource (AWS::CloudFormation::CustomResource
 # ServiceTimeout: 1..3600 seconds).
 CUSTOM_RESOURCE_TIMEOUT_MINUTES = 60
+# SageMaker endpoint names: the EndpointName shape of the SageMaker API (botocore's service model,
+# CreateEndpoint), confirmed: letters, digits and hyphens between them, at most 63 characters.
+ENDPOINT_NAME_PATTERN = r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
 # CodeBuild: a build's timeout is at least 5 minutes ("Minimum period for build timeout"); a queued build
 # waits QueuedTimeoutInMinutes, 5..480, default 480 (API reference, "Builds in CodeBuild").
 CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES = 5
