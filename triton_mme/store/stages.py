@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triton_mme.core.files import file_sha256, write_atomically
-from triton_mme.core.locations import candidate_manifest_key, serving_report_key
+from triton_mme.core.locations import build_manifest_key, candidate_manifest_key, serving_report_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
 from triton_mme.core.naming import COMPANION_NAME
 from triton_mme.core.serving_report import ServingReport, ServingReportError
@@ -176,6 +176,10 @@ def publish_checked_build(
     manifest_prefix: str,
 ) -> BuildManifestReport:
     """The build's manifest under its fingerprint, only beside a published, passing serving report of it."""
+    try:
+        build_manifest_key(fingerprint, manifest_prefix)
+    except ValueError as error:
+        raise PublishError(f"--fingerprint: {error} (the build trigger sets MODEL_BUILD_FINGERPRINT)") from None
     key = serving_report_key(manifest.sha256, manifest_prefix)
     require_passing(_published_report(s3, bucket, key), manifest, where=f"s3://{bucket}/{key}")
     return publish_build_manifest(
