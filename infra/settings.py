@@ -489,24 +489,24 @@ def _validate_build_runner(s: Settings) -> None:
     lowest_queue, _ = CODEBUILD_QUEUED_TIMEOUT_RANGE
     lowest_stage = CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES
     # Two stages, each queueing and running: 2 x queue + build + check must end before the deadline.
-    for name, other in (
-        ("build_timeout_minutes", s.serving_check_timeout_minutes),
-        ("serving_check_timeout_minutes", s.build_timeout_minutes),
-    ):
+    together = BUILD_DEADLINE_MINUTES - 2 * lowest_queue
+    for name in ("build_timeout_minutes", "serving_check_timeout_minutes"):
         value = getattr(s, name)
-        longest = BUILD_DEADLINE_MINUTES - 2 * lowest_queue - max(other, lowest_stage)
-        if not lowest_stage <= value <= longest:
-            other_key = context_key(
-                "serving_check_timeout_minutes"
-                if name == "build_timeout_minutes"
-                else "build_timeout_minutes"
-            )
+        if not lowest_stage <= value <= together - lowest_stage:
             raise _fail(
                 name,
                 value,
-                f"is out of range with {other_key}={other}; allowed: {lowest_stage}..{longest} (cdk deploy "
-                f"waits at most an hour for the build, the serving check and their queueing)",
+                f"is out of range; allowed: {lowest_stage}..{together - lowest_stage} (cdk deploy waits at "
+                "most an hour for the build, the serving check and their queueing)",
             )
+    if s.build_timeout_minutes + s.serving_check_timeout_minutes > together:
+        raise SettingsError(
+            f"buildTimeoutMinutes={s.build_timeout_minutes} and servingCheckTimeoutMinutes="
+            f"{s.serving_check_timeout_minutes} add up to "
+            f"{s.build_timeout_minutes + s.serving_check_timeout_minutes} minutes; allowed: at most "
+            f"{together} together (cdk deploy waits at most an hour for the build, the serving check and "
+            "their queueing)"
+        )
     longest_queue = (BUILD_DEADLINE_MINUTES - s.build_timeout_minutes - s.serving_check_timeout_minutes) // 2
     if not lowest_queue <= s.build_queue_timeout_minutes <= longest_queue:
         raise _fail(
