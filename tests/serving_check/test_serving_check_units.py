@@ -3,8 +3,8 @@ check through the driver API, and the SageMaker target's start-up, played by a f
 
 from __future__ import annotations
 
+import ctypes
 import json
-import os
 import socket
 import sys
 import textwrap
@@ -149,8 +149,12 @@ def test_unusable_cuda_stops_in_one_line_with_the_driver_and_the_need(
 
 
 def test_without_a_driver_libcuda_is_named() -> None:
-    if gpu.LibCuda.__init__ and os.path.exists("/dev/nvidiactl"):
-        pytest.skip("a real driver is present")
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        pass
+    else:
+        pytest.skip("a real NVIDIA driver is present; this test is for machines without one")
     with pytest.raises(gpu.CudaUnusable, match=r"CUDA is unusable here: libcuda\.so\.1 cannot be loaded"):
         gpu.check_cuda("25.04-py3")
 
@@ -236,3 +240,33 @@ def test_outside_the_image_there_is_no_serve_to_start(tmp_path: Path) -> None:
     )
     with pytest.raises(TargetError, match=expected):
         target.start()
+
+
+ABSENT_ON_THE_CHECK_RUNNER = textwrap.dedent(
+    """
+    import importlib.abc, sys
+    ABSENT = ("torch", "torchvision", "transformers", "onnxruntime", "onnx", "triton_mme.model_build",
+              "triton_mme.local_triton", "benchmarks")
+    class Absent(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if any(name == a or name.startswith(a + ".") for a in ABSENT):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    sys.meta_path.insert(0, Absent())
+    """
+)
+
+
+def test_what_the_gpu_stage_runs_needs_neither_pytorch_nor_the_build_nor_the_local_triton() -> None:
+    from boundaries import loaded_after
+
+    # The check stage ships core, client, serving_check and store into an image without PyTorch: with the
+    # rest missing, the command line still starts and the check's modules import.
+    loaded = loaded_after(
+        ABSENT_ON_THE_CHECK_RUNNER
+        + "from triton_mme.cli import parser\n"
+        + "for command in ('serving-check --server sagemaker', 'cuda-check', 'publish-report --bucket b'):\n"
+        + "    parser().parse_args(command.split())\n"
+        + "from triton_mme.serving_check import check, gpu, targets\nfrom triton_mme.store import stages\n"
+        + "targets.SageMakerTriton(log_path=None, triton_tag='25.04-py3')"
+    )
+    assert "triton_mme.serving_check.check" in loaded and "triton_mme.store.stages" in loaded

@@ -60,7 +60,7 @@ class SageMakerTriton:
     container: SAGEMAKER_MULTI_MODEL=true and the listener's port in SAGEMAKER_BIND_TO_PORT, everything else
     from the environment (the endpoint's container environment is the check project's)."""
 
-    on_gpu = True
+    on_gpu: bool = True
 
     def __init__(
         self,
@@ -161,9 +161,11 @@ class LocalCpuTriton:
     """The project's local Triton (triton_mme.local_triton): the tritonserver of the nvidia-pytriton wheel in
     a private network namespace, each archive served through the CPU stand-in that keeps its config.pbtxt."""
 
-    on_gpu = False
-    gpu = None
-    server = "local CPU stand-in (tritonserver from nvidia-pytriton, python backend; docs/local-triton.md)"
+    on_gpu: bool = False
+    gpu: str | None = None
+    server: str = (
+        "local CPU stand-in (tritonserver from nvidia-pytriton, python backend; docs/local-triton.md)"
+    )
 
     def __init__(self, *, workdir: Path):
         from triton_mme.local_triton.server import TritonServer

@@ -179,7 +179,9 @@ def publish_checked_build(
     try:
         build_manifest_key(fingerprint, manifest_prefix)
     except ValueError as error:
-        raise PublishError(f"--fingerprint: {error} (the build trigger sets MODEL_BUILD_FINGERPRINT)") from None
+        raise PublishError(
+            f"--fingerprint: {error} (the build trigger sets MODEL_BUILD_FINGERPRINT)"
+        ) from None
     key = serving_report_key(manifest.sha256, manifest_prefix)
     require_passing(_published_report(s3, bucket, key), manifest, where=f"s3://{bucket}/{key}")
     return publish_build_manifest(
