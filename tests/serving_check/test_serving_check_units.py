@@ -270,3 +270,23 @@ def test_what_the_gpu_stage_runs_needs_neither_pytorch_nor_the_build_nor_the_loc
         + "targets.SageMakerTriton(log_path=None, triton_tag='25.04-py3')"
     )
     assert "triton_mme.serving_check.check" in loaded and "triton_mme.store.stages" in loaded
+
+
+def pins(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text().splitlines():
+        requirement = line.split("#", 1)[0].strip()
+        if "==" in requirement and not requirement.startswith("-"):
+            name, version = requirement.split("==")
+            found[name.split("[")[0].lower()] = version.strip()
+    return found
+
+
+def test_the_check_stage_installs_the_same_pins_as_the_rest_of_the_project() -> None:
+    root = Path(__file__).resolve().parents[2]
+    check = pins(root / "requirements-check.txt")
+    others: dict[str, str] = {}
+    for name in ("requirements-build.txt", "requirements-client.txt", "requirements.txt"):
+        others |= pins(root / name)
+    assert check and {name: others.get(name) for name in check} == check
+    assert not {"torch", "onnxruntime", "onnx", "transformers"} & set(check)  # the archives run in Triton
