@@ -1,8 +1,6 @@
 """7. GPU: the project's ResNet-50 archives on CUDA vs PyTorch eager fp32. Runs only where torch sees a
-CUDA device; on the GPU build runner (TensorRT and CUDA ONNX Runtime installed) it also covers the
-TensorRT plan and the ONNX artifact, through triton_mme.profiler.profile — the code that profiles every build.
+CUDA device. Load time and GPU memory of every archive in the real server are section 10 (serving_check_gpu).
 
-- profile: triton_mme.profiler.profile.profile_archive for every archive (load time, GPU memory, throughput).
 - side by side: eager fp32, the TorchScript artifact as shipped (fp32) and the same artifact cast to
   fp16 at load, host-to-host (inputs copied in, outputs copied out) at batch 1, 8 and 128.
 - memory: several copies of the TorchScript artifact loaded side by side, as an MME holds models.
@@ -76,45 +74,6 @@ def host_to_host(module: Any, images: np.ndarray) -> Callable[[], object]:
             return module(torch.from_numpy(images).cuda()).float().cpu().numpy()
 
     return call
-
-
-def _profile_archives(ctx: RunContext, section: Section, out_dir: Path, records: Any) -> None:
-    from triton_mme.profiler.profile import profile_archive
-
-    for record in records:
-        result = profile_archive(
-            out_dir / record.target_model,
-            record,
-            device="cuda",
-            warmup=ctx.pick(5, 2),
-            iterations=ctx.pick(50, 5),
-        )
-        fmt = record.format
-        if "skipped" in result:
-            section.notes.append(f"Profile of the {fmt} archive not run: {result['skipped']}.")
-            continue
-        section.add(
-            f"profile.{fmt}.load_time",
-            f"{fmt} archive: unpack + load + first inference",
-            result["load_time"]["value"],
-            "ms",
-        )
-        if "gpu_memory" in result:
-            section.add(
-                f"profile.{fmt}.gpu_memory",
-                f"{fmt} archive: GPU memory after load",
-                result["gpu_memory"]["value"],
-                "MiB",
-            )
-        for batch in result["batches"]:
-            size = batch["batch_size"]
-            if size in BATCHES:
-                section.add(
-                    f"profile.{fmt}.b{size}.throughput",
-                    f"{fmt} archive (triton_mme.profiler.profile), batch {size}",
-                    batch["throughput"]["value"],
-                    "images/s",
-                )
 
 
 def _side_by_side(ctx: RunContext, section: Section, torchscript_file: Path, gpu: str) -> None:
@@ -225,7 +184,6 @@ def run(ctx: RunContext, section: Section) -> None:
     out_dir, manifest = artifacts.project_build(ctx, artifacts.resnet50_entry(formats))
     section.settings["GPU"] = gpu
     section.settings["formats built"] = ", ".join(a.format for a in manifest.archives)
-    _profile_archives(ctx, section, out_dir, manifest.archives)
 
     torchscript = manifest.find("resnet50", Format.TORCHSCRIPT.value)
     model_dir = unpack(out_dir / torchscript.target_model, ctx.scratch / "gpu" / "torchscript")
@@ -239,16 +197,6 @@ def run(ctx: RunContext, section: Section) -> None:
     section.target(
         f"fp16 TorchScript vs eager fp32, batch {last}", f"torchscript_fp16_vs_eager.b{last}", ">=", 2.0
     )
-    if f"profile.tensorrt.b{last}.throughput" in {f.key for f in section.figures}:
-        section.ratio(
-            f"tensorrt_vs_eager.b{last}",
-            f"TensorRT plan / eager fp32, batch {last}",
-            f"profile.tensorrt.b{last}.throughput",
-            f"eager.b{last}",
-        )
-        section.target(
-            f"TensorRT fp16 plan vs eager fp32, batch {last}", f"tensorrt_vs_eager.b{last}", ">=", 3.0
-        )
     section.target("GPU memory per loaded ResNet-50", "memory.per_model", "<=", 0.19)
     section.chart = [f"{name}.b{last}" for name in LABELS]
     section.notes.append(

@@ -13,6 +13,7 @@ from benchmarks import (
     gpu,
     payloads,
     resnet_steady,
+    serving_check,
     synthesis,
     text_model,
 )
@@ -38,6 +39,10 @@ BENCHMARKS = (
     Benchmark(build.NAME, build.TITLE, build.run),
     Benchmark(gpu.NAME, gpu.TITLE, gpu.run, gpu.unavailable),
     Benchmark(client_invoke.NAME, client_invoke.TITLE, client_invoke.run),
+    Benchmark(serving_check.NAME, serving_check.TITLE, serving_check.run),
+    Benchmark(
+        serving_check.GPU_NAME, serving_check.GPU_TITLE, serving_check.run_gpu, serving_check.gpu_unavailable
+    ),
 )
 
 

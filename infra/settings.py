@@ -66,9 +66,10 @@ MAX_ALARM_EVALUATION_MINUTES = 1440
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
                       2922, 3288, 3653)  # fmt: skip
 
-# The build runs inside a custom resource, which CloudFormation waits on for at most one hour: queueing for
-# a GPU runner plus the build must end this many minutes before that, which covers the provider's polling
-# interval (one minute), CodeBuild's own finalizing and the handlers' start-up.
+# The build and its serving check run inside a custom resource, which CloudFormation waits on for at most one
+# hour: queueing for a GPU runner twice, the build and the check must end this many minutes before that,
+# which covers the provider's polling interval (one minute), CodeBuild's own finalizing and the handlers'
+# start-up.
 BUILD_DEADLINE_MARGIN_MINUTES = 5
 BUILD_DEADLINE_MINUTES = CUSTOM_RESOURCE_TIMEOUT_MINUTES - BUILD_DEADLINE_MARGIN_MINUTES
 
@@ -134,9 +135,11 @@ class Settings:
     deployment_wait_seconds: int = 600
     deployment_termination_wait_seconds: int = 0
     deployment_timeout_seconds: int = 7200
-    # The GPU build runner (see infra/constructs/build_runner.py); `cdk deploy` waits for its build.
+    # The GPU build runner and the serving check, on the same GPU size (infra/constructs/build_runner.py,
+    # serving_check.py); `cdk deploy` waits for both, each queueing up to build_queue_timeout_minutes.
     builder_compute_type: str = "SMALL"
-    build_timeout_minutes: int = 50
+    build_timeout_minutes: int = 30
+    serving_check_timeout_minutes: int = 15
     build_queue_timeout_minutes: int = 5
     build_log_retention_days: int = 30
 
@@ -497,21 +500,36 @@ def _validate_build_runner(s: Settings) -> None:
             "builder_compute_type", s.builder_compute_type, f"is not a CodeBuild GPU size; allowed: {allowed}"
         )
     lowest_queue, _ = CODEBUILD_QUEUED_TIMEOUT_RANGE
-    longest_build = BUILD_DEADLINE_MINUTES - lowest_queue
-    if not CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES <= s.build_timeout_minutes <= longest_build:
-        allowed = (
-            f"{CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES}..{longest_build} (cdk deploy waits at most an hour for "
-            "the build and its queueing)"
+    lowest_stage = CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES
+    # Two stages, each queueing and running: 2 x queue + build + check must end before the deadline.
+    together = BUILD_DEADLINE_MINUTES - 2 * lowest_queue
+    for name in ("build_timeout_minutes", "serving_check_timeout_minutes"):
+        value = getattr(s, name)
+        if not lowest_stage <= value <= together - lowest_stage:
+            raise _fail(
+                name,
+                value,
+                f"is out of range; allowed: {lowest_stage}..{together - lowest_stage} (cdk deploy waits at "
+                "most an hour for the build, the serving check and their queueing)",
+            )
+    if s.build_timeout_minutes + s.serving_check_timeout_minutes > together:
+        raise SettingsError(
+            f"buildTimeoutMinutes={s.build_timeout_minutes} and servingCheckTimeoutMinutes="
+            f"{s.serving_check_timeout_minutes} add up to "
+            f"{s.build_timeout_minutes + s.serving_check_timeout_minutes} minutes; allowed: at most "
+            f"{together} together (cdk deploy waits at most an hour for the build, the serving check and "
+            "their queueing)"
         )
-        raise _fail("build_timeout_minutes", s.build_timeout_minutes, f"is out of range; allowed: {allowed}")
-    longest_queue = BUILD_DEADLINE_MINUTES - s.build_timeout_minutes
+    longest_queue = (BUILD_DEADLINE_MINUTES - s.build_timeout_minutes - s.serving_check_timeout_minutes) // 2
     if not lowest_queue <= s.build_queue_timeout_minutes <= longest_queue:
         raise _fail(
             "build_queue_timeout_minutes",
             s.build_queue_timeout_minutes,
-            f"is out of range with buildTimeoutMinutes={s.build_timeout_minutes}; allowed: "
-            f"{lowest_queue}..{longest_queue} (queue + build must end {BUILD_DEADLINE_MARGIN_MINUTES} "
-            f"minutes before cdk deploy stops waiting after {CUSTOM_RESOURCE_TIMEOUT_MINUTES})",
+            f"is out of range with buildTimeoutMinutes={s.build_timeout_minutes} and "
+            f"servingCheckTimeoutMinutes={s.serving_check_timeout_minutes}; allowed: "
+            f"{lowest_queue}..{longest_queue} (both stages queue: 2 x queue + build + check must end "
+            f"{BUILD_DEADLINE_MARGIN_MINUTES} minutes before cdk deploy stops waiting after "
+            f"{CUSTOM_RESOURCE_TIMEOUT_MINUTES})",
         )
     if s.build_log_retention_days not in LOG_RETENTION_DAYS:
         allowed = ", ".join(map(str, LOG_RETENTION_DAYS))

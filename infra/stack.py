@@ -12,10 +12,11 @@ from infra.constructs.deployment_policy import DeploymentPolicy
 from infra.constructs.endpoint_autoscaling import EndpointAutoscaling
 from infra.constructs.endpoint_logs import EndpointLogs
 from infra.constructs.manifest_promotion import ManifestPromotion
-from infra.constructs.model_build_trigger import ModelBuildTrigger
+from infra.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
 from infra.constructs.model_store import ModelStore
 from infra.constructs.monitoring import AlarmThresholds, EndpointMonitoring
-from infra.constructs.triton_endpoint import TritonEndpoint
+from infra.constructs.serving_check import ServingCheckRunner
+from infra.constructs.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
 from infra.constructs.triton_image import TritonImage
 from infra.settings import Settings
 from triton_mme.core.catalog import Catalog, Format
@@ -72,15 +73,34 @@ class TritonMmeStack(Stack):
             log_retention=settings.build_log_retention,
             encryption_key=self.encryption_key,
         )
+        # Every archive of the build, loaded and called in the endpoint's own image on a GPU before the
+        # build's manifest is published (docs/serving-check.md).
+        self.serving_check = ServingCheckRunner(
+            self,
+            "ServingCheck",
+            store=self.store,
+            image=self.image,
+            project_root=PROJECT_ROOT,
+            compute_type=settings.builder_compute_type,
+            build_fingerprint=self.build_runner.fingerprint,
+            container_environment=CONTAINER_ENVIRONMENT,
+            timeout=Duration.minutes(settings.serving_check_timeout_minutes),
+            queued_timeout=Duration.minutes(settings.build_queue_timeout_minutes),
+            log_retention=settings.build_log_retention,
+            encryption_key=self.encryption_key,
+        )
         self.build = ModelBuildTrigger(
             self,
             "ModelBuildTrigger",
-            project=self.build_runner.project,
-            fingerprint=self.build_runner.fingerprint,
+            stages=[
+                BuildStage("model build", self.build_runner.project, self.build_runner.log_group),
+                BuildStage("serving check", self.serving_check.project, self.serving_check.log_group),
+            ],
+            fingerprint=self.serving_check.fingerprint,
             log_retention=settings.build_log_retention,
         )
-        # The build starts as soon as the trigger exists: the runner's grants must exist before it.
-        self.build.resource.node.add_dependency(self.build_runner.role_policy)
+        # The build starts as soon as the trigger exists: both stages' grants must exist before it.
+        self.build.resource.node.add_dependency(self.build_runner.role_policy, self.serving_check.role_policy)
         # In one deployment: the store exists, the build publishes the models, then the endpoint changes.
         self.endpoint.model.node.add_dependency(self.build.resource)
         self.autoscaling = (
@@ -136,7 +156,7 @@ class TritonMmeStack(Stack):
             self,
             "ManifestPromotion",
             store=self.store,
-            fingerprint=self.build_runner.fingerprint,
+            fingerprint=self.serving_check.fingerprint,
             endpoint_name=self.endpoint.endpoint_name,
             endpoint_arn=self.endpoint.endpoint.ref,
             endpoint_config_name=self.endpoint.endpoint_config.attr_endpoint_config_name,

@@ -3,6 +3,7 @@ are skipped where no CUDA device exists."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from store_support import BUCKET
 
 from triton_mme.core.catalog import Catalog
 from triton_mme.core.manifest import Manifest
+from triton_mme.local_triton.isolation import isolation_available
 from triton_mme.model_build.pipeline import build_catalog
 
 
@@ -55,3 +57,16 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         client = boto3.client("s3")
         client.create_bucket(Bucket=BUCKET)
         yield client
+
+
+@pytest.fixture(scope="session")
+def isolated() -> None:
+    """The local Triton starts only in a private network namespace. Where the machine cannot make one
+    (unprivileged user namespaces disabled), tests that start it are skipped with the reason, as GPU
+    tests are without a GPU; in CI (`CI` set, as GitHub Actions does) they must run, so they fail."""
+    reason = isolation_available()
+    if reason is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"the local Triton cannot be isolated on this CI runner: {reason}")
+    pytest.skip(f"the local Triton cannot be isolated here: {reason}")

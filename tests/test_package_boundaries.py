@@ -14,10 +14,11 @@ PACKAGE_ROOT = REPO_ROOT / "triton_mme"
 ALLOWED = {
     "core": set(),
     "model_build": {"core"},
-    "profiler": {"core", "model_build"},
     "store": {"core", "model_build"},
     "client": {"core"},
     "local_triton": {"core", "client"},
+    # client for the request payloads, local_triton for the offline target (imported only when used).
+    "serving_check": {"core", "client", "local_triton"},
 }
 
 

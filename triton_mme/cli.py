@@ -2,7 +2,8 @@
 
 Each job package may hold a `commands` module with `register(subparsers)`, which adds its sub-commands
 and sets each one's `handler` (parsed arguments -> exit status). Packages are found at start-up, so a
-machine that has only some of them (the build runner ships core, model_build, profiler and store)
+machine that has only some of them (the build runner ships core, model_build and store; the serving
+check runner core, client, serving_check and store)
 offers just those.
 Command modules stay cheap to import: heavy libraries are imported inside the handlers.
 
@@ -24,7 +25,7 @@ from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 
 PROG = "triton-mme"
 # Help lists the jobs in the order data flows through them; packages not named here follow.
-FLOW_ORDER = ("model_build", "profiler", "store", "client", "local_triton")
+FLOW_ORDER = ("model_build", "serving_check", "store", "client", "local_triton")
 # Command packages outside triton_mme (the benchmark suite lives beside its results).
 EXTRA_COMMAND_MODULES = ("benchmarks.commands",)
 

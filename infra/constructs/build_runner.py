@@ -15,20 +15,19 @@ from constructs import Construct
 from infra.constructs.build_spec import build_spec
 from infra.constructs.model_store import ModelStore
 from infra.constructs.nag import acknowledge_wildcard_resources
-from triton_mme.core.locations import BUILDS_FOLDER, PERFORMANCE_FILE_NAME
-from triton_mme.core.naming import CONTENT_HASH_LENGTH
+from triton_mme.core.locations import BUILDS_FOLDER, CANDIDATE_PREFIX
+from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
 from triton_mme.core.platform import DLC_REPOSITORY, DLC_TAG_BY_CUDA_MAJOR, triton_image
 
-# What the runner runs (`python -m triton_mme build | profile | upload`), besides the catalog: the entry
-# point, the shared core and the model_build, profiler and store packages. Nothing else of the project (the
-# client, the local Triton, the CDK app) is shipped, so editing it never starts a GPU build.
+# What the runner runs (`python -m triton_mme gpu-check | build | upload | stage-candidate`), besides the
+# catalog: the entry point, the shared core and the model_build and store packages. Nothing else of the
+# project (the client, the local Triton, the CDK app) is shipped, so editing it never starts a GPU build.
 SOURCE_FILES = (
     "triton_mme/__init__.py",
     "triton_mme/__main__.py",
     "triton_mme/cli.py",
     "triton_mme/core",
     "triton_mme/model_build",
-    "triton_mme/profiler",
     "triton_mme/store",
     "requirements-build.txt",
 )
@@ -37,10 +36,12 @@ COMPUTE_TYPES = {"SMALL": codebuild.ComputeType.SMALL, "LARGE": codebuild.Comput
 
 
 class ModelBuildRunner(Construct):
-    """A GPU CodeBuild project that builds the catalog's archives and publishes them to the model store.
+    """A GPU CodeBuild project that builds the catalog's archives, publishes them to the model store and
+    stages the build's manifest as a candidate for the serving check (serving_check.py).
 
-    Its role may write only archives, its build manifest and content-addressed files to the store (never
-    the live manifest), read its own source and write its own logs; `role_policy` holds those grants, so
+    Its role may write only archives, content-addressed files and candidate manifests to the store (never a
+    build manifest or the live manifest: only the serving check publishes a build), read its own source and
+    write its own logs; `role_policy` holds those grants, so
     whatever starts a build can wait for them. One build runs at a time and waits at most `queued_timeout`
     for a runner. `fingerprint` changes exactly when what the build would produce can change.
     """
@@ -123,14 +124,15 @@ class ModelBuildRunner(Construct):
         assert role is not None
         objects = store.bucket.arn_for_objects
         manifests = store.manifest_prefix
-        # What a build writes, each key once: archives, its manifest under its fingerprint, and the
-        # content-addressed files beside the manifests (`labels-<hash>.json`, `tokenizer-<hash>.json`,
-        # `<manifest sha256>.performance.json`). Never the live manifest: the deployment promotes it.
+        # What a build writes, each key once: archives, the content-addressed files beside the manifests
+        # (`labels-<hash>.json`, `tokenizer-<hash>.json`, `golden-<hash>.npz`) and its candidate manifest.
+        # Never a build manifest nor the live manifest: the serving check publishes the first, the
+        # deployment promotes the second.
+        suffixes = sorted({"json", *COMPANION_SUFFIXES.values()})
         writes = [
             objects(f"{store.model_prefix}*"),
-            objects(f"{manifests}{BUILDS_FOLDER}*"),
-            objects(f"{manifests}*-{'?' * CONTENT_HASH_LENGTH}.json"),
-            objects(f"{manifests}*.{PERFORMANCE_FILE_NAME}"),
+            *(objects(f"{manifests}*-{'?' * CONTENT_HASH_LENGTH}.{suffix}") for suffix in suffixes),
+            objects(f"{manifests}{BUILDS_FOLDER}*/{CANDIDATE_PREFIX}*.json"),
         ]
         reads = [objects(f"{p}*") for p in (store.model_prefix, manifests)]
         for statement in (
@@ -171,7 +173,7 @@ class ModelBuildRunner(Construct):
             policy,
             prefixes,
             reason="Reads and writes are confined to the model and manifest prefixes of the model store; "
-            "writes to archives, build manifests and content-addressed files there.",
+            "writes to archives, candidate manifests and content-addressed files there.",
         )
         stack = Stack.of(self)
         default_logs = stack.format_arn(

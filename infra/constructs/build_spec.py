@@ -1,33 +1,44 @@
-"""The build runner's buildspec: set up and check CUDA, install, build, measure every archive, publish.
+"""The build runner's buildspec: set up and check CUDA, install, build, upload, stage the candidate manifest.
 
-Publishing goes in the order that never leaves a manifest naming something missing: the archives and
-companion files, then the figures, then, last, the build's manifest under its fingerprint. A build never
-writes the live manifest: the deployment promotes the build's manifest once the endpoint serves it
-(docs/updates.md). A check that must pass before a build's manifest is published goes before its last step.
+The build stage publishes in the order that never leaves a manifest naming something missing: the archives
+and companion files (golden data included), then its manifest as a candidate under its fingerprint, which
+nothing reads as a manifest. It exports the candidate's sha256 (CANDIDATE_MANIFEST_SHA256) for the serving
+check stage (serving_check_spec.py), which checks every archive in the endpoint's own image and only then
+publishes the build's manifest. Neither stage writes the live manifest: the deployment promotes the build's
+manifest once the endpoint serves it (docs/updates.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from triton_mme.core.locations import BUILD_DIR, PERFORMANCE_FILE_NAME
-from triton_mme.core.platform import NVIDIA_PIP_INDEX
+from triton_mme.core.locations import BUILD_DIR
+from triton_mme.core.platform import CUDA_COMPAT_DIRECTORIES, NVIDIA_PIP_INDEX
 
-# The runner runs the project's one command line from its source (core, model_build, profiler, store).
+# The runner runs the project's one command line from its source (core, model_build, store).
 COMMAND = "python -m triton_mme"
 # Set by the build trigger on every build it starts (model_build_trigger_handler/handler.py, which cannot
 # import it: it ships alone; a test checks that both name the same variable).
 FINGERPRINT_VARIABLE = "MODEL_BUILD_FINGERPRINT"
+# Exported by the build stage (buildspec `exported-variables`, read from BatchGetBuilds by the trigger, which
+# passes it on to the serving check stage).
+CANDIDATE_VARIABLE = "CANDIDATE_MANIFEST_SHA256"
+CANDIDATE_DIGEST_FILE = "build/candidate.sha256"
 
-# What the Deep Learning Containers image's entry point (start_cuda_compat.sh) does, which CodeBuild skips
-# because it ignores ENTRYPOINT: when the host driver is older than the image's CUDA forward-compatibility
-# libraries, put those first on LD_LIBRARY_PATH. Buildspec 0.2 runs every command in one shell, so the
+# What the images' entry points do (the Deep Learning Containers' start_cuda_compat.sh, NGC's
+# nvidia_entrypoint.sh in the Triton image), which CodeBuild skips because it ignores ENTRYPOINT: when the
+# host driver is older than the image's CUDA forward-compatibility libraries, put those first on
+# LD_LIBRARY_PATH. The libraries are in /usr/local/cuda/compat (DLC) or /usr/local/cuda/compat/lib.real
+# (NGC): the first that holds libcuda.so.1 is used. Buildspec 0.2 runs every command in one shell, so the
 # export reaches the build phase. Prints the driver either way.
+_COMPAT_CANDIDATES = " ".join(f'"$cuda_home/{directory}"' for directory in CUDA_COMPAT_DIRECTORIES)
 CUDA_COMPAT_SETUP = (
-    'compat="${CUDA_HOME:-/usr/local/cuda}/compat"; '
+    'cuda_home="${CUDA_HOME:-/usr/local/cuda}"; compat=""; '
+    f"for candidate in {_COMPAT_CANDIDATES}; do "
+    'if [ -f "$candidate/libcuda.so.1" ]; then compat="$candidate"; break; fi; done; '
     'driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader --id=0 2>/dev/null || true)"; '
     'echo "NVIDIA driver: ${driver:-not found}"; '
-    'if [ -n "$driver" ] && [ -f "$compat/libcuda.so.1" ]; then '
+    'if [ -n "$driver" ] && [ -n "$compat" ]; then '
     'compat_driver="$(readlink "$compat/libcuda.so.1" | cut -d. -f3-)"; '
     'if [ "$driver" != "$compat_driver" ] '
     '&& [ "$(printf "%s\\n%s\\n" "$driver" "$compat_driver" | sort -V | head -n1)" = "$driver" ]; then '
@@ -35,6 +46,10 @@ CUDA_COMPAT_SETUP = (
     'echo "CUDA forward compatibility: $compat (libraries for driver $compat_driver)"; '
     "fi; fi"
 )
+
+
+# Where the store commands of both stages publish (the projects' environment variables).
+STORE_ARGUMENTS = '--prefix "$MODEL_PREFIX" --bucket "$MODEL_BUCKET" --manifest-prefix "$MANIFEST_PREFIX"'
 
 
 def build_spec(*, tensorrt: bool) -> dict[str, Any]:
@@ -51,22 +66,21 @@ def build_spec(*, tensorrt: bool) -> dict[str, Any]:
         install.append(
             f'python -m pip install --quiet --extra-index-url {NVIDIA_PIP_INDEX} "$TENSORRT_REQUIREMENT"'
         )
-    store = f'--from {BUILD_DIR} --prefix "$MODEL_PREFIX" --bucket "$MODEL_BUCKET"'
-    store += ' --manifest-prefix "$MANIFEST_PREFIX"'
+    store = f"--from {BUILD_DIR} {STORE_ARGUMENTS}"
     build = [
         f'{COMMAND} build --catalog "$MODEL_CATALOG" --out {BUILD_DIR} --triton-tag "$TRITON_IMAGE_TAG"',
-        # Measuring before publishing also proves that every archive loads on this GPU.
-        f"{COMMAND} profile --from {BUILD_DIR} --out {BUILD_DIR / PERFORMANCE_FILE_NAME}",
         f"{COMMAND} upload --archives-only {store}",
-        f"{COMMAND} publish-performance {store}",
-        # Last: the manifest of this build, under the fingerprint the trigger passed.
-        f'{COMMAND} publish-build --fingerprint "${FINGERPRINT_VARIABLE}" {store}',
+        # Last: the build's manifest as a candidate for the serving check, under the trigger's fingerprint.
+        f'{COMMAND} stage-candidate --fingerprint "${FINGERPRINT_VARIABLE}" --digest-file '
+        f"{CANDIDATE_DIGEST_FILE} {store}",
+        f'export {CANDIDATE_VARIABLE}="$(cat {CANDIDATE_DIGEST_FILE})"',
     ]
     return {
         "version": "0.2",
         "env": {
             "shell": "bash",
             "variables": {"PYTHONUNBUFFERED": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+            "exported-variables": [CANDIDATE_VARIABLE],
         },
         "phases": {"install": {"commands": install}, "build": {"commands": build}},
     }

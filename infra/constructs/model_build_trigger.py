@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import CustomResource, Duration
@@ -11,21 +13,31 @@ from constructs import Construct
 from infra.constructs.waiting_provider import waiting_provider
 
 HANDLER_DIR = Path(__file__).parent / "model_build_trigger_handler"
-# CloudFormation waits at most one hour for a custom resource (ServiceTimeout 1..3600 s): the build,
-# its queueing and the polling must all fit in it.
+# CloudFormation waits at most one hour for a custom resource (ServiceTimeout 1..3600 s): every stage, its
+# queueing and the polling must all fit in it.
 CUSTOM_RESOURCE_LIMIT = Duration.hours(1)
 POLL_INTERVAL = Duration.minutes(1)
-# is-complete stops a build still running this long after it started: two polls before the limit, so the
-# resource fails with the build's own message instead of the framework's "Operation timed out".
+# is-complete stops a build still running this long after the first stage started: two polls before the
+# limit, so the resource fails with the build's own message instead of the framework's "Operation timed out".
 STOP_AFTER = Duration.seconds(CUSTOM_RESOURCE_LIMIT.to_seconds() - 2 * POLL_INTERVAL.to_seconds())
 
 
-class ModelBuildTrigger(Construct):
-    """Runs one build of `project` during `cdk deploy` whenever `fingerprint` changes.
+@dataclass(frozen=True)
+class BuildStage:
+    """One CodeBuild project the trigger runs, in order, and the log group its failure line is read from."""
 
-    Resources that must wait for the models (the SageMaker Model) depend on `self.resource`; a
-    failed build fails the deployment before they are touched. The build is stopped when the deployment
-    stops waiting for it, is deleted, or moves to another fingerprint (model_build_trigger_handler).
+    name: str
+    project: codebuild.IProject
+    log_group: logs.ILogGroup
+
+
+class ModelBuildTrigger(Construct):
+    """Runs `stages` one after the other during `cdk deploy` whenever `fingerprint` changes.
+
+    Resources that must wait for the models (the SageMaker Model) depend on `self.resource`; a failed stage
+    fails the deployment, with the stage's own error line, before they are touched. The running build is
+    stopped when the deployment stops waiting for it, is deleted, or moves to another fingerprint
+    (model_build_trigger_handler).
     """
 
     def __init__(
@@ -33,23 +45,36 @@ class ModelBuildTrigger(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        project: codebuild.IProject,
+        stages: Sequence[BuildStage],
         fingerprint: str,
         log_retention: logs.RetentionDays,
     ) -> None:
         super().__init__(scope, construct_id)
+        if not stages:
+            raise ValueError("a model build trigger needs at least one stage")
+        projects = [stage.project.project_arn for stage in stages]
         reads = iam.PolicyStatement(
-            actions=["codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"],
-            resources=[project.project_arn],
+            actions=["codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"], resources=projects
         )
-        starts = iam.PolicyStatement(actions=["codebuild:StartBuild"], resources=[project.project_arn])
+        # on-event starts the first stage, is-complete each later one when the stage before it succeeded.
+        starts_first = iam.PolicyStatement(actions=["codebuild:StartBuild"], resources=projects[:1])
         # StopBuild has no build-level resource: the handlers stop only a build they identified by its id.
-        stops = iam.PolicyStatement(actions=["codebuild:StopBuild"], resources=[project.project_arn])
+        stops = iam.PolicyStatement(actions=["codebuild:StopBuild"], resources=projects)
+        is_complete = [reads, stops]
+        if len(projects) > 1:
+            is_complete.append(iam.PolicyStatement(actions=["codebuild:StartBuild"], resources=projects[1:]))
+        # A failed stage's first `error: ` line, from its own log group.
+        is_complete.append(
+            iam.PolicyStatement(
+                actions=["logs:FilterLogEvents"],
+                resources=[stage.log_group.log_group_arn for stage in stages],
+            )
+        )
         handlers = waiting_provider(
             self,
             handler_dir=HANDLER_DIR,
-            on_event_statements=[reads, starts, stops],
-            is_complete_statements=[reads, stops],
+            on_event_statements=[reads, starts_first, stops],
+            is_complete_statements=is_complete,
             query_interval=POLL_INTERVAL,
             total_timeout=CUSTOM_RESOURCE_LIMIT,
             log_retention=log_retention,
@@ -61,7 +86,7 @@ class ModelBuildTrigger(Construct):
             service_token=self.provider.service_token,
             resource_type="Custom::ModelBuild",
             properties={
-                "ProjectName": project.project_name,
+                "Stages": [{"Name": stage.name, "Project": stage.project.project_name} for stage in stages],
                 "Fingerprint": fingerprint,
                 "StopAfterSeconds": str(int(STOP_AFTER.to_seconds())),
             },

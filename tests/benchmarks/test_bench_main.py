@@ -58,6 +58,8 @@ def test_every_issue_item_has_a_benchmark() -> None:
         "build",
         "gpu",
         "client_invoke",
+        "serving_check",
+        "serving_check_gpu",
     ]
 
 

@@ -48,63 +48,98 @@ def endpoint_name(synth: Synthesized) -> dict[str, Any]:
 # ----- the build before the endpoint -----------------------------------------------------------------
 
 
-def test_the_model_waits_for_the_build_which_waits_for_the_runners_grants(default_synth: Synthesized) -> None:
+def project(synth: Synthesized, construct: Any) -> dict[str, Any]:
+    return dict(synth.resources[lid(synth, construct.project)]["Properties"])
+
+
+def test_the_model_waits_for_both_stages_which_wait_for_their_grants(default_synth: Synthesized) -> None:
+    stack = default_synth.stack
     build_id, build = only(default_synth, "Custom::ModelBuild")
-    project_id, project = only(default_synth, "AWS::CodeBuild::Project")
     model_id, model = only(default_synth, "AWS::SageMaker::Model")
     assert build_id in model["DependsOn"]
-    # The trigger starts a build at once: the role's grants (source read, store writes) must exist first.
-    assert lid(default_synth, default_synth.stack.build_runner.role_policy) in build["DependsOn"]
-    assert build["Properties"]["ProjectName"] == {"Ref": project_id}
+    # The trigger starts a build at once: both stages' grants (source read, store writes) must exist first.
+    for stage in (stack.build_runner, stack.serving_check):
+        assert lid(default_synth, stage.role_policy) in build["DependsOn"]
+    # The build, then the serving check in the endpoint's image: the order the trigger runs them in.
+    assert build["Properties"]["Stages"] == [
+        {"Name": "model build", "Project": {"Ref": lid(default_synth, stack.build_runner.project)}},
+        {"Name": "serving check", "Project": {"Ref": lid(default_synth, stack.serving_check.project)}},
+    ]
+    # One fingerprint names the run: the build stages its candidate, the check publishes the build manifest
+    # and the promotion reads it, all under the same one.
+    assert build["Properties"]["Fingerprint"] == stack.serving_check.fingerprint
+    _, promotion = only(default_synth, "Custom::ManifestPromotion")
+    assert promotion["Properties"]["Fingerprint"] == stack.serving_check.fingerprint
+    assert stack.serving_check.fingerprint != stack.build_runner.fingerprint
     # The endpoint config and endpoint follow the model, so nothing of the endpoint moves before the build.
     _, config = only(default_synth, "AWS::SageMaker::EndpointConfig")
     assert config["Properties"]["ProductionVariants"][0]["ModelName"] == {
         "Fn::GetAtt": [model_id, "ModelName"]
     }
-    bucket_ref = {"Ref": lid(default_synth, default_synth.stack.store.bucket)}
-    assert bucket_ref in [v["Value"] for v in project["Properties"]["Environment"]["EnvironmentVariables"]]
+    bucket_ref = {"Ref": lid(default_synth, stack.store.bucket)}
+    for stage in (stack.build_runner, stack.serving_check):
+        variables = project(default_synth, stage)["Environment"]["EnvironmentVariables"]
+        assert bucket_ref in [v["Value"] for v in variables]
 
 
-@pytest.mark.parametrize(("build", "queue"), [(50, 5), (30, 25), (5, 50)])
-def test_queue_and_build_end_inside_the_custom_resources_hour_with_a_margin(
-    synth_with: SynthWith, build: int, queue: int
+def test_the_serving_check_runs_in_the_endpoints_own_image(default_synth: Synthesized) -> None:
+    stack = default_synth.stack
+    check = project(default_synth, stack.serving_check)
+    image = stack.resolve(stack.endpoint.model.primary_container)["image"]  # type: ignore[index]
+    # The same registry mapping, region and tag as the endpoint's container.
+    assert check["Environment"]["Image"] == image
+    assert check["Environment"]["Type"] == "LINUX_GPU_CONTAINER"
+    variables = {v["Name"]: v["Value"] for v in check["Environment"]["EnvironmentVariables"]}
+    assert variables["SAGEMAKER_TRITON_LOG_VERBOSE"] == "0"  # the endpoint's container environment
+    assert variables["TRITON_IMAGE_TAG"] == "25.04-py3"
+
+
+@pytest.mark.parametrize(("build", "check", "queue"), [(30, 15, 5), (20, 5, 15), (5, 5, 22)])
+def test_both_stages_and_their_queues_end_inside_the_custom_resources_hour_with_a_margin(
+    synth_with: SynthWith, build: int, check: int, queue: int
 ) -> None:
-    synth = synth_with(build_timeout_minutes=build, build_queue_timeout_minutes=queue)
-    project = only(synth, "AWS::CodeBuild::Project")[1]["Properties"]
+    synth = synth_with(
+        build_timeout_minutes=build, serving_check_timeout_minutes=check, build_queue_timeout_minutes=queue
+    )
+    stages = [project(synth, synth.stack.build_runner), project(synth, synth.stack.serving_check)]
     trigger = only(synth, "Custom::ModelBuild")[1]["Properties"]
     machines = synth.template.find_resources("AWS::StepFunctions::StateMachine")
     (machine,) = [m for logical_id, m in machines.items() if logical_id.startswith("ModelBuildTrigger")]
     poll_seconds = int(re.search(r'\\"IntervalSeconds\\":(\d+)', json.dumps(machine))[1])  # type: ignore[index]
     limit_minutes = int(trigger["ServiceTimeout"]) / 60
     assert limit_minutes == CUSTOM_RESOURCE_TIMEOUT_MINUTES
-    assert (project["QueuedTimeoutInMinutes"], project["TimeoutInMinutes"]) == (queue, build)
-    assert project["QueuedTimeoutInMinutes"] + project[
-        "TimeoutInMinutes"
-    ] + BUILD_DEADLINE_MARGIN_MINUTES <= (limit_minutes)
+    assert [(p["QueuedTimeoutInMinutes"], p["TimeoutInMinutes"]) for p in stages] == [
+        (queue, build),
+        (queue, check),
+    ]
+    waited = sum(p["QueuedTimeoutInMinutes"] + p["TimeoutInMinutes"] for p in stages)
+    assert waited + BUILD_DEADLINE_MARGIN_MINUTES <= limit_minutes
     # The margin covers at least two polls of the build's status after it ends.
     assert 2 * poll_seconds <= BUILD_DEADLINE_MARGIN_MINUTES * 60
 
 
-def test_default_runner_is_the_small_gpu_with_tensorrt_for_the_serving_image(
+def test_default_runners_are_the_small_gpu_with_tensorrt_for_the_serving_image(
     default_synth: Synthesized,
 ) -> None:
-    project = only(default_synth, "AWS::CodeBuild::Project")[1]["Properties"]
-    assert project["Environment"]["ComputeType"] == "BUILD_GENERAL1_SMALL"
-    assert (
-        project["TimeoutInMinutes"],
-        project["QueuedTimeoutInMinutes"],
-        project["ConcurrentBuildLimit"],
-    ) == (
-        50,
-        5,
-        1,
-    )
-    variables = {v["Name"]: v["Value"] for v in project["Environment"]["EnvironmentVariables"]}
+    build = project(default_synth, default_synth.stack.build_runner)
+    check = project(default_synth, default_synth.stack.serving_check)
+    for stage, timeout in ((build, 30), (check, 15)):
+        assert stage["Environment"]["ComputeType"] == "BUILD_GENERAL1_SMALL"
+        assert (
+            stage["TimeoutInMinutes"],
+            stage["QueuedTimeoutInMinutes"],
+            stage["ConcurrentBuildLimit"],
+        ) == (
+            timeout,
+            5,
+            1,
+        )
+    variables = {v["Name"]: v["Value"] for v in build["Environment"]["EnvironmentVariables"]}
     assert variables["TRITON_IMAGE_TAG"] == "25.04-py3"
     assert variables["TENSORRT_REQUIREMENT"] == "tensorrt-cu12==10.9.0.34"
 
 
-def test_runner_settings_reach_the_project_and_its_logs(synth_with: SynthWith) -> None:
+def test_runner_settings_reach_both_projects_and_their_logs(synth_with: SynthWith) -> None:
     synth = synth_with(
         builder_compute_type="LARGE",
         instance_type="ml.p3.2xlarge",
@@ -112,11 +147,15 @@ def test_runner_settings_reach_the_project_and_its_logs(synth_with: SynthWith) -
         build_timeout_minutes=30,
         build_log_retention_days=7,
     )
-    project = only(synth, "AWS::CodeBuild::Project")[1]["Properties"]
-    assert project["Environment"]["ComputeType"] == "BUILD_GENERAL1_LARGE"
-    assert project["TimeoutInMinutes"] == 30
-    group = project["LogsConfig"]["CloudWatchLogs"]["GroupName"]["Ref"]
-    assert synth.resources[group]["Properties"]["RetentionInDays"] == 7
+    for stage in (synth.stack.build_runner, synth.stack.serving_check):
+        properties = project(synth, stage)
+        assert properties["Environment"]["ComputeType"] == "BUILD_GENERAL1_LARGE"
+        group = properties["LogsConfig"]["CloudWatchLogs"]["GroupName"]["Ref"]
+        assert synth.resources[group]["Properties"]["RetentionInDays"] == 7
+    assert project(synth, synth.stack.build_runner)["TimeoutInMinutes"] == 30
+    # 24.05's python3 is 3.10: the check runs with a uv-managed CPython 3.12 instead.
+    spec = json.loads(project(synth, synth.stack.serving_check)["Source"]["BuildSpec"])
+    assert "python3 -m uv venv --python 3.12 /opt/serving-check" in spec["phases"]["install"]["commands"]
 
 
 # ----- the endpoint: driver, network, logs, scaling, alarms ------------------------------------------------

@@ -20,7 +20,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from infra.constructs.build_runner import ModelBuildRunner
 from infra.constructs.build_spec import CUDA_COMPAT_SETUP
-from infra.constructs.model_build_trigger import ModelBuildTrigger
+from infra.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
 from infra.constructs.model_store import ModelStore
 from triton_mme.core.platform import CODEBUILD_GPU_REGIONS, dlc_registry_account
 from triton_mme.model_build import cache
@@ -49,8 +49,8 @@ def runner_stack(
     runner = ModelBuildRunner(
         stack, "Build", store=ModelStore(stack, "Store"), project_root=project_root, **options
     )
-    ModelBuildTrigger(stack, "Trigger", project=runner.project, fingerprint=runner.fingerprint,
-                      log_retention=logs.RetentionDays.ONE_MONTH)  # fmt: skip
+    ModelBuildTrigger(stack, "Trigger", stages=[BuildStage("model build", runner.project, runner.log_group)],
+                      fingerprint=runner.fingerprint, log_retention=logs.RetentionDays.ONE_MONTH)  # fmt: skip
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # fails on any unacknowledged cdk-nag finding
     return Template.from_stack(stack), runner, outdir
@@ -104,14 +104,20 @@ def test_buildspec_sets_up_and_checks_cuda_before_installing_tensorrt_and_buildi
         "python -m triton_mme gpu-check",
         'python -m pip install --quiet --extra-index-url https://pypi.nvidia.com "$TENSORRT_REQUIREMENT"',
     ]
-    steps = [re.match(r"python -m triton_mme (\S+)", command)[1] for command in build]  # type: ignore[index]
-    # Archives first, then the figures, then, last, the build's manifest: a step that fails leaves no
-    # manifest naming something missing, and nothing the build does moves the live manifest.
-    assert steps == ["build", "profile", "upload", "publish-performance", "publish-build"]
+    steps = [re.match(r"python -m triton_mme (\S+)", command)[1] for command in build[:3]]  # type: ignore[index]
+    # Archives and their files first, then, last, the candidate manifest for the serving check: the build
+    # stage never publishes a build manifest (only the check does) nor moves the live one.
+    assert steps == ["build", "upload", "stage-candidate"]
     assert '--triton-tag "$TRITON_IMAGE_TAG"' in build[0]
-    assert "upload --archives-only " in build[2]
-    assert 'publish-build --fingerprint "$MODEL_BUILD_FINGERPRINT" ' in build[4]
-    for publishing in build[2:]:
+    assert "upload --archives-only " in build[1]
+    assert (
+        'stage-candidate --fingerprint "$MODEL_BUILD_FINGERPRINT" --digest-file build/candidate.sha256 '
+        in build[2]
+    )
+    # The candidate's digest goes to the serving check stage through CodeBuild's exported variables.
+    assert build[3] == 'export CANDIDATE_MANIFEST_SHA256="$(cat build/candidate.sha256)"'
+    assert spec_of(default[0])["env"]["exported-variables"] == ["CANDIDATE_MANIFEST_SHA256"]
+    for publishing in build[1:3]:
         assert '--bucket "$MODEL_BUCKET"' in publishing and '--prefix "$MODEL_PREFIX"' in publishing
         assert '--manifest-prefix "$MANIFEST_PREFIX"' in publishing and "--from build/models" in publishing
 
@@ -119,7 +125,7 @@ def test_buildspec_sets_up_and_checks_cuda_before_installing_tensorrt_and_buildi
 def test_every_publishing_step_parses_with_the_shipped_command_line(default: Any) -> None:
     from triton_mme.cli import parser
 
-    for command in spec_of(default[0])["phases"]["build"]["commands"][2:]:
+    for command in spec_of(default[0])["phases"]["build"]["commands"][1:3]:
         arguments = command.removeprefix("python -m triton_mme ").replace('"', "").split()
         parsed = parser().parse_args(arguments)  # an unknown option exits with status 2
         assert parsed.bucket == "$MODEL_BUCKET" and str(parsed.source) == "build/models", command
@@ -160,6 +166,16 @@ def test_compat_setup_leaves_a_driver_that_is_new_enough_alone(
 ) -> None:
     output = run_compat_setup(tmp_path, driver=driver, compat_driver=compat_driver)
     assert output.splitlines() == [f"NVIDIA driver: {driver}", "LD_LIBRARY_PATH=/opt/lib"]
+
+
+def test_compat_setup_finds_the_ngc_layout_of_the_triton_image(tmp_path: Path) -> None:
+    # NGC images keep the libraries in compat/lib.real (triton-inference-server/server build.py).
+    cuda_home = tmp_path / "cuda"
+    (cuda_home / "compat" / "lib.real").mkdir(parents=True)
+    (cuda_home / "compat" / "lib.real" / "libcuda.so.575.51.03").write_text("")
+    (cuda_home / "compat" / "lib.real" / "libcuda.so.1").symlink_to("libcuda.so.575.51.03")
+    output = run_compat_setup(tmp_path, driver="470.256.02", compat_driver=None)
+    assert f"LD_LIBRARY_PATH={cuda_home}/compat/lib.real:/opt/lib" in output
 
 
 def test_compat_setup_without_compat_libraries_changes_nothing(tmp_path: Path) -> None:
@@ -218,12 +234,23 @@ def test_runner_writes_archives_its_build_manifest_and_content_addressed_files_o
     assert set(actions(writes[0])) == {"s3:PutObject", "s3:AbortMultipartUpload"}
     assert sorted(joined(r) for r in writes[0]["Resource"]) == [
         "<StoreBucket>/manifests/*-????????????????.json",  # labels-<hash>.json, tokenizer-<hash>.json
-        "<StoreBucket>/manifests/*.performance.json",
-        "<StoreBucket>/manifests/builds/*",
+        "<StoreBucket>/manifests/*-????????????????.npz",  # golden-<hash>.npz
+        "<StoreBucket>/manifests/builds/*/candidate-*.json",
         "<StoreBucket>/models/*",
     ]
     everything = json.dumps(runner_statements)
     assert "s3:DeleteObject" not in everything and '"s3:*"' not in everything
+
+
+def test_runner_may_write_neither_a_build_manifest_nor_a_serving_report(default: Any) -> None:
+    allowed = [
+        joined(r)
+        for s in statements(default[0], "BuildProjectRole")
+        if s["Effect"] == "Allow" and "s3:PutObject" in actions(s)
+        for r in s["Resource"]
+    ]
+    for key in (f"manifests/builds/{'a' * 64}/manifest.json", f"manifests/{'b' * 64}.serving-report.json"):
+        assert not [p for p in allowed if fnmatch.fnmatchcase(f"<StoreBucket>/{key}", p)], key
 
 
 def test_runner_may_never_write_the_live_manifest(default: Any) -> None:
@@ -241,8 +268,8 @@ def test_runner_may_never_write_the_live_manifest(default: Any) -> None:
     for key in (
         "models/resnet50-onnx-0123456789abcdef.tar.gz",
         "manifests/labels-0123456789abcdef.json",
-        f"manifests/builds/{'a' * 64}/manifest.json",
-        f"manifests/{'b' * 64}.performance.json",
+        "manifests/golden-0123456789abcdef.npz",
+        f"manifests/builds/{'a' * 64}/candidate-{'b' * 64}.json",
     ):
         assert [p for p in allowed if fnmatch.fnmatchcase(f"<StoreBucket>/{key}", p)], key
 
@@ -268,7 +295,7 @@ def test_build_logs_go_to_their_own_group_with_the_retention_setting(default: An
     assert template.to_json()["Resources"][group_id]["Properties"]["RetentionInDays"] == 30
 
 
-SHIPPED_PACKAGES = ("core", "model_build", "profiler", "store")
+SHIPPED_PACKAGES = ("core", "model_build", "store")
 
 
 def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(default: Any) -> None:
@@ -297,7 +324,7 @@ def test_trigger_resource_carries_the_project_and_fingerprint_and_waits_an_hour(
     template.has_resource_properties(
         "Custom::ModelBuild",
         {
-            "ProjectName": {"Ref": Match.string_like_regexp("BuildProject")},
+            "Stages": [{"Name": "model build", "Project": {"Ref": Match.string_like_regexp("BuildProject")}}],
             "Fingerprint": runner.fingerprint,
             "ServiceTimeout": "3600",
             # is-complete stops the build two polls before CloudFormation's hour runs out.
@@ -319,11 +346,14 @@ def test_trigger_handlers_may_only_start_read_and_stop_builds_of_that_project(de
     stop = "codebuild:StopBuild"
     for name, allowed in (
         ("TriggerOnEvent", {"codebuild:StartBuild", stop, *reads}),
-        ("TriggerIsComplete", {stop, *reads}),
+        ("TriggerIsComplete", {stop, *reads, "logs:FilterLogEvents"}),
     ):
         granted = statements(template, name + "ServiceRoleDefaultPolicy")
         assert {a for s in granted for a in actions(s)} == allowed
         for statement in granted:
+            if actions(statement) == ["logs:FilterLogEvents"]:
+                assert "BuildLogs" in json.dumps(statement["Resource"])  # the stage's own log group only
+                continue
             assert statement["Resource"] == {
                 "Fn::GetAtt": [Match.string_like_regexp("BuildProject"), "Arn"]
             } or ("BuildProject" in json.dumps(statement["Resource"]))

@@ -30,12 +30,23 @@ WITHOUT_TENSORRT = parse_catalog(
             {"builderComputeType": "MEDIUM"},
             "builderComputeType=MEDIUM is not a CodeBuild GPU size; allowed: SMALL",
         ),
-        ({"buildTimeoutMinutes": "90"}, "buildTimeoutMinutes=90 is out of range; allowed: 5..50 (cdk deploy"),
-        ({"buildTimeoutMinutes": "4"}, "buildTimeoutMinutes=4 is out of range; allowed: 5..50"),
+        (
+            {"buildTimeoutMinutes": "90"},
+            "buildTimeoutMinutes=90 is out of range; allowed: 5..40 (cdk deploy waits at most an hour for "
+            "the build, the serving check and their queueing)",
+        ),
+        ({"buildTimeoutMinutes": "4"}, "buildTimeoutMinutes=4 is out of range; allowed: 5..40"),
+        ({"servingCheckTimeoutMinutes": "4"}, "servingCheckTimeoutMinutes=4 is out of range; allowed: 5..40"),
+        (
+            {"servingCheckTimeoutMinutes": "20"},
+            "buildTimeoutMinutes=30 and servingCheckTimeoutMinutes=20 add up to 50 minutes; allowed: at most "
+            "45 together (cdk deploy waits",
+        ),
         (
             {"buildQueueTimeoutMinutes": "10"},
-            "buildQueueTimeoutMinutes=10 is out of range with buildTimeoutMinutes=50; allowed: 5..5 (queue + "
-            "build must end 5 minutes before cdk deploy stops waiting after 60)",
+            "buildQueueTimeoutMinutes=10 is out of range with buildTimeoutMinutes=30 and "
+            "servingCheckTimeoutMinutes=15; allowed: 5..5 (both stages queue: 2 x queue + build + check must "
+            "end 5 minutes before cdk deploy stops waiting after 60)",
         ),
         (
             {"buildQueueTimeoutMinutes": "4", "buildTimeoutMinutes": "30"},

@@ -26,7 +26,7 @@ def codebuild(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
     client = boto3.client(
         "codebuild", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
-    monkeypatch.setattr(handler, "_client", client)
+    monkeypatch.setitem(handler._clients, "codebuild", client)
     with Stubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
@@ -94,6 +94,7 @@ def started(build_id: str = BUILD_ID) -> dict[str, Any]:
     return {
         "RequestType": "Create",
         "PhysicalResourceId": "x",
+        "ResourceProperties": properties(),
         "Data": {"BuildId": build_id, "Started": "true", "StopAt": str(int(NOW) + STOP_AFTER)},
     }
 
@@ -172,7 +173,10 @@ def test_in_progress_build_is_not_complete(codebuild: Stubber) -> None:
 def test_succeeded_build_completes_the_resource(codebuild: Stubber) -> None:
     codebuild.add_response("batch_get_builds", {"builds": [build("SUCCEEDED")]}, {"ids": [BUILD_ID]})
 
-    assert handler.is_complete(started()) == {"IsComplete": True, "Data": {"BuildId": BUILD_ID}}
+    assert handler.is_complete(started()) == {
+        "IsComplete": True,
+        "Data": {"BuildId": BUILD_ID, "LastBuildId": BUILD_ID},
+    }
 
 
 @pytest.mark.parametrize(
@@ -323,7 +327,8 @@ def test_is_complete_stops_a_build_that_outlives_its_time_and_fails_the_resource
 
     assert str(failure.value) == (
         f"model build {BUILD_ID} was still running when the deployment's time for it ran out; stopped it "
-        f"(lower buildTimeoutMinutes and buildQueueTimeoutMinutes); logs: {LOG_LINK}"
+        "(lower buildTimeoutMinutes, servingCheckTimeoutMinutes and buildQueueTimeoutMinutes); "
+        f"logs: {LOG_LINK}"
     )
 
 
@@ -333,5 +338,134 @@ def test_the_fingerprint_variable_is_the_one_the_buildspec_publishes_under() -> 
     assert handler.FINGERPRINT_VARIABLE == FINGERPRINT_VARIABLE
     assert (
         f'--fingerprint "${FINGERPRINT_VARIABLE}"'
-        in build_spec(tensorrt=False)["phases"]["build"]["commands"][-1]
+        in build_spec(tensorrt=False)["phases"]["build"]["commands"][2]
     )
+
+
+# ----- two stages: the build, then the serving check in the endpoint's own image ----------------------------
+
+CHECK = "ServingCheckProject"
+CHECK_ID = f"{CHECK}:77777777-1111-2222-3333-444455556666"
+CANDIDATE = "c" * 64
+STAGES = [{"Name": "model build", "Project": PROJECT}, {"Name": "serving check", "Project": CHECK}]
+CHECK_LOGS = {"groupName": "/check", "streamName": "77777777", "deepLink": LOG_LINK}
+
+
+@pytest.fixture
+def logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
+    client = boto3.client("logs", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
+    monkeypatch.setitem(handler._clients, "logs", client)
+    with Stubber(client) as stubber:
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+def two_stages(event: dict[str, Any]) -> dict[str, Any]:
+    properties = {k: v for k, v in event["ResourceProperties"].items() if k != "ProjectName"}
+    return {**event, "ResourceProperties": {**properties, "Stages": STAGES}}
+
+
+def built_with_candidate() -> dict[str, Any]:
+    return build(
+        "SUCCEEDED",
+        exportedEnvironmentVariables=[{"name": "CANDIDATE_MANIFEST_SHA256", "value": CANDIDATE}],
+    )
+
+
+def check_build(status: str, **extra: Any) -> dict[str, Any]:
+    checked = build(status, build_id=CHECK_ID, **extra)
+    checked["environment"]["environmentVariables"].append({"name": "MODEL_BUILD_ID", "value": BUILD_ID})
+    return checked
+
+
+def check_builds(stubber: Stubber, *builds: dict[str, Any]) -> None:
+    ids = [b["id"] for b in builds]
+    stubber.add_response(
+        "list_builds_for_project",
+        {"ids": ids} if ids else {},
+        {"projectName": CHECK, "sortOrder": "DESCENDING"},
+    )
+    if ids:
+        stubber.add_response("batch_get_builds", {"builds": list(builds)}, {"ids": ids})
+
+
+def test_after_the_build_the_check_starts_with_the_fingerprint_the_build_id_and_the_candidate(
+    codebuild: Stubber,
+) -> None:
+    codebuild.add_response("batch_get_builds", {"builds": [built_with_candidate()]}, {"ids": [BUILD_ID]})
+    check_builds(codebuild)
+    codebuild.add_response(
+        "start_build",
+        {"build": check_build("IN_PROGRESS")},
+        {
+            "projectName": CHECK,
+            "environmentVariablesOverride": [
+                {"name": "MODEL_BUILD_FINGERPRINT", "value": FINGERPRINT, "type": "PLAINTEXT"},
+                {"name": "MODEL_BUILD_ID", "value": BUILD_ID, "type": "PLAINTEXT"},
+                {"name": "CANDIDATE_MANIFEST_SHA256", "value": CANDIDATE, "type": "PLAINTEXT"},
+            ],
+        },
+    )
+
+    assert handler.is_complete(two_stages(started())) == {"IsComplete": False}
+
+
+def test_the_resource_completes_only_when_the_check_succeeded(codebuild: Stubber) -> None:
+    for status, complete in (("IN_PROGRESS", False), ("SUCCEEDED", True)):
+        codebuild.add_response("batch_get_builds", {"builds": [built_with_candidate()]}, {"ids": [BUILD_ID]})
+        check_builds(codebuild, check_build(status))
+        assert handler.is_complete(two_stages(started()))["IsComplete"] is complete
+
+
+def test_a_failed_check_fails_the_deployment_with_the_archive_and_tritons_first_error_line(
+    codebuild: Stubber, logs: Stubber
+) -> None:
+    codebuild.add_response("batch_get_builds", {"builds": [built_with_candidate()]}, {"ids": [BUILD_ID]})
+    check_builds(codebuild, check_build("FAILED", logs=CHECK_LOGS))
+    line = (
+        "serving check failed: resnet50-onnx-0123456789abcdef.tar.gz: Triton did not load it: load failed "
+        "for model 'resnet50-onnx-0123456789abcdef.tar.gz': version 1 is at UNAVAILABLE state "
+        "(1 of 3 archives failed)"
+    )
+    logs.add_response(
+        "filter_log_events",
+        {"events": [{"message": "[Container] Running command python3 -m triton_mme serving-check (error:)"},
+                    {"message": f"error: {line}\n"}]},
+        {"logGroupName": "/check", "logStreamNames": ["77777777"], "filterPattern": '"error:"'},
+    )  # fmt: skip
+
+    with pytest.raises(handler.ModelBuildFailed) as failure:
+        handler.is_complete(two_stages(started()))
+
+    assert str(failure.value) == f"serving check {CHECK_ID} failed: {line}; logs: {LOG_LINK}"
+
+
+def test_a_build_that_fails_never_starts_the_check(codebuild: Stubber) -> None:
+    codebuild.add_response("batch_get_builds", {"builds": [build("FAILED")]}, {"ids": [BUILD_ID]})
+    with pytest.raises(handler.ModelBuildFailed, match=f"^model build {BUILD_ID} failed"):
+        handler.is_complete(two_stages(started()))
+
+
+def test_the_deadline_stops_the_running_check(codebuild: Stubber, clock: list[float]) -> None:
+    clock[0] = NOW + STOP_AFTER
+    codebuild.add_response("batch_get_builds", {"builds": [built_with_candidate()]}, {"ids": [BUILD_ID]})
+    check_builds(codebuild, check_build("IN_PROGRESS"))
+    expect_stop(codebuild, CHECK_ID)
+    with pytest.raises(handler.ModelBuildFailed, match=f"^serving check {CHECK_ID} was still running"):
+        handler.is_complete(two_stages(started()))
+
+
+def test_a_fingerprint_counts_as_built_only_once_its_check_succeeded(codebuild: Stubber) -> None:
+    # The build of this fingerprint succeeded before, but its check failed: build again.
+    recent_builds(codebuild, build("SUCCEEDED"))
+    check_builds(codebuild, check_build("FAILED"))
+    expect_start(codebuild)
+    assert handler.on_event(two_stages(event("Create")))["Data"]["Started"] == "true"
+
+
+def test_delete_stops_the_running_check_of_its_fingerprint(codebuild: Stubber) -> None:
+    recent_builds(codebuild, build("SUCCEEDED"))
+    check_builds(codebuild, check_build("IN_PROGRESS"))
+    expect_stop(codebuild, CHECK_ID)
+    delete = two_stages(event("Delete", PhysicalResourceId=f"{PROJECT}:{FINGERPRINT}"))
+    assert handler.on_event(delete)["Data"] == {"StoppedBuilds": CHECK_ID}

@@ -35,7 +35,12 @@ def test_defaults_are_the_documented_ones() -> None:
         True,
     )
     assert (settings.endpoint_log_retention_days, settings.build_log_retention_days) == (30, 30)
-    assert (settings.build_timeout_minutes, settings.build_queue_timeout_minutes) == (50, 5)
+    # Two queues, the build and the serving check: 5 + 30 + 5 + 15 = 55, five minutes inside the hour.
+    assert (
+        settings.build_timeout_minutes,
+        settings.serving_check_timeout_minutes,
+        settings.build_queue_timeout_minutes,
+    ) == (30, 15, 5)
 
 
 def test_auto_resolves_to_the_ami_whose_driver_runs_the_default_tag() -> None:
@@ -54,8 +59,9 @@ def test_command_line_strings_are_converted() -> None:
             "networkIsolation": "false",
             "autoscaling": "FALSE",
             "endpointLogRetentionDays": "90",
-            "buildTimeoutMinutes": "40",
-            "buildQueueTimeoutMinutes": "15",
+            "buildTimeoutMinutes": "20",
+            "servingCheckTimeoutMinutes": "10",
+            "buildQueueTimeoutMinutes": "10",
             "initialInstanceCount": "3",
             "minInstanceCount": " 2 ",
             "maxInstanceCount": "8",
@@ -74,8 +80,9 @@ def test_command_line_strings_are_converted() -> None:
         network_isolation=False,
         autoscaling=False,
         endpoint_log_retention_days=90,
-        build_timeout_minutes=40,
-        build_queue_timeout_minutes=15,
+        build_timeout_minutes=20,
+        serving_check_timeout_minutes=10,
+        build_queue_timeout_minutes=10,
         initial_instance_count=3,
         min_instance_count=2,
         max_instance_count=8,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -11,7 +10,6 @@ from tiny_archives import TINY_CATALOG, BuiltArchive, mismatched_archive, tensor
 
 from triton_mme.core.catalog import parse_catalog
 from triton_mme.core.manifest import ArchiveRecord
-from triton_mme.local_triton.isolation import isolation_available
 from triton_mme.model_build.pipeline import build_catalog
 
 # The archive copied under a second TargetModel: the platform caches by name, so it is one more model.
@@ -37,16 +35,3 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Bui
     copy: ArchiveRecord = cnn.record.model_copy(update={"target_model": COPY_TARGET_MODEL})
     archives["copy/onnx"] = BuiltArchive(copy, out / COPY_TARGET_MODEL)
     return out, archives
-
-
-@pytest.fixture(scope="session")
-def isolated() -> None:
-    """The local Triton starts only in a private network namespace. Where the machine cannot make one
-    (unprivileged user namespaces disabled), tests that start it are skipped with the reason, as GPU
-    tests are without a GPU; in CI (`CI` set, as GitHub Actions does) they must run, so they fail."""
-    reason = isolation_available()
-    if reason is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"the local Triton cannot be isolated on this CI runner: {reason}")
-    pytest.skip(f"the local Triton cannot be isolated here: {reason}")

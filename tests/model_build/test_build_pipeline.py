@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from build_support import catalog_of, tiny_cnn, tiny_roberta
 
 from triton_mme.core.archive import extract_archive, read_archive
 from triton_mme.core.catalog import Catalog, Format, Weights
 from triton_mme.core.files import file_sha256
+from triton_mme.core.golden import GOLDEN_ROWS, GoldenData
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
+from triton_mme.core.tolerances import FP32
 from triton_mme.core.triton_config import engine_cache_path
 from triton_mme.model_build import pipeline as build_module
+from triton_mme.model_build import runtimes
 from triton_mme.model_build.exporters import onnx as onnx_exporter
 from triton_mme.model_build.pipeline import ArchiveOutcome, BuildError, build_catalog
 
@@ -157,9 +161,38 @@ def test_image_models_record_their_preprocessing_and_labels_beside_the_manifest(
     assert image.preprocessing is not None and image.preprocessing.crop_size == (64, 64)
     # squeezenet1_1's ImageNet weights: 1000 class names, one file shared by both formats.
     labels = json.loads((out / image.files["labels"]).read_text(encoding="utf-8"))
-    assert len(labels) == 1000 and manifest.find("tiny-cnn", "torchscript").files == image.files
-    # A text model built with random weights has no published tokenizer to record.
-    assert manifest.find("tiny-roberta", "onnx").files == {}
+    torchscript = manifest.find("tiny-cnn", "torchscript")
+    assert len(labels) == 1000 and torchscript.files["labels"] == image.files["labels"]
+    # A text model built with random weights has no published tokenizer to record, only its golden data.
+    assert set(manifest.find("tiny-roberta", "onnx").files) == {"golden"}
+
+
+def test_every_archive_records_golden_data_that_its_own_runtime_reproduces(
+    built: tuple[Path, Manifest], tmp_path: Path
+) -> None:
+    out, manifest = built
+    for record in manifest.archives:
+        golden = GoldenData.from_bytes((out / record.files["golden"]).read_bytes(), where=record.target_model)
+        golden.check_against(record.inputs, record.outputs, where=record.target_model)
+        assert golden.rows == GOLDEN_ROWS
+        model_file = extract_archive(out / record.target_model, tmp_path / record.target_model).model_file
+        if record.format == "onnx":
+            produced = runtimes.run_onnx(runtimes.onnx_session(model_file), golden.inputs)
+        else:
+            produced = runtimes.run_torchscript(
+                runtimes.load_torchscript(model_file),
+                golden.inputs,
+                [s.name for s in record.inputs],
+                [s.name for s in record.outputs],
+            )
+        # PyTorch's outputs for the recorded inputs, under the archive's own tensor names.
+        for name, expected in golden.outputs.items():
+            np.testing.assert_allclose(produced[name], expected, atol=FP32.atol, rtol=FP32.rtol, err_msg=name)
+    # Different archives of one model name their tensors differently, so their golden files differ.
+    assert (
+        manifest.find("tiny-cnn", "onnx").files["golden"]
+        != manifest.find("tiny-cnn", "torchscript").files["golden"]
+    )
 
 
 def test_the_engine_cache_path_names_the_packaged_model_files_content(tmp_path: Path) -> None:

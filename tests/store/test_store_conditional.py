@@ -15,7 +15,15 @@ from boto3.exceptions import S3UploadFailedError
 from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from botocore.stub import ANY, Stubber
-from store_support import ARCHIVES, BUCKET, SentHeaders, one_line_error, write_build
+from store_support import (
+    ARCHIVES,
+    BUCKET,
+    SentHeaders,
+    one_line_error,
+    passing_report,
+    publish_passing_report,
+    write_build,
+)
 
 from triton_mme.cli import main
 from triton_mme.core.manifest import Manifest
@@ -386,6 +394,7 @@ def test_publish_build_writes_the_manifest_under_its_fingerprint_only(
     manifest = write_build(tmp_path, ARCHIVES)
     assert main(["upload", "--archives-only", "--from", str(tmp_path), "--bucket", BUCKET]) == 0
     assert "manifest" not in capsys.readouterr().out
+    publish_passing_report(s3, manifest)
 
     assert (
         main(["publish-build", "--from", str(tmp_path), "--fingerprint", FINGERPRINT, "--bucket", BUCKET])
@@ -407,7 +416,7 @@ def test_publish_build_writes_the_manifest_under_its_fingerprint_only(
 def test_publish_build_refuses_a_manifest_naming_an_archive_not_in_the_bucket(
     s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write_build(tmp_path, ARCHIVES)
+    report = publish_passing_report(s3, write_build(tmp_path, ARCHIVES))
 
     assert (
         main(["publish-build", "--from", str(tmp_path), "--fingerprint", FINGERPRINT, "--bucket", BUCKET])
@@ -415,14 +424,39 @@ def test_publish_build_refuses_a_manifest_naming_an_archive_not_in_the_bucket(
     )
 
     assert "named in the manifest but not in the bucket" in one_line_error(capsys)
-    assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]] == [report]
+
+
+def test_publish_build_refuses_a_manifest_without_its_passing_serving_report(
+    s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = write_build(tmp_path, ARCHIVES)
+    upload_build(s3, tmp_path, BUCKET, make_live=False)
+    command = ["publish-build", "--from", str(tmp_path), "--fingerprint", FINGERPRINT, "--bucket", BUCKET]
+
+    assert main(command) == 1
+    assert one_line_error(capsys) == (
+        f"error: s3://{BUCKET}/manifests/{manifest.sha256}.serving-report.json: no serving report of this "
+        "manifest; the serving check publishes it first (publish-report)"
+    )
+    failing = passing_report(manifest)
+    first = failing.archives[0].model_copy(update={"passed": False, "error": "Triton did not load it: boom"})
+    failing = failing.model_copy(update={"archives": (first, *failing.archives[1:])})
+    create_json(s3, BUCKET, f"manifests/{manifest.sha256}.serving-report.json", failing.to_json().encode())
+
+    assert main(command) == 1
+    assert one_line_error(capsys).endswith(
+        f"{first.target_model} did not pass the serving check: Triton did not load it: boom"
+    )
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix="manifests/builds/").get("KeyCount") == 0
 
 
 def test_an_earlier_build_of_the_same_fingerprint_keeps_its_manifest(s3: Any, tmp_path: Path) -> None:
     first = write_build(tmp_path / "one", ARCHIVES)
-    write_build(tmp_path / "two", {"resnet-onnx-cccccccccccccccc.tar.gz": b"rebuilt, other bytes"})
-    for build in ("one", "two"):
+    second = write_build(tmp_path / "two", {"resnet-onnx-cccccccccccccccc.tar.gz": b"rebuilt, other bytes"})
+    for build, manifest in (("one", first), ("two", second)):
         upload_build(s3, tmp_path / build, BUCKET, make_live=False)
+        publish_passing_report(s3, manifest)
     assert (
         main(
             [

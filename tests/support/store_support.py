@@ -67,3 +67,26 @@ ARCHIVES = {
     "resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz": b"onnx archive bytes",
     "resnet-torchscript-bbbbbbbbbbbbbbbb.tar.gz": b"ts bytes",
 }
+
+
+def passing_report(manifest: Manifest) -> Any:
+    """A serving report in which every archive of `manifest` passed."""
+    from triton_mme.core.serving_report import ArchiveServing, ServingReport
+
+    archives = tuple(
+        ArchiveServing(
+            target_model=r.target_model, name=r.name, format=r.format, passed=True, load_seconds=1.0
+        )
+        for r in manifest.archives
+    )
+    return ServingReport(manifest_sha256=manifest.sha256, server="test", archives=archives)
+
+
+def publish_passing_report(s3: Any, manifest: Manifest, prefix: str = "manifests/") -> str:
+    """What the serving check publishes before the build's manifest."""
+    from triton_mme.core.locations import serving_report_key
+    from triton_mme.store.publish import create_json
+
+    key = serving_report_key(manifest.sha256, prefix)
+    create_json(s3, BUCKET, key, passing_report(manifest).to_json().encode())
+    return key

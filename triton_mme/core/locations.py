@@ -4,7 +4,12 @@ The endpoint's ModelDataUrl is `s3://<bucket>/<MODEL_PREFIX>`: every key under i
 nothing but archives is ever written there. Manifests and the files they list live under
 MANIFEST_PREFIX, outside the model prefix:
 
-- `<MANIFEST_PREFIX>builds/<fingerprint>/manifest.json`: what one build produced, written once by the build;
+- `<MANIFEST_PREFIX>builds/<fingerprint>/candidate-<manifest sha256>.json`: what one build produced, staged
+  by the build stage for the serving check; nothing reads it as a manifest;
+- `<MANIFEST_PREFIX><manifest sha256>.serving-report.json`: how every archive of that manifest loaded and
+  answered in the endpoint's own Triton (core.serving_report), written once by the serving check;
+- `<MANIFEST_PREFIX>builds/<fingerprint>/manifest.json`: the build's manifest, written once by the serving
+  check after its report, last;
 - `<MANIFEST_PREFIX>manifest.json`: the live pointer, the manifest the endpoint serves. The deployment
   promotes a build's manifest to it only after the endpoint update succeeded (docs/updates.md); the
   store commands `upload`, `add` and `remove` change it by hand.
@@ -19,10 +24,13 @@ BUILD_DIR = Path("build/models")
 MODEL_PREFIX = "models/"
 MANIFEST_PREFIX = "manifests/"
 MANIFEST_FILE_NAME = "manifest.json"
-PERFORMANCE_FILE_NAME = "performance.json"
+SERVING_REPORT_SUFFIX = ".serving-report.json"
+CANDIDATE_PREFIX = "candidate-"
 BUILDS_FOLDER = "builds/"
-# A build's fingerprint: the sha256 (hex) of all the build depends on (infra/constructs/build_runner.py).
+# A build's fingerprint: the sha256 (hex) of all the build depends on (infra/constructs/build_runner.py and
+# serving_check.py); a manifest's digest: the sha256 (hex) of its bytes (Manifest.sha256).
 FINGERPRINT_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+SHA256_PATTERN = FINGERPRINT_PATTERN
 
 
 def live_manifest_key(manifest_prefix: str = MANIFEST_PREFIX) -> str:
@@ -37,3 +45,23 @@ def build_manifest_key(fingerprint: str, manifest_prefix: str = MANIFEST_PREFIX)
             f"fingerprint '{fingerprint}' is not a build fingerprint; allowed: 64 lowercase hex digits"
         )
     return f"{manifest_prefix}{BUILDS_FOLDER}{fingerprint}/{MANIFEST_FILE_NAME}"
+
+
+def candidate_manifest_key(
+    fingerprint: str, manifest_sha256: str, manifest_prefix: str = MANIFEST_PREFIX
+) -> str:
+    """Where the build stage stages its manifest for the serving check: never read as a manifest."""
+    if not SHA256_PATTERN.fullmatch(manifest_sha256):
+        raise ValueError(
+            f"candidate '{manifest_sha256}' is not a manifest digest; allowed: 64 lowercase hex digits"
+        )
+    folder = build_manifest_key(fingerprint, manifest_prefix).removesuffix(MANIFEST_FILE_NAME)
+    return f"{folder}{CANDIDATE_PREFIX}{manifest_sha256}.json"
+
+
+def serving_report_key(manifest_sha256: str, manifest_prefix: str = MANIFEST_PREFIX) -> str:
+    """Where the serving report of a manifest is published: named by the manifest's digest, so the report of
+    whatever manifest is live (its bytes are the build manifest's) is found from its sha256."""
+    if not SHA256_PATTERN.fullmatch(manifest_sha256):
+        raise ValueError(f"'{manifest_sha256}' is not a manifest digest; allowed: 64 lowercase hex digits")
+    return f"{manifest_prefix}{manifest_sha256}{SERVING_REPORT_SUFFIX}"

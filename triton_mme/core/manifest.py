@@ -18,7 +18,13 @@ from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.formats import Format
 from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_TENSOR_DIM
 from triton_mme.core.locations import MANIFEST_FILE_NAME
-from triton_mme.core.naming import ARCHIVE_NAME, COMPANION_NAME, COMPANION_ROLE, MODEL_NAME
+from triton_mme.core.naming import (
+    ARCHIVE_NAME,
+    COMPANION_NAME,
+    COMPANION_ROLE,
+    MODEL_NAME,
+    companion_suffix,
+)
 
 __all__ = ["MANIFEST_FILE_NAME", "ArchiveRecord", "ImagePreprocessing", "Manifest", "TensorSpec"]
 MANIFEST_SCHEMA_VERSION = 1
@@ -70,7 +76,8 @@ class ArchiveRecord(_Frozen):
     details: dict[str, Any] = Field(default_factory=dict)
     preprocessing: ImagePreprocessing | None = None
     # Files that travel with the manifest (never inside the model prefix), by role: "labels" (class
-    # names, JSON list), "tokenizer" (tokenizer.json). Content-addressed names, see core.naming.
+    # names, JSON list), "tokenizer" (tokenizer.json), "golden" (inputs and PyTorch's outputs to replay,
+    # core.golden). Content-addressed names, see core.naming.
     files: dict[str, str] = Field(default_factory=dict)
 
     # Names that become object keys and paths are checked when a manifest is built or read, so a
@@ -103,10 +110,11 @@ class ArchiveRecord(_Frozen):
             if not COMPANION_ROLE.match(role):
                 raise ValueError(f"role {quoted(role)} is {COMPANION_ROLE.refusal}")
             named = COMPANION_NAME.match(name)
-            if named is None or named["role"] != role:
+            suffix = companion_suffix(role)
+            if named is None or named["role"] != role or named["suffix"] != suffix:
                 raise ValueError(
-                    f"{role}: {quoted(name)} is not a {role} file name; allowed {role}-<content hash>.json, "
-                    f"{COMPANION_NAME.allowed}"
+                    f"{role}: {quoted(name)} is not a {role} file name; allowed "
+                    f"{role}-<content hash>.{suffix}, {COMPANION_NAME.allowed}"
                 )
         return value
 
@@ -143,7 +151,7 @@ class Manifest(_Frozen):
 
     @property
     def files(self) -> frozenset[str]:
-        """Every companion file the archives name (labels, tokenizers)."""
+        """Every companion file the archives name (labels, tokenizers, golden data)."""
         return frozenset(name for a in self.archives for name in a.files.values())
 
     def to_json(self) -> str:

@@ -76,13 +76,17 @@ ARCHIVE_NAME = NameRule(
     f"<model name>-<{'|'.join(f.value for f in Format)}>-<{CONTENT_HASH_LENGTH} lowercase hex digits>"
     f"{ARCHIVE_SUFFIX}",
 )
-# Companion files (class labels, tokenizers) are named after their content like archives, so one file
-# serves every archive that shares it and a published name never changes its bytes.
+# Companion files (class labels, tokenizers, golden data) are named after their content like archives, so one
+# file serves every archive that shares it and a published name never changes its bytes.
 COMPANION_ROLE = NameRule("a companion role", re.compile(r"[a-z]{1,32}"), "lowercase letters (e.g. labels)")
+# The golden data of an archive (core.golden): inputs and PyTorch's outputs as NumPy arrays.
+GOLDEN_ROLE = "golden"
+# Every role's file is JSON except these; a role's suffix is part of its rule.
+COMPANION_SUFFIXES: dict[str, str] = {GOLDEN_ROLE: "npz"}
 COMPANION_NAME = NameRule(
     "a companion file name",
-    re.compile(rf"(?P<role>[a-z]{{1,32}})-(?P<digest>{_DIGEST})\.json"),
-    f"<role>-<{CONTENT_HASH_LENGTH} lowercase hex digits>.json",
+    re.compile(rf"(?P<role>[a-z]{{1,32}})-(?P<digest>{_DIGEST})\.(?P<suffix>json|npz)"),
+    f"<role>-<{CONTENT_HASH_LENGTH} lowercase hex digits>.json (.npz for {', '.join(COMPANION_SUFFIXES)})",
 )
 # The one directory inside an archive: Triton's model directory, unpacked as it is named.
 MODEL_DIRECTORY = NameRule(
@@ -118,5 +122,10 @@ def format_of_model_file(file_name: str) -> Format | None:
     return None
 
 
-def companion_file_name(role: str, sha256_hex: str, suffix: str = "json") -> str:
-    return f"{role}-{sha256_hex[:CONTENT_HASH_LENGTH]}.{suffix}"
+def companion_suffix(role: str) -> str:
+    """The file suffix a companion of this role has: `npz` for golden data, `json` for the others."""
+    return COMPANION_SUFFIXES.get(role, "json")
+
+
+def companion_file_name(role: str, sha256_hex: str) -> str:
+    return f"{role}-{sha256_hex[:CONTENT_HASH_LENGTH]}.{companion_suffix(role)}"

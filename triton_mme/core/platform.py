@@ -97,6 +97,10 @@ class TritonImage:
     tensorrt: str | None
     tensorrt_requirement: str | None
     regions: frozenset[str]
+    # The image's own python3 (its Ubuntu's), which the serving check runs in. Triton release notes: 24.12
+    # is "Ubuntu 24.04 including Python 3.12"; 24.05 is Ubuntu 22.04 (Python 3.10); 24.09 and earlier are
+    # inferred to be 22.04 as well, 25.xx and 26.xx to stay on 24.04. None where unknown.
+    python: str | None = None
 
     @property
     def release(self) -> str:
@@ -115,32 +119,54 @@ TRITON_IMAGES: dict[str, TritonImage] = {
     for image in (
         # 23.12: release notes verified (CUDA 12.3.2, driver 545, compute capability 6.0+).
         TritonImage("23.12-py3", "2.41.0", "1.16.3", "12.3.2", 545, (450, 470, 510, 525, 535, 545), 6.0,
-                    "2.2.0a0", "8.6", None, _REGIONS_2024),
+                    "2.2.0a0", "8.6", None, _REGIONS_2024, python="3.10"),
         # 24.01: CUDA 12.3.2 and the driver figures inferred from 23.12 and 24.02 (same CUDA).
         TritonImage("24.01-py3", "2.42.0", "1.16.3", "12.3.2", 545, _R470_TO_R545, 6.0,
-                    "2.2.0a0", "8.6", None, _REGIONS_2024),
+                    "2.2.0a0", "8.6", None, _REGIONS_2024, python="3.10"),
         # 24.03 / 24.05: the release notes say driver 545 for CUDA 12.4, whose toolkit needs R550: 550 (safe).
         TritonImage("24.03-py3", "2.44.0", "1.17.2", "12.4.0", 550, _R470_TO_R545, 6.0,
-                    "2.3.0a0", "8.6", None, _REGIONS_2024),
+                    "2.3.0a0", "8.6", None, _REGIONS_2024, python="3.10"),
         TritonImage("24.05-py3", "2.46.0", "1.18.0", "12.4.1", 550, _R470_TO_R545, 6.0,
-                    "2.4.0a0", "10.0", "tensorrt-cu12==10.0.1", _REGIONS_2024),
+                    "2.4.0a0", "10.0", "tensorrt-cu12==10.0.1", _REGIONS_2024, python="3.10"),
         # 24.09: CUDA 12.6 (driver 560) inferred from the 24.08/24.10 notes; 6.0+ as every 24.xx release.
         TritonImage("24.09-py3", "2.50.0", "1.19.2", "12.6.1", 560, _R470_TO_R545, 6.0,
-                    "2.5.0a0", "10.4", "tensorrt-cu12==10.4.0", _REGIONS_2024),
+                    "2.5.0a0", "10.4", "tensorrt-cu12==10.4.0", _REGIONS_2024, python="3.10"),
         # 25.04: release notes verified (CUDA 12.9.0, driver 575, compute capability 7.5+); the image's own
         # start-up message says "built for NVIDIA Driver Release 575.51" (aws/deep-learning-containers#4990).
         TritonImage("25.04-py3", "2.57.0", "1.21.0", "12.9.0", 575, _R470_TO_R545, 7.5,
-                    "2.7.0a0", "10.9", "tensorrt-cu12==10.9.0.34", _REGIONS_2025),
+                    "2.7.0a0", "10.9", "tensorrt-cu12==10.9.0.34", _REGIONS_2025, python="3.12"),
         # 25.09: CUDA 13.0 needs R580 (CUDA 13.0 toolkit; the 25.08 notes print 575). Forward-compatible
         # branches for CUDA 13 not published in the notes read: none recorded.
         TritonImage("25.09-py3", "2.61.0", "1.23.0", "13.0.1", 580, (), 7.5,
-                    "2.9.0a0", "10.13.3.9", "tensorrt-cu13==10.13.3.9", _REGIONS_CUDA13),
+                    "2.9.0a0", "10.13.3.9", "tensorrt-cu13==10.13.3.9", _REGIONS_CUDA13, python="3.12"),
         # 26.05: CUDA 13.2 (inferred); its minimum driver is not confirmed, so no AMI is taken to serve it.
         TritonImage("26.05-py3", "2.69.0", "1.24.4", "13.2", None, (), 7.5,
-                    None, None, None, _REGIONS_CUDA13),
+                    None, None, None, _REGIONS_CUDA13, python="3.12"),
     )
 }  # fmt: skip
 TRITON_IMAGE_TAGS: tuple[str, ...] = tuple(TRITON_IMAGES)
+
+
+# How the SageMaker container starts Triton (triton-inference-server/server `docker/sagemaker/serve`,
+# copied to /usr/bin/serve by `build.py`): with SAGEMAKER_MULTI_MODEL=true it runs `tritonserver
+# --allow-sagemaker=true --allow-http=false --model-control-mode=explicit --model-repository=/tmp/sagemaker
+# ...`, and the platform loads a model with `POST /models {"model_name", "url"}` (the url is the directory
+# the archive was unpacked into, /opt/ml/models/<hash>/model), calls it with `POST /models/<name>/invoke`
+# and unloads it with `DELETE /models/<name>`. SAGEMAKER_BIND_TO_PORT sets the listener's port (8080 by
+# default).
+SAGEMAKER_SERVE_COMMAND = "serve"
+SAGEMAKER_MULTI_MODEL_ENVIRONMENT = {"SAGEMAKER_MULTI_MODEL": "true", "SAGEMAKER_BIND_TO_PORT": "8080"}
+SAGEMAKER_PORT = 8080
+# The serving check runs the project's code (Python 3.11+, pyproject.toml) with the image's python3.
+SERVING_CHECK_MIN_PYTHON = (3, 11)
+
+
+def runs_serving_check(image: TritonImage) -> bool:
+    """Whether the image's own python3 can run the serving check (unknown counts as no: the safe side)."""
+    if image.python is None:
+        return False
+    major, minor = (int(part) for part in image.python.split(".")[:2])
+    return (major, minor) >= SERVING_CHECK_MIN_PYTHON
 
 
 def triton_image(tag: str) -> TritonImage:
@@ -343,6 +369,14 @@ CODEBUILD_GPUS: dict[str, CodeBuildGpu] = {
     "SMALL": CodeBuildGpu("SMALL", "A10G", 1, 8.6, memory_gib=16, vcpus=4, disk_gb=220),
     "LARGE": CodeBuildGpu("LARGE", "V100", 4, 7.0, memory_gib=255, vcpus=32, disk_gb=50),
 }
+
+# Where an image's CUDA forward-compatibility libraries are: the Deep Learning Containers images keep them in
+# /usr/local/cuda/compat; NVIDIA's NGC images (the SageMaker Triton image is built on tritonserver's) in
+# ${_CUDA_COMPAT_PATH}/lib.real, i.e. /usr/local/cuda/compat/lib.real, which their entry point puts first on
+# LD_LIBRARY_PATH when the driver is older than the image's CUDA (triton-inference-server/server `build.py`,
+# "Extra defensive wiring for CUDA Compat lib"). CodeBuild skips both entry points: the buildspecs repeat
+# them.
+CUDA_COMPAT_DIRECTORIES = ("compat", "compat/lib.real")
 
 # AWS Deep Learning Containers PyTorch GPU images, one per CUDA major: the driver-facing CUDA matches the
 # serving image, and Python, pip and CUDA are preinstalled. Their entry point sets up CUDA forward

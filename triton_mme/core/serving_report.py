@@ -7,7 +7,11 @@ carry their unit in the field name; a figure that could not be measured where th
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import json
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from triton_mme.core.errors import UserError
 
 SERVING_REPORT_FILE_NAME = "serving-report.json"
 SERVING_REPORT_SCHEMA_VERSION = 1
@@ -34,6 +38,8 @@ class ArchiveServing(_Frozen):
     passed: bool
     # The first line of Triton's error (or of the comparison) when it did not pass.
     error: str | None = None
+    # Why it was not checked where the check ran (a TensorRT plan on the CPU stand-in); None when it ran.
+    skipped: str | None = None
     load_seconds: float | None = None
     # Device memory the load took (nvidia-smi before/after); None on the CPU stand-in.
     gpu_memory_mib: float | None = None
@@ -53,7 +59,35 @@ class ServingReport(_Frozen):
 
     @property
     def passed(self) -> bool:
-        return all(archive.passed for archive in self.archives)
+        """Every archive that was checked passed (a skipped archive was not checked)."""
+        return not self.failures
+
+    @property
+    def failures(self) -> tuple[ArchiveServing, ...]:
+        return tuple(a for a in self.archives if not a.passed and a.skipped is None)
+
+    @property
+    def skipped(self) -> tuple[ArchiveServing, ...]:
+        return tuple(a for a in self.archives if a.skipped is not None)
 
     def find(self, target_model: str) -> ArchiveServing | None:
         return next((a for a in self.archives if a.target_model == target_model), None)
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, where: str = SERVING_REPORT_FILE_NAME) -> ServingReport:
+        """Parse and validate; ServingReportError (one line) on any problem."""
+        try:
+            return cls.model_validate(json.loads(text))
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "report"
+            raise ServingReportError(f"{where}: {field}: {first['msg']}") from None
+        except ValueError as error:
+            raise ServingReportError(f"{where}: not JSON ({error})") from None
+
+
+class ServingReportError(UserError, ValueError):
+    """A serving report that cannot be read; one line."""

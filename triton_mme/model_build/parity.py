@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
+
+from triton_mme.core.tolerances import FP16, FP32, Tolerance, max_abs_error
+
+__all__ = ["FP16", "FP32", "ParityError", "Tolerance", "compare"]
 
 
 class ParityError(RuntimeError):
     """An export whose outputs differ from PyTorch's beyond the stated tolerance."""
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """|actual - expected| <= atol + rtol * |expected|, element-wise (numpy.allclose semantics)."""
-
-    atol: float
-    rtol: float
-
-
-# fp32 exports reorder float arithmetic only (fusions, other kernels): tight.
-FP32 = Tolerance(atol=1e-4, rtol=1e-3)
-# fp16 engines round every activation to 11 significant bits: loose, but still catches a wrong graph.
-FP16 = Tolerance(atol=5e-2, rtol=5e-2)
 
 
 def compare(
@@ -40,9 +29,8 @@ def compare(
             raise ParityError(
                 f"{where}: output '{name}' has shape {value.shape}, PyTorch gives {wanted.shape}"
             )
-        difference = np.abs(value - wanted)
-        errors[name] = float(difference.max()) if difference.size else 0.0
-        if not np.all(difference <= tolerance.atol + tolerance.rtol * np.abs(wanted)):
+        errors[name] = max_abs_error(value, wanted)
+        if not tolerance.holds(value, wanted):
             raise ParityError(
                 f"{where}: output '{name}' differs from PyTorch by up to {errors[name]:.3g} "
                 f"(allowed atol {tolerance.atol:g} + rtol {tolerance.rtol:g})"

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from triton_mme.core.catalog import Catalog, CatalogError, Format, ModelEntry, Weights
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256, write_atomically
+from triton_mme.core.golden import GOLDEN_ROWS, GoldenData
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
-from triton_mme.core.naming import MODEL_FILE_NAMES, companion_file_name, model_directory
+from triton_mme.core.naming import GOLDEN_ROLE, MODEL_FILE_NAMES, companion_file_name, model_directory
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
 from triton_mme.core.triton_config import build_model_config, render_config
 from triton_mme.model_build.cache import BuildCache, cache_key, companions_in_place
@@ -84,10 +85,41 @@ def _check_sources(entries: list[ModelEntry]) -> None:
             resolve_hf_config(entry)
 
 
-def _write_companions(companions: Companions, out_dir: Path) -> dict[str, str]:
+# The golden inputs come from their own seed, apart from the samples the exports are verified with.
+GOLDEN_SEED = 20
+
+
+def golden_for(loaded: LoadedModel, exported: ExportedModel) -> GoldenData:
+    """GOLDEN_ROWS inputs and PyTorch's outputs for them, under the archive's own tensor names.
+
+    The archive's tensors are the model's in order (TorchScript renames them INPUT__i / OUTPUT__i, an ONNX
+    graph keeps the export's names), so each is matched by position and checked by datatype.
+    """
+    if len(exported.inputs) != len(loaded.inputs) or len(exported.outputs) != len(loaded.output_names):
+        raise BuildError(
+            f"{loaded.entry.name}/{exported.format.value}: the archive has {len(exported.inputs)} inputs and "
+            f"{len(exported.outputs)} outputs, the model {len(loaded.inputs)} and {len(loaded.output_names)}"
+        )
+    for served, model in zip(exported.inputs, loaded.inputs, strict=True):
+        if served.datatype != model.datatype:
+            raise BuildError(
+                f"{loaded.entry.name}/{exported.format.value}: input '{served.name}' is {served.datatype}, "
+                f"the model's '{model.name}' is {model.datatype}"
+            )
+    feeds = loaded.sample(GOLDEN_ROWS, seed=GOLDEN_SEED)
+    reference = loaded.reference(feeds)
+    return GoldenData(
+        inputs={s.name: feeds[m.name] for s, m in zip(exported.inputs, loaded.inputs, strict=True)},
+        outputs={
+            s.name: reference[name] for s, name in zip(exported.outputs, loaded.output_names, strict=True)
+        },
+    )
+
+
+def _write_companions(companions: Companions, out_dir: Path, extra: dict[str, bytes]) -> dict[str, str]:
     """Write each companion file under its content-addressed name; role -> file name."""
     names = {}
-    for role, content in sorted(companions.files.items()):
+    for role, content in sorted({**companions.files, **extra}.items()):
         name = companion_file_name(role, hashlib.sha256(content).hexdigest())
         if not (out_dir / name).is_file():
             write_atomically(out_dir / name, content)
@@ -128,9 +160,8 @@ def _export_verified(loaded: LoadedModel, fmt: Format, context: ExportContext) -
     return exported
 
 
-def _package(
-    entry: ModelEntry, exported: ExportedModel, out_dir: Path, companions: Companions
-) -> ArchiveRecord:
+def _package(loaded: LoadedModel, exported: ExportedModel, out_dir: Path) -> ArchiveRecord:
+    entry, companions = loaded.entry, loaded.companions
     fmt = exported.format
     model_dir = model_directory(entry.name, fmt)
     config = build_model_config(
@@ -150,7 +181,8 @@ def _package(
         model_file=exported.model_file,
         model_file_name=MODEL_FILE_NAMES[fmt],
     )
-    files = _write_companions(companions, out_dir)
+    golden = golden_for(loaded, exported).to_bytes()
+    files = _write_companions(companions, out_dir, {GOLDEN_ROLE: golden})
     return _record(entry, exported, packed.path, packed.sha256, packed.size_bytes, companions, files)
 
 
@@ -199,7 +231,7 @@ def build_archive(
     loaded = load_model(entry)
     with tempfile.TemporaryDirectory(prefix=".work-", dir=out_dir) as scratch:
         context = ExportContext(Path(scratch), triton_tag)
-        return _package(entry, _export_verified(loaded, fmt, context), out_dir, loaded.companions)
+        return _package(loaded, _export_verified(loaded, fmt, context), out_dir)
 
 
 def _kept_records(out_dir: Path, catalog: Catalog, rebuilt: set[tuple[str, str]]) -> list[ArchiveRecord]:
@@ -342,7 +374,7 @@ def _build_entry(
         for fmt in pending:
             started = time.monotonic()
             try:
-                record = _package(entry, _export_verified(loaded, fmt, context), out_dir, loaded.companions)
+                record = _package(loaded, _export_verified(loaded, fmt, context), out_dir)
             except Exception as error:
                 failures.append(f"{entry.name}/{fmt.value}: {first_line(error)}")
                 bar.write(f"{entry.name}/{fmt.value}: FAILED: {first_line(error)}", file=sys.stderr)

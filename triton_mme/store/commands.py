@@ -1,4 +1,5 @@
-"""`triton-mme upload | publish-build | list | add | remove | publish-performance`: the model store on S3."""
+"""The model store on S3: `triton-mme upload | stage-candidate | fetch-candidate | publish-report |
+publish-build | list | add | remove`."""
 
 from __future__ import annotations
 
@@ -34,19 +35,52 @@ def register(subparsers: Any) -> None:
     _add_bucket_arguments(upload)
     upload.set_defaults(handler=_upload)
 
+    candidate = subparsers.add_parser(
+        "stage-candidate",
+        help="stage a build's manifest for the serving check (nothing reads it as a manifest)",
+        description="Write <from>/manifest.json as <manifest-prefix>/builds/<fingerprint>/candidate-<its "
+        "sha256>.json, once, after checking that every archive and file it names is in the bucket; with "
+        "--digest-file, write its sha256 there for the next stage.",
+    )
+    _add_build_dir(candidate)
+    _add_fingerprint(candidate)
+    candidate.add_argument("--digest-file", type=Path, help="where to write the staged manifest's sha256")
+    _add_bucket_arguments(candidate)
+    candidate.set_defaults(handler=_stage_candidate)
+
+    fetch = subparsers.add_parser(
+        "fetch-candidate",
+        help="download a staged candidate and every archive and file it names",
+        description="Download <manifest-prefix>/builds/<fingerprint>/candidate-<sha256>.json and everything "
+        "it names into <to>, checking every digest, and write <to>/manifest.json last.",
+    )
+    _add_fingerprint(fetch)
+    fetch.add_argument("--candidate", required=True, metavar="SHA256", help="the staged manifest's sha256")
+    fetch.add_argument("--to", type=Path, default=BUILD_DIR, help="directory to fill (default: %(default)s)")
+    _add_bucket_arguments(fetch)
+    fetch.set_defaults(handler=_fetch_candidate)
+
+    report = subparsers.add_parser(
+        "publish-report",
+        help="publish the passing serving report of a build's manifest",
+        description="Write <report> as <manifest-prefix>/<manifest sha256>.serving-report.json, once; "
+        "refused unless it checked <from>/manifest.json, every archive of it, and every one passed.",
+    )
+    _add_build_dir(report)
+    report.add_argument("--report", type=Path, help="the report (default: <from>/serving-report.json)")
+    _add_bucket_arguments(report)
+    report.set_defaults(handler=_publish_report)
+
     build = subparsers.add_parser(
         "publish-build",
-        help="publish a build's manifest under its fingerprint (never the live one)",
+        help="publish a checked build's manifest under its fingerprint (never the live one)",
         description="Write <from>/manifest.json as <manifest-prefix>/builds/<fingerprint>/manifest.json, "
-        "once, after checking that every archive and file it names is in the bucket. The live manifest is "
-        "not touched: the deployment promotes this one after the endpoint update succeeds.",
+        "once, after checking that every archive and file it names is in the bucket and that its passing "
+        "serving report is published. The live manifest is not touched: the deployment promotes this one "
+        "after the endpoint update succeeds.",
     )
     _add_build_dir(build)
-    build.add_argument(
-        "--fingerprint",
-        required=True,
-        help="the build's fingerprint (64 hex digits; the runner has it as MODEL_BUILD_FINGERPRINT)",
-    )
+    _add_fingerprint(build)
     _add_bucket_arguments(build)
     build.set_defaults(handler=_publish_build)
 
@@ -84,15 +118,13 @@ def register(subparsers: Any) -> None:
     _add_bucket_arguments(remove)
     remove.set_defaults(handler=_remove)
 
-    performance = subparsers.add_parser(
-        "publish-performance",
-        help="publish <from>/performance.json beside the manifest it measured",
-        description="Upload the figures once, as <manifest-prefix>/<manifest sha256>.performance.json; "
-        "refused when they measured another manifest.",
+
+def _add_fingerprint(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fingerprint",
+        required=True,
+        help="the build's fingerprint (64 hex digits; the runners have it as MODEL_BUILD_FINGERPRINT)",
     )
-    _add_build_dir(performance)
-    _add_bucket_arguments(performance)
-    performance.set_defaults(handler=_publish_performance)
 
 
 def _add_build_dir(parser: argparse.ArgumentParser) -> None:
@@ -195,11 +227,65 @@ def _upload(args: argparse.Namespace, s3: Any) -> int:
 
 
 @_s3_command
-def _publish_build(args: argparse.Namespace, s3: Any) -> int:
-    from triton_mme.store.publish import publish_build_manifest, read_local_manifest
+def _stage_candidate(args: argparse.Namespace, s3: Any) -> int:
+    from triton_mme.core.files import write_atomically
+    from triton_mme.store.stages import stage_candidate
 
     prefixes = _prefixes(args)
-    report = publish_build_manifest(
+    staged, digest = stage_candidate(
+        s3,
+        args.bucket,
+        args.source,
+        args.fingerprint.strip(),
+        model_prefix=prefixes.models,
+        manifest_prefix=prefixes.manifests,
+    )
+    state = "written" if staged.written else "kept (already staged, same bytes)"
+    print(f"candidate s3://{args.bucket}/{staged.key} {state}")
+    if args.digest_file:
+        write_atomically(args.digest_file, digest + "\n")
+    return 0
+
+
+@_s3_command
+def _fetch_candidate(args: argparse.Namespace, s3: Any) -> int:
+    from triton_mme.store.stages import fetch_candidate
+
+    prefixes = _prefixes(args)
+    manifest = fetch_candidate(
+        s3,
+        args.bucket,
+        args.fingerprint.strip(),
+        args.candidate.strip(),
+        args.to,
+        model_prefix=prefixes.models,
+        manifest_prefix=prefixes.manifests,
+    )
+    print(f"fetched {len(manifest.archives)} archives and {len(manifest.files)} files into {args.to}")
+    return 0
+
+
+@_s3_command
+def _publish_report(args: argparse.Namespace, s3: Any) -> int:
+    from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME
+    from triton_mme.store.stages import publish_serving_report
+
+    path = args.report or args.source / SERVING_REPORT_FILE_NAME
+    published = publish_serving_report(
+        s3, args.bucket, args.source, path, manifest_prefix=_prefixes(args).manifests
+    )
+    state = "written" if published.written else "kept (an earlier passing report of this manifest)"
+    print(f"report   s3://{args.bucket}/{published.key} {state}")
+    return 0
+
+
+@_s3_command
+def _publish_build(args: argparse.Namespace, s3: Any) -> int:
+    from triton_mme.store.publish import read_local_manifest
+    from triton_mme.store.stages import publish_checked_build
+
+    prefixes = _prefixes(args)
+    report = publish_checked_build(
         s3,
         args.bucket,
         read_local_manifest(args.source),
@@ -279,13 +365,4 @@ def _remove(args: argparse.Namespace, s3: Any) -> int:
             f"manifest s3://{args.bucket}/{report.manifest_key} no longer names {', '.join(report.dropped)}"
         )
     print(f"removed  s3://{args.bucket}/{report.removed_key}")
-    return 0
-
-
-@_s3_command
-def _publish_performance(args: argparse.Namespace, s3: Any) -> int:
-    from triton_mme.store.operations import publish_performance
-
-    for key in publish_performance(s3, args.bucket, args.source, _prefixes(args).manifests):
-        print(f"figures  s3://{args.bucket}/{key}")
     return 0

@@ -1,5 +1,5 @@
-"""Operating the model store: list what is published, add an archive built elsewhere, remove one,
-publish performance figures. Each returns what it did; the command line only prints it.
+"""Operating the model store: list what is published, add an archive built elsewhere, remove one. Each
+returns what it did; the command line only prints it.
 
 Every write goes through `publish`: archives are never overwritten, a manifest is made current only
 after everything it names is in the bucket, and the live manifest changes only conditionally on the
@@ -8,7 +8,6 @@ version read (a concurrent `add` or `remove` is re-read, never lost).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,15 +16,14 @@ from typing import Any
 from triton_mme.core.archive import ArchiveContents
 from triton_mme.core.files import file_sha256
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
-from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX, PERFORMANCE_FILE_NAME
-from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
+from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX
+from triton_mme.core.manifest import ArchiveRecord, Manifest
 from triton_mme.core.naming import ARCHIVE_NAME, CONTENT_HASH_LENGTH, MODEL_NAME
 from triton_mme.store.publish import (
     LocalObject,
     PublishError,
     S3Client,
     check_prefixes,
-    create_json,
     head,
     normalise_prefix,
     publish_objects,
@@ -217,31 +215,3 @@ def remove_archive(
         )[-1]
     s3.delete_object(Bucket=bucket, Key=key)
     return RemoveReport(key, manifest_key, dropped)
-
-
-def publish_performance(s3: S3Client, bucket: str, build_dir: Path, manifest_prefix: str) -> tuple[str, ...]:
-    """Publish `<build_dir>/performance.json` beside the manifest it measured.
-
-    The figures are written once, as `<manifest sha256>.performance.json` (never overwritten): the figures of
-    the manifest that serves are found from the live manifest's sha256. Refused when the figures measured
-    another manifest.
-    """
-    figures_path = build_dir / PERFORMANCE_FILE_NAME
-    try:
-        body = figures_path.read_bytes()
-        measured = json.loads(body)["manifest_sha256"]
-        digest = Manifest.read(build_dir / MANIFEST_FILE_NAME).sha256
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise PublishError(f"{figures_path}: cannot read the figures or their manifest ({error})") from None
-    if measured != digest:
-        raise PublishError(
-            f"{figures_path} measured manifest {measured}, not the built one ({digest}); run profile again"
-        )
-    dated = performance_key(digest, manifest_prefix)
-    create_json(s3, bucket, dated, body)
-    return (dated,)
-
-
-def performance_key(manifest_sha256: str, manifest_prefix: str = MANIFEST_PREFIX) -> str:
-    """Where the figures measured for a manifest are published."""
-    return f"{manifest_prefix}{manifest_sha256}.{PERFORMANCE_FILE_NAME}"

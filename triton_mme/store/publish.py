@@ -36,6 +36,8 @@ from triton_mme.core.naming import COMPANION_NAME
 
 ARCHIVE_CONTENT_TYPE = "application/gzip"
 JSON_CONTENT_TYPE = "application/json"
+# Golden data (.npz): a zip of NumPy arrays, no registered media type of its own.
+BINARY_CONTENT_TYPE = "application/octet-stream"
 # Object metadata holding the sha256 of the whole object: S3's own SHA256 checksum of a multipart
 # upload is a checksum of part checksums, so it cannot be compared with a file's digest.
 SHA256_METADATA_KEY = "sha256"
@@ -98,6 +100,10 @@ def check_prefixes(model_prefix: str, manifest_prefix: str) -> None:
             f"--manifest-prefix '{manifest_prefix}' overlaps --prefix '{model_prefix}'; the manifest "
             "must live outside the model prefix, which the endpoint reads as TargetModel keys"
         )
+
+
+def companion_content_type(name: str) -> str:
+    return JSON_CONTENT_TYPE if name.endswith(".json") else BINARY_CONTENT_TYPE
 
 
 def read_local_manifest(directory: Path) -> Manifest:
@@ -486,11 +492,16 @@ def upload_build(
     uploaded, skipped = publish_objects(
         s3, bucket, model_prefix, objects, transfer_config=transfer_config, progress=progress
     )
-    more_uploaded, more_skipped = publish_objects(
-        s3, bucket, manifest_prefix, companions, content_type=JSON_CONTENT_TYPE
-    )
-    uploaded += more_uploaded
-    skipped += more_skipped
+    for content_type in sorted({companion_content_type(item.key) for item in companions}):
+        more_uploaded, more_skipped = publish_objects(
+            s3,
+            bucket,
+            manifest_prefix,
+            [item for item in companions if companion_content_type(item.key) == content_type],
+            content_type=content_type,
+        )
+        uploaded += more_uploaded
+        skipped += more_skipped
     manifest_keys: tuple[str, ...] = ()
     if make_live:
         manifest_keys = publish_manifest(

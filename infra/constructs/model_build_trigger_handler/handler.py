@@ -1,19 +1,29 @@
-"""Runs the model build during `cdk deploy`: the custom resource provider's on-event and is-complete handlers.
+"""Runs the model build's stages during `cdk deploy`: the custom resource provider's on-event and is-complete
+handlers.
 
-The resource's `Fingerprint` property names everything the build depends on (sources, catalog, serving
-image, runner). A build starts only when the fingerprint has no successful build yet, so an unchanged
-catalog starts nothing and a changed one starts exactly one; a rollback to a fingerprint that was
+`Stages` names the CodeBuild projects in order: the build, then the serving check, which publishes the
+build's manifest only when every archive loaded and answered in the endpoint's own image. on-event starts the
+first stage; is-complete follows the stages: when one succeeds it starts the next, passing on the
+fingerprint, the first stage's build id (MODEL_BUILD_ID, how a later stage's build of this run is found again)
+and the variables the finished stage exported (the candidate manifest's digest); when one fails, the
+resource fails with that stage's name, build id, the first `error: ` line of its log (the archive and
+Triton's first error line, for the serving check) and a link to its logs.
+
+The resource's `Fingerprint` property names everything the stages depend on (sources, catalog, images,
+runners). A run starts only when the fingerprint has no successful run of the last stage yet, so an
+unchanged catalog starts nothing and a changed one starts exactly one; a rollback to a fingerprint that was
 built before starts nothing either.
 
-A build never outlives the deployment that started it:
-- is-complete stops it itself when it is still running `StopAfterSeconds` after it was started, before
-  CloudFormation's one-hour limit for the resource runs out, and fails the resource;
+A run never outlives the deployment that started it:
+- is-complete stops the stage's build itself when it is still running `StopAfterSeconds` after the first stage
+  started, before CloudFormation's one-hour limit for the resource runs out, and fails the resource;
 - Delete (the stack's, the one after a failed or timed-out create, and the cleanup of a fingerprint that a
-  rollback replaced) stops a running build of the deleted fingerprint and completes once it has ended;
-- an Update that moves to another fingerprint (a rollback, or a newer deployment) stops a running build of
+  rollback replaced) stops a running build of the deleted fingerprint in every stage and completes once they
+  have ended;
+- an Update that moves to another fingerprint (a rollback, or a newer deployment) stops the running builds of
   the fingerprint it leaves.
 Each stop names one build (codebuild:StopBuild on its id). Delete never touches the published models: the
-build writes only archives and its own manifest, which the store keeps.
+stages write only archives, candidates, reports and build manifests, which the store keeps.
 """
 
 from __future__ import annotations
@@ -26,57 +36,71 @@ from urllib.parse import quote
 import boto3
 
 FINGERPRINT_VARIABLE = "MODEL_BUILD_FINGERPRINT"
-# ListBuildsForProject returns the newest builds first; one page is enough to find a recent success.
+FIRST_BUILD_VARIABLE = "MODEL_BUILD_ID"
+# ListBuildsForProject returns the newest builds first; one page is enough to find a recent build.
 RECENT_BUILDS = 100
 RUNNING = "IN_PROGRESS"
+# What the project's command line prints for every error a user can act on (triton_mme/cli.py).
+ERROR_PREFIX = "error: "
+LOG_PAGES = 5
 
-_client: Any = None
+_clients: dict[str, Any] = {}
 
 
 class ModelBuildFailed(RuntimeError):
-    """The build did not succeed; the message names the build, its status and where its logs are."""
+    """A stage did not succeed; the message names the stage, its build, what failed and where its logs are."""
 
 
-def codebuild() -> Any:
-    global _client
-    if _client is None:
-        _client = boto3.client("codebuild")
-    return _client
+def client(service: str) -> Any:
+    if service not in _clients:
+        _clients[service] = boto3.client(service)
+    return _clients[service]
+
+
+def stages_of(properties: dict[str, Any], physical_id: str = "") -> list[dict[str, str]]:
+    """The stages in order ({"Name", "Project"}); a resource created before there were stages names one."""
+    stages = properties.get("Stages")
+    if stages:
+        return [{"Name": str(s["Name"]), "Project": str(s["Project"])} for s in stages]
+    project = properties.get("ProjectName") or physical_id.partition(":")[0]
+    return [{"Name": "model build", "Project": project}] if project else []
 
 
 def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     request = event["RequestType"]
     if request == "Delete":
-        project, _, fingerprint = event["PhysicalResourceId"].partition(":")
-        stopped = _stop_running(_recent_builds(project), fingerprint) if fingerprint else []
-        return {
-            "PhysicalResourceId": event["PhysicalResourceId"],
-            "Data": {"StoppedBuilds": ",".join(stopped)},
-        }
+        physical_id = event["PhysicalResourceId"]
+        fingerprint = physical_id.partition(":")[2]
+        stopped: list[str] = []
+        if fingerprint:
+            for stage in stages_of(event.get("ResourceProperties") or {}, physical_id):
+                stopped += _stop_running(_recent_builds(stage["Project"]), fingerprint)
+        return {"PhysicalResourceId": physical_id, "Data": {"StoppedBuilds": ",".join(stopped)}}
     properties = event["ResourceProperties"]
-    project, fingerprint = properties["ProjectName"], properties["Fingerprint"]
-    physical_id = f"{project}:{fingerprint}"
+    stages, fingerprint = stages_of(properties), properties["Fingerprint"]
+    first, last = stages[0]["Project"], stages[-1]["Project"]
+    physical_id = f"{first}:{fingerprint}"
     previous = event.get("OldResourceProperties", {}).get("Fingerprint")
     if request == "Update" and previous == fingerprint:
         return {
             "PhysicalResourceId": event["PhysicalResourceId"],
             "Data": {"BuildId": "", "Started": "false"},
         }
-    recent = _recent_builds(project)
-    # An update leaves `previous` behind (a rollback leaves the newer one): its build must not go on.
-    _stop_running(recent, previous)
-    earlier = _succeeded_build(recent, fingerprint)
+    recent = {stage["Project"]: _recent_builds(stage["Project"]) for stage in stages}
+    # An update leaves `previous` behind (a rollback leaves the newer one): its builds must not go on.
+    for builds in recent.values():
+        _stop_running(builds, previous)
+    earlier = _succeeded_build(recent[last], fingerprint)
     if earlier is not None:
         return {"PhysicalResourceId": physical_id, "Data": {"BuildId": earlier, "Started": "false"}}
-    build = codebuild().start_build(
-        projectName=project,
-        environmentVariablesOverride=[
-            {"name": FINGERPRINT_VARIABLE, "value": fingerprint, "type": "PLAINTEXT"}
-        ],
+    build = client("codebuild").start_build(
+        projectName=first,
+        environmentVariablesOverride=[_variable(FINGERPRINT_VARIABLE, fingerprint)],
     )["build"]
     stop_at = int(time.time()) + int(properties["StopAfterSeconds"])
     print(
-        f"started model build {build['id']} for fingerprint {fingerprint}; stops at {stop_at} at the latest"
+        f"started {stages[0]['Name']} {build['id']} for fingerprint {fingerprint}; "
+        f"the run stops at {stop_at} at the latest"
     )
     return {
         "PhysicalResourceId": physical_id,
@@ -91,71 +115,153 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         return {"IsComplete": not any(b.get("buildStatus") == RUNNING for b in _builds(stopped))}
     if data.get("Started") != "true":
         return {"IsComplete": True}
-    build_id = data["BuildId"]
+    properties = event["ResourceProperties"]
+    stages, fingerprint = stages_of(properties), properties["Fingerprint"]
+    first_id, stop_at = data["BuildId"], int(data["StopAt"])
+    finished: dict[str, Any] | None = None
+    for index, stage in enumerate(stages):
+        build = _first_build(first_id) if index == 0 else _stage_build(stage["Project"], first_id)
+        if build is None:
+            assert finished is not None
+            _start_stage(stage, fingerprint, first_id, finished)
+            return {"IsComplete": False}
+        status = build["buildStatus"]
+        if status == RUNNING:
+            if time.time() < stop_at:
+                return {"IsComplete": False}
+            client("codebuild").stop_build(id=build["id"])
+            raise ModelBuildFailed(
+                f"{stage['Name']} {build['id']} was still running when the deployment's time for it ran out; "
+                "stopped it (lower buildTimeoutMinutes, servingCheckTimeoutMinutes and "
+                f"buildQueueTimeoutMinutes); logs: {logs_link(build)}"
+            )
+        if status != "SUCCEEDED":
+            outcome = status.lower().replace("_", " ")
+            raise ModelBuildFailed(
+                f"{stage['Name']} {build['id']} {outcome}{_why(build)}; logs: {logs_link(build)}"
+            )
+        finished = build
+    assert finished is not None
+    return {"IsComplete": True, "Data": {"BuildId": first_id, "LastBuildId": str(finished["id"])}}
+
+
+def _variable(name: str, value: str) -> dict[str, str]:
+    return {"name": name, "value": value, "type": "PLAINTEXT"}
+
+
+def _start_stage(stage: dict[str, str], fingerprint: str, first_id: str, finished: dict[str, Any]) -> None:
+    """Start `stage` with the fingerprint, the run's first build id and what the finished stage exported."""
+    exported = [
+        _variable(str(v["name"]), str(v.get("value", "")))
+        for v in finished.get("exportedEnvironmentVariables", [])
+        if v.get("name") not in (FINGERPRINT_VARIABLE, FIRST_BUILD_VARIABLE)
+    ]
+    build = client("codebuild").start_build(
+        projectName=stage["Project"],
+        environmentVariablesOverride=[
+            _variable(FINGERPRINT_VARIABLE, fingerprint),
+            _variable(FIRST_BUILD_VARIABLE, first_id),
+            *exported,
+        ],
+    )["build"]
+    print(f"started {stage['Name']} {build['id']} after {finished['id']} (fingerprint {fingerprint})")
+
+
+def _first_build(build_id: str) -> dict[str, Any]:
     builds = _builds([build_id])
     if not builds:
         raise ModelBuildFailed(f"model build {build_id} not found; it may have been deleted")
-    build = builds[0]
-    status = build["buildStatus"]
-    if status == RUNNING:
-        if time.time() < int(data["StopAt"]):
-            return {"IsComplete": False}
-        codebuild().stop_build(id=build_id)
-        raise ModelBuildFailed(
-            f"model build {build_id} was still running when the deployment's time for it ran out; stopped it "
-            f"(lower buildTimeoutMinutes and buildQueueTimeoutMinutes); logs: {logs_link(build)}"
-        )
-    if status == "SUCCEEDED":
-        return {"IsComplete": True, "Data": {"BuildId": build_id}}
-    outcome = status.lower().replace("_", " ")
-    raise ModelBuildFailed(
-        f"model build {build_id} {outcome}{_failed_phase(build)}; logs: {logs_link(build)}"
+    return builds[0]
+
+
+def _stage_build(project: str, first_id: str) -> dict[str, Any] | None:
+    """This run's build of a later stage: the newest one started for `first_id`."""
+    return next(
+        (b for b in _recent_builds(project) if _variable_of(b, FIRST_BUILD_VARIABLE) == first_id), None
     )
 
 
 def _builds(ids: list[str]) -> list[dict[str, Any]]:
     if not ids:
         return []
-    return list(codebuild().batch_get_builds(ids=ids).get("builds", []))
+    return list(client("codebuild").batch_get_builds(ids=ids).get("builds", []))
 
 
 def _recent_builds(project: str) -> list[dict[str, Any]]:
-    ids = codebuild().list_builds_for_project(projectName=project, sortOrder="DESCENDING").get("ids", [])
+    ids = (
+        client("codebuild")
+        .list_builds_for_project(projectName=project, sortOrder="DESCENDING")
+        .get("ids", [])
+    )
     return _builds(ids[:RECENT_BUILDS])
 
 
-def _fingerprint_of(build: dict[str, Any]) -> str | None:
+def _variable_of(build: dict[str, Any], name: str) -> str | None:
     variables = build.get("environment", {}).get("environmentVariables", [])
-    return next((v.get("value") for v in variables if v["name"] == FINGERPRINT_VARIABLE), None)
+    return next((v.get("value") for v in variables if v["name"] == name), None)
 
 
 def _stop_running(builds: list[dict[str, Any]], fingerprint: str | None) -> list[str]:
-    """Stop the running builds of `fingerprint` (at most one: one build of the project runs at a time)."""
+    """Stop the running builds of `fingerprint` (at most one per project: one build runs at a time)."""
     if not fingerprint:
         return []
     running = [
-        str(b["id"]) for b in builds if b.get("buildStatus") == RUNNING and _fingerprint_of(b) == fingerprint
+        str(b["id"])
+        for b in builds
+        if b.get("buildStatus") == RUNNING and _variable_of(b, FINGERPRINT_VARIABLE) == fingerprint
     ]
     for build_id in running:
-        codebuild().stop_build(id=build_id)
-        print(f"stopped model build {build_id} of fingerprint {fingerprint}")
+        client("codebuild").stop_build(id=build_id)
+        print(f"stopped build {build_id} of fingerprint {fingerprint}")
     return running
 
 
 def _succeeded_build(builds: list[dict[str, Any]], fingerprint: str) -> str | None:
     for build in builds:
-        if build.get("buildStatus") == "SUCCEEDED" and _fingerprint_of(build) == fingerprint:
+        if (
+            build.get("buildStatus") == "SUCCEEDED"
+            and _variable_of(build, FINGERPRINT_VARIABLE) == fingerprint
+        ):
             return str(build["id"])
     return None
 
 
-def _failed_phase(build: dict[str, Any]) -> str:
+def _why(build: dict[str, Any]) -> str:
+    """`: <the command's own error line>`, else the failed phase's context."""
+    line = _first_error_line(build)
+    if line:
+        return f": {line}"
     for phase in build.get("phases", []):
         if phase.get("phaseStatus") not in (None, "SUCCEEDED"):
             messages = [c["message"] for c in phase.get("contexts", []) if c.get("message", "").strip()]
             detail = f": {messages[0].strip().splitlines()[0]}" if messages else ""
             return f" in phase {phase['phaseType']}{detail}"
     return ""
+
+
+def _first_error_line(build: dict[str, Any]) -> str | None:
+    """The first line the project's command line printed as `error: ...` in the build's log, if any."""
+    group, stream = build.get("logs", {}).get("groupName"), build.get("logs", {}).get("streamName")
+    if not group or not stream:
+        return None
+    arguments: dict[str, Any] = {
+        "logGroupName": group,
+        "logStreamNames": [stream],
+        "filterPattern": f'"{ERROR_PREFIX.strip()}"',
+    }
+    try:
+        for _ in range(LOG_PAGES):
+            page = client("logs").filter_log_events(**arguments)
+            for log_event in page.get("events", []):
+                message = str(log_event.get("message", "")).strip()
+                if message.startswith(ERROR_PREFIX):
+                    return message.removeprefix(ERROR_PREFIX).splitlines()[0]
+            if not page.get("nextToken"):
+                return None
+            arguments["nextToken"] = page["nextToken"]
+    except Exception as error:  # the log is a courtesy: the phase context still says what failed
+        print(f"could not read {group}/{stream}: {error}")
+    return None
 
 
 def logs_link(build: dict[str, Any]) -> str:

@@ -1,0 +1,193 @@
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from aws_cdk import Acknowledgment, ArnFormat, Duration, IgnoreMode, RemovalPolicy, Stack, Validations
+from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from infra.constructs.build_runner import COMPUTE_TYPES, SOURCE_EXCLUDES
+from infra.constructs.model_store import ModelStore
+from infra.constructs.nag import acknowledge_wildcard_resources
+from infra.constructs.serving_check_spec import serving_check_spec
+from infra.constructs.triton_image import TritonImage
+from triton_mme.core.locations import BUILDS_FOLDER, MANIFEST_FILE_NAME, SERVING_REPORT_SUFFIX
+from triton_mme.core.platform import TRITON_REPOSITORY, runs_serving_check, triton_image
+
+# What the stage runs (`python3 -m triton_mme cuda-check | fetch-candidate | serving-check | publish-report |
+# publish-build`): the entry point, the shared core, the client's payload helpers, the serving check and the
+# store. Not model_build (no PyTorch in the image), not the local Triton.
+SOURCE_FILES = (
+    "triton_mme/__init__.py",
+    "triton_mme/__main__.py",
+    "triton_mme/cli.py",
+    "triton_mme/core",
+    "triton_mme/client",
+    "triton_mme/serving_check",
+    "triton_mme/store",
+    "requirements-check.txt",
+    "requirements-uv.txt",
+)
+
+
+class ServingCheckRunner(Construct):
+    """A second GPU CodeBuild project whose build image is the endpoint's own `sagemaker-tritonserver:<tag>`
+    (the same registry mapping as the endpoint, TritonImage): it fetches a build's candidate manifest and its
+    files, loads every archive in that image's Triton as a multi-model endpoint does, and publishes the
+    report and then the build's manifest only when every archive passed (serving_check_spec.py).
+
+    Its role may read the store's models and manifests and write only serving reports and build manifests
+    (never the live manifest, never an archive); `role_policy` holds those grants. `fingerprint` covers the
+    build's and this stage's inputs: a changed check runs both stages again, since the build's manifest is
+    published only by a check.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        store: ModelStore,
+        image: TritonImage,
+        project_root: Path,
+        compute_type: str,
+        build_fingerprint: str,
+        container_environment: dict[str, str],
+        timeout: Duration,
+        queued_timeout: Duration,
+        log_retention: logs.RetentionDays,
+        encryption_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if compute_type not in COMPUTE_TYPES:
+            raise ValueError(f"compute type {compute_type}: not a CodeBuild GPU size; allowed SMALL, LARGE")
+        self.source = s3_assets.Asset(
+            self,
+            "Source",
+            path=str(project_root),
+            ignore_mode=IgnoreMode.DOCKER,
+            exclude=["*", *(f"!{included}" for included in SOURCE_FILES), *SOURCE_EXCLUDES],
+        )
+        spec = serving_check_spec(image_python_runs_check=runs_serving_check(triton_image(image.tag)))
+        # The endpoint's container environment, so `serve` starts Triton with the endpoint's settings.
+        variables = {
+            **container_environment,
+            "MODEL_BUCKET": store.bucket.bucket_name,
+            "MODEL_PREFIX": store.model_prefix,
+            "MANIFEST_PREFIX": store.manifest_prefix,
+            "TRITON_IMAGE_TAG": image.tag,
+        }
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.project = codebuild.Project(
+            self,
+            "Project",
+            description="Checks every archive of a build in the endpoint's Triton image on a GPU, then "
+            "publishes the build's manifest",
+            source=codebuild.Source.s3(bucket=self.source.bucket, path=self.source.s3_object_key),
+            build_spec=codebuild.BuildSpec.from_object(spec),
+            environment=codebuild.BuildEnvironment(
+                # The image's registry account from the endpoint's mapping; CDK grants the pull.
+                build_image=codebuild.LinuxGpuBuildImage.aws_deep_learning_containers_image(
+                    TRITON_REPOSITORY, image.tag, image.registry_account
+                ),
+                compute_type=COMPUTE_TYPES[compute_type],
+            ),
+            environment_variables={
+                k: codebuild.BuildEnvironmentVariable(value=v) for k, v in variables.items()
+            },
+            timeout=timeout,
+            queued_timeout=queued_timeout,
+            concurrent_build_limit=1,
+            logging=codebuild.LoggingOptions(
+                cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)
+            ),
+            encryption_key=encryption_key,
+            grant_report_group_permissions=False,
+        )
+        self.role_policy = self._grant_store(store, encryption_key)
+        inputs = [build_fingerprint, self.source.asset_hash, compute_type, image.tag, spec]
+        inputs.append({**variables, "MODEL_BUCKET": ""})
+        self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+    def _grant_store(self, store: ModelStore, encryption_key: kms.IKey | None) -> iam.Policy:
+        role = self.project.role
+        assert role is not None
+        objects = store.bucket.arn_for_objects
+        manifests = store.manifest_prefix
+        # Written once each, after the check: the report of the checked manifest, then the build's manifest.
+        writes = [
+            objects(f"{manifests}*{SERVING_REPORT_SUFFIX}"),
+            objects(f"{manifests}{BUILDS_FOLDER}*/{MANIFEST_FILE_NAME}"),
+        ]
+        reads = [objects(f"{p}*") for p in (store.model_prefix, manifests)]
+        for statement in (
+            iam.PolicyStatement(actions=["s3:PutObject"], resources=writes),
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                actions=["s3:PutObject"],
+                resources=[objects(store.live_manifest_key)],
+            ),
+            # The candidate, its archives and files, and an earlier report or manifest of the same build.
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=reads),
+            # A missing key answers 404 (rather than 403) only to a caller allowed to list the bucket.
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[store.bucket.bucket_arn]),
+        ):
+            role.add_to_principal_policy(statement)
+        if encryption_key is not None:
+            for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+                Validations.of(role).acknowledge(
+                    Acknowledgment(
+                        id=f"AwsSolutions-IAM5[Action::{action}]",
+                        reason="CodeBuild's encrypt/decrypt grant on the one key given to the project.",
+                    )
+                )
+        else:
+            Validations.of(self.project).acknowledge(
+                Acknowledgment(
+                    id="AwsSolutions-CB4",
+                    reason="No key given: the project keeps no artifacts, its output is the store.",
+                )
+            )
+        policy = role.node.find_child("DefaultPolicy")
+        assert isinstance(policy, iam.Policy)
+        acknowledge_wildcard_resources(
+            policy,
+            [*writes, *reads],
+            reason="Reads are confined to the model and manifest prefixes of the model store; writes to "
+            "serving reports and build manifests there.",
+        )
+        default_logs = Stack.of(self).format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"/aws/codebuild/{self.project.project_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        acknowledge_wildcard_resources(
+            policy,
+            [default_logs, "*"],
+            reason="CodeBuild's own grants: its default log group's streams, and ecr:GetAuthorizationToken "
+            "(no resource-level permissions) to pull the build image.",
+        )
+        for action in ("s3:GetBucket*", "s3:GetObject*", "s3:List*"):
+            Validations.of(policy).acknowledge(
+                Acknowledgment(
+                    id=f"AwsSolutions-IAM5[Action::{action}]",
+                    reason="CodeBuild's read-only grant on its source: one asset object and its bucket.",
+                )
+            )
+        Validations.of(self.project).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-CB5",
+                reason="The check must run in the endpoint's own sagemaker-tritonserver image, which is "
+                "not a CodeBuild managed image.",
+            )
+        )
+        return policy

@@ -1,0 +1,79 @@
+"""The serving check stage's buildspec: in the endpoint's own sagemaker-tritonserver image, set up and check
+CUDA, install the check, fetch the build's candidate, check every archive, publish the report, then the
+build's manifest, last.
+
+CodeBuild ignores the image's ENTRYPOINT (NGC's nvidia_entrypoint.sh), so the CUDA forward-compatibility
+set-up it would do is repeated (CUDA_COMPAT_SETUP), and `cuda-check` stops the stage in one line when the
+driver cannot run the image's CUDA. The check runs with the image's own python3 where it is 3.11 or newer;
+older images (Ubuntu 22.04, Python 3.10) get a uv-managed CPython 3.12 beside it, which only drives HTTP and
+S3: the archives run in the image's Triton either way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.constructs.build_spec import (
+    CANDIDATE_VARIABLE,
+    CUDA_COMPAT_SETUP,
+    FINGERPRINT_VARIABLE,
+    STORE_ARGUMENTS,
+)
+from triton_mme.core.locations import BUILD_DIR
+
+IMAGE_PYTHON = "python3"
+# Where the uv-managed interpreter lives for images whose python3 is too old, and which CPython it is.
+MANAGED_ENVIRONMENT = "/opt/serving-check"
+MANAGED_PYTHON = "3.12"
+
+
+def _python_setup(image_python_runs_check: bool) -> tuple[str, list[str]]:
+    """The interpreter the check runs with, and the commands that prepare it."""
+    if image_python_runs_check:
+        # The table's Python is inferred for some tags: a python3 older than 3.11 stops here in one line.
+        guard = (
+            f'{IMAGE_PYTHON} -c "import sys; sys.exit(sys.version_info < (3, 11) and '
+            "'error: python3 ' + sys.version.split()[0] + ' is older than the 3.11 the check needs')\""
+        )
+        return IMAGE_PYTHON, [guard, f"{IMAGE_PYTHON} -m pip install --quiet -r requirements-check.txt"]
+    python = f"{MANAGED_ENVIRONMENT}/bin/python"
+    return python, [
+        f"{IMAGE_PYTHON} -m pip install --quiet -r requirements-uv.txt",
+        f"{IMAGE_PYTHON} -m uv venv --python {MANAGED_PYTHON} {MANAGED_ENVIRONMENT}",
+        f"{IMAGE_PYTHON} -m uv pip install --quiet --python {python} -r requirements-check.txt",
+    ]
+
+
+def serving_check_spec(*, image_python_runs_check: bool) -> dict[str, Any]:
+    """Commands read their settings from the project's environment variables (see ServingCheckRunner)."""
+    python, setup = _python_setup(image_python_runs_check)
+    command = f"{python} -m triton_mme"
+    install = [
+        "nvidia-smi || true",
+        CUDA_COMPAT_SETUP,
+        *setup,
+        # The driver API, as Triton will use it: one line and a stop when CUDA is unusable.
+        f'{command} cuda-check --triton-tag "$TRITON_IMAGE_TAG"',
+    ]
+    build = [
+        f'{command} fetch-candidate --fingerprint "${FINGERPRINT_VARIABLE}" '
+        f'--candidate "${CANDIDATE_VARIABLE}" --to {BUILD_DIR} {STORE_ARGUMENTS}',
+        f'{command} serving-check --server sagemaker --from {BUILD_DIR} --triton-tag "$TRITON_IMAGE_TAG"',
+        f"{command} publish-report --from {BUILD_DIR} {STORE_ARGUMENTS}",
+        # Last: the build's manifest, beside its passing report, under the trigger's fingerprint.
+        f'{command} publish-build --fingerprint "${FINGERPRINT_VARIABLE}" --from {BUILD_DIR} '
+        f"{STORE_ARGUMENTS}",
+    ]
+    return {
+        "version": "0.2",
+        "env": {
+            "shell": "bash",
+            "variables": {
+                "PYTHONUNBUFFERED": "1",
+                "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                # The Triton image's python3 is the system's (PEP 668); Triton's own images set the same.
+                "PIP_BREAK_SYSTEM_PACKAGES": "1",
+            },
+        },
+        "phases": {"install": {"commands": install}, "build": {"commands": build}},
+    }

@@ -1,0 +1,161 @@
+"""The store's part in the two deployment stages, on moto: the build stages a candidate, the serving check
+fetches it with every file checked, publishes its passing report, then the build's manifest, in that order."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from store_support import BUCKET, one_line_error, passing_report
+
+from triton_mme.cli import main
+from triton_mme.core.manifest import Manifest
+from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME
+from triton_mme.store.publish import read_published_manifest, upload_build
+from triton_mme.store.stages import PublishError, fetch_candidate, publish_serving_report, require_passing
+
+FINGERPRINT = "e" * 64
+STORE = ["--bucket", BUCKET]
+
+
+def candidate_key(manifest: Manifest) -> str:
+    return f"manifests/builds/{FINGERPRINT}/candidate-{manifest.sha256}.json"
+
+
+@pytest.fixture
+def staged(
+    s3: Any, built: tuple[Path, Manifest], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[Path, Manifest]:
+    """The build stage's end: archives and files uploaded, the candidate staged, its digest written."""
+    build_dir, manifest = built
+    upload_build(s3, build_dir, BUCKET, make_live=False)
+    digest_file = tmp_path / "candidate.sha256"
+    assert main(["stage-candidate", "--from", str(build_dir), "--fingerprint", FINGERPRINT,
+                 "--digest-file", str(digest_file), *STORE]) == 0  # fmt: skip
+    assert capsys.readouterr().out == f"candidate s3://{BUCKET}/{candidate_key(manifest)} written\n"
+    assert digest_file.read_text() == f"{manifest.sha256}\n"
+    return build_dir, manifest
+
+
+def test_the_candidate_is_the_manifest_under_its_fingerprint_and_nothing_reads_it_as_one(
+    s3: Any, staged: tuple[Path, Manifest]
+) -> None:
+    _, manifest = staged
+    body = s3.get_object(Bucket=BUCKET, Key=candidate_key(manifest))["Body"].read()
+    assert body == manifest.to_json().encode()
+    assert read_published_manifest(s3, BUCKET, "manifests/") is None
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="manifests/builds/")["Contents"]]
+    assert keys == [candidate_key(manifest)]  # no build manifest yet: only the serving check publishes one
+
+
+def test_a_candidate_naming_files_not_uploaded_is_refused(
+    s3: Any, built: tuple[Path, Manifest], capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_dir, _ = built
+    assert main(["stage-candidate", "--from", str(build_dir), "--fingerprint", FINGERPRINT, *STORE]) == 1
+    assert "named in the manifest but not in the bucket; refusing to publish the manifest" in one_line_error(
+        capsys
+    )
+
+
+def test_the_check_stage_fetches_the_candidate_and_every_file_it_names(
+    s3: Any, staged: tuple[Path, Manifest], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_dir, manifest = staged
+    to = tmp_path / "fetched"
+    assert main(["fetch-candidate", "--fingerprint", FINGERPRINT, "--candidate", manifest.sha256,
+                 "--to", str(to), *STORE]) == 0  # fmt: skip
+    names = sorted([*manifest.target_models, *manifest.files, "manifest.json"])
+    assert sorted(p.name for p in to.iterdir()) == names
+    for name in names:
+        assert (to / name).read_bytes() == (build_dir / name).read_bytes(), name
+
+
+def test_a_file_whose_bytes_do_not_match_the_candidate_stops_the_fetch(
+    s3: Any, staged: tuple[Path, Manifest], tmp_path: Path
+) -> None:
+    _, manifest = staged
+    golden = sorted(name for name in manifest.files if name.startswith("golden-"))[0]
+    s3.delete_object(Bucket=BUCKET, Key=f"manifests/{golden}")
+    s3.put_object(Bucket=BUCKET, Key=f"manifests/{golden}", Body=b"other bytes")
+    with pytest.raises(PublishError, match=rf"manifests/{golden}: its content does not match its name"):
+        fetch_candidate(s3, BUCKET, FINGERPRINT, manifest.sha256, tmp_path / "f",
+                        model_prefix="models/", manifest_prefix="manifests/")  # fmt: skip
+    assert not (tmp_path / "f" / "manifest.json").exists()  # written last, so never beside a bad file
+
+
+def test_an_unknown_candidate_is_one_line(
+    s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = "a" * 64
+    command = ["fetch-candidate", "--fingerprint", FINGERPRINT, "--candidate", missing, "--to", str(tmp_path)]
+    assert main([*command, *STORE]) == 1
+    assert one_line_error(capsys) == (
+        f"error: s3://{BUCKET}/manifests/builds/{FINGERPRINT}/candidate-{missing}.json: no such candidate "
+        "(the build stage stages it)"
+    )
+
+
+def test_report_then_manifest_last_and_a_rerun_keeps_both(
+    s3: Any, staged: tuple[Path, Manifest], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_dir, manifest = staged
+    checked = tmp_path / "checked"
+    shutil.copytree(build_dir, checked)
+    (checked / SERVING_REPORT_FILE_NAME).write_text(passing_report(manifest).to_json())
+    report_key = f"manifests/{manifest.sha256}.serving-report.json"
+    build_key = f"manifests/builds/{FINGERPRINT}/manifest.json"
+
+    assert main(["publish-report", "--from", str(checked), *STORE]) == 0
+    assert capsys.readouterr().out == f"report   s3://{BUCKET}/{report_key} written\n"
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix=build_key).get("KeyCount") == 0
+    assert main(["publish-build", "--from", str(checked), "--fingerprint", FINGERPRINT, *STORE]) == 0
+    assert s3.get_object(Bucket=BUCKET, Key=build_key)["Body"].read() == manifest.to_json().encode()
+
+    # The same candidate checked again (the stage retried): a new passing report of it keeps the first.
+    again = passing_report(manifest).model_copy(update={"server": "a second run"})
+    (checked / SERVING_REPORT_FILE_NAME).write_text(again.to_json())
+    capsys.readouterr()
+    assert main(["publish-report", "--from", str(checked), *STORE]) == 0
+    assert capsys.readouterr().out.endswith("kept (an earlier passing report of this manifest)\n")
+    assert b'"server": "test"' in s3.get_object(Bucket=BUCKET, Key=report_key)["Body"].read()
+
+
+def _report_with(manifest: Manifest, **changes: Any) -> Any:
+    report = passing_report(manifest)
+    return report.model_copy(update=changes)
+
+
+def test_only_a_report_that_checked_every_archive_of_this_manifest_and_passed_publishes(
+    built: tuple[Path, Manifest],
+) -> None:
+    _, manifest = built
+    require_passing(passing_report(manifest), manifest, where="r")
+    with pytest.raises(
+        PublishError, match=r"r checked manifest 0+, not this build's .*; run serving-check again"
+    ):
+        require_passing(_report_with(manifest, manifest_sha256="0" * 64), manifest, where="r")
+    first, *rest = passing_report(manifest).archives
+    skipped = first.model_copy(update={"passed": False, "skipped": "a TensorRT plan on a CPU"})
+    with pytest.raises(
+        PublishError,
+        match=rf"r: 1 archives were not checked in a serving image \(first: {first.target_model}\)",
+    ):
+        require_passing(_report_with(manifest, archives=(skipped, *rest)), manifest, where="r")
+    with pytest.raises(PublishError, match="r: 1 archives were not checked"):
+        require_passing(_report_with(manifest, archives=tuple(rest)), manifest, where="r")
+
+
+def test_a_failing_report_is_never_published(s3: Any, built: tuple[Path, Manifest], tmp_path: Path) -> None:
+    build_dir, manifest = built
+    first, *rest = passing_report(manifest).archives
+    failed = first.model_copy(update={"passed": False, "error": "output 'output' differs from the reference"})
+    path = tmp_path / "report.json"
+    path.write_text(_report_with(manifest, archives=(failed, *rest)).to_json())
+    with pytest.raises(
+        PublishError, match=f"{first.target_model} did not pass the serving check: output 'output'"
+    ):
+        publish_serving_report(s3, BUCKET, build_dir, path, manifest_prefix="manifests/")
+    assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0

@@ -1,1 +1,0 @@
-"""Measure built archives on a GPU: load time, latency, throughput and GPU memory."""
