@@ -18,6 +18,7 @@ ALLOWED = {
     "store": {"core", "model_build"},
     "client": {"core"},
     "local_triton": {"core", "client"},
+    "planner": {"core", "client"},
 }
 
 

@@ -14,14 +14,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from triton_mme.core.errors import UserError, first_line
-from triton_mme.core.manifest import Manifest
+from triton_mme.core.manifest import Manifest, describe
 from triton_mme.core.naming import COMPANION_NAME
+from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME, ServingReport
 
 S3_SCHEME = "s3://"
 
 
 class ManifestError(UserError, ValueError):
     """A manifest (or a file it names) that cannot be read; one line."""
+
+
+class _Absent(ManifestError):
+    """The file or object does not exist (as opposed to existing and being unreadable)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,8 @@ class ManifestSource:
         if not location.startswith(S3_SCHEME):
             try:
                 return Path(location).read_bytes()
+            except FileNotFoundError as error:
+                raise _Absent(f"{location}: cannot read it ({error.strerror})") from None
             except OSError as error:
                 raise ManifestError(f"{location}: cannot read it ({error.strerror})") from None
         bucket, _, key = location.removeprefix(S3_SCHEME).partition("/")
@@ -62,7 +69,8 @@ class ManifestSource:
         except Exception as error:  # botocore's ClientError and friends: one line either way
             response = getattr(error, "response", {}).get("Error", {})
             reason = f"{response.get('Code')}: {response.get('Message')}" if response else first_line(error)
-            raise ManifestError(f"{location}: cannot read it ({reason})") from None
+            absent = response.get("Code") in ("NoSuchKey", "404")
+            raise (_Absent if absent else ManifestError)(f"{location}: cannot read it ({reason})") from None
 
     def manifest(self) -> Manifest:
         body = self._read(self.location)
@@ -75,3 +83,15 @@ class ManifestSource:
         """A file the manifest names (checked against the naming rule, so it never leaves its folder)."""
         COMPANION_NAME.check(name, where=f"{self.location}: companion file")
         return self._read(self._sibling(name))
+
+    def serving_report(self) -> ServingReport | None:
+        """The serving check's report beside the manifest (serving-report.json); None where there is none."""
+        location = self._sibling(SERVING_REPORT_FILE_NAME)
+        try:
+            body = self._read(location)
+        except _Absent:
+            return None
+        try:
+            return ServingReport.model_validate_json(body)
+        except ValidationError as error:
+            raise ManifestError(f"{location}: not a valid serving report ({describe(error)})") from None
