@@ -19,6 +19,7 @@ ALLOWED = {
     "client": {"core"},
     "local_triton": {"core", "client"},
     "planner": {"core", "client"},
+    "loadtest": {"core", "client", "planner"},
 }
 
 
