@@ -10,18 +10,13 @@ from planner_support import manifest_of
 
 from infra.settings import MAX_INSTANCES, Settings
 from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES, HOURS_PER_MONTH
-from triton_mme.planner.capacity import (
-    PlanOptions,
-    Served,
-    instance_limits,
-    local_candidate,
-    plan,
-    predict,
-    sagemaker_candidates,
-)
+from triton_mme.planner.candidates import instance_limits, local_candidate, sagemaker_candidates
+from triton_mme.planner.capacity import fewest, plan
 from triton_mme.planner.defaults import DEFAULT_GPU_UTILIZATION_TARGET, DEFAULT_MAX_INSTANCES
 from triton_mme.planner.estimate import archive_estimates
+from triton_mme.planner.prediction import predict
 from triton_mme.planner.prices import PriceBook
+from triton_mme.planner.served import PlanOptions, Served
 from triton_mme.planner.traffic import parse_traffic, workload
 
 SIMULATED = 20_000
@@ -143,3 +138,27 @@ def test_the_local_triton_is_a_budget_of_models_and_never_downloads() -> None:
     assert outcome.models[0].cache_hit_rate > outcome.models[-1].cache_hit_rate  # type: ignore[operator]
     # The local Triton reads archives from a directory: a miss costs the load only.
     assert evaluation.offsets_s.max() == pytest.approx(0.005 + served.estimates[0].load_s)
+
+
+@pytest.mark.parametrize("guess", [1, 5, 37, 38, 60, 100, 500])
+def test_the_search_finds_the_fewest_from_any_guess_and_asks_few_questions(guess: int) -> None:
+    asked: list[int] = []
+
+    def meets(n: int) -> bool:
+        asked.append(n)
+        return n >= 38
+
+    assert fewest(1, 100, guess, meets) == 38
+    assert len(set(asked)) <= 16
+    assert fewest(1, 30, guess, meets) is None
+    assert fewest(40, 100, guess, meets) == 40
+
+
+def test_the_plan_says_what_set_the_instance_count() -> None:
+    served = _served(10, rate=300, service_ms=10)
+    assert _plan(served, ("ml.g5.xlarge",)).candidates[0].sized_by == "GPU time"
+    assert _plan(served, ("ml.g5.xlarge",), min_instances=7).candidates[0].sized_by == "--min-instances"
+    strict = _plan(_served(400, rate=5, service_ms=5), ("ml.g4dn.xlarge",), min_cache_hit_rate=0.95)
+    assert strict.candidates[0].sized_by is not None
+    assert strict.candidates[0].sized_by.startswith("cache-hit rate ")
+    assert strict.candidates[0].sized_by.endswith(" below 95.0%")

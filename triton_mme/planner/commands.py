@@ -131,7 +131,7 @@ def register(subparsers: Any) -> None:
 
 
 def _options(args: argparse.Namespace, targets: Any) -> Any:
-    from triton_mme.planner.capacity import PlanOptions
+    from triton_mme.planner.served import PlanOptions
 
     return PlanOptions(
         gpu_utilization_target=args.gpu_utilization_target,

@@ -37,16 +37,22 @@ def _rows_to_text(header: list[str], rows: list[list[str]], right: set[int]) -> 
     return [line(header), line(["-" * w for w in widths]), *(line(row) for row in rows)]
 
 
+def _set_by(plan: CandidatePlan) -> str:
+    """What decided the instance count, in a word or two: the target one instance fewer misses."""
+    if not plan.feasible:
+        return "misses: " + (plan.problem or "; ".join(plan.evaluation.misses if plan.evaluation else ()))
+    text = plan.sized_by or ""
+    short = [name for prefix, name in _SHORT.items() if prefix in text]
+    return ", ".join(short) or text
+
+
+_SHORT = {"cache-hit rate": "hit rate", "p99": "p99", "GPU utilization": "GPU time", "GPU time": "GPU time",
+          "--min-instances": "--min-instances"}  # fmt: skip
+
+
 def candidate_row(plan: CandidatePlan) -> list[str]:
     evaluation, price = plan.evaluation, plan.candidate.price
-    fits = "/".join(
-        str(plan.capacity_models.get(name, "∞")) for name in ("GPU memory", "host memory", "disk")
-    )
-    status = (
-        "ok"
-        if plan.feasible
-        else "misses: " + (plan.problem or "; ".join(evaluation.misses if evaluation else ()))
-    )
+    fits = "/".join(f"{plan.capacity_models[n]:,}" if n in plan.capacity_models else "∞" for n in _LIMITS)
     return [
         plan.candidate.name,
         "—" if price is None else f"{price.usd_per_hour:.3f}",
@@ -56,17 +62,21 @@ def candidate_row(plan: CandidatePlan) -> list[str]:
         _percent(evaluation.stats.hit_rate if evaluation else None),
         "—" if evaluation is None else f"{evaluation.cold_loads_per_hour:,.0f}",
         _ms(1000 * evaluation.p99_s if evaluation else None),
-        "—" if evaluation is None else str(evaluation.instances),
+        "—" if evaluation is None else f"{evaluation.instances:,}",
         _money(plan.monthly_usd),
-        str(plan.single.instances) if plan.single.problem is None else "—",
+        f"{plan.single.instances:,}" if plan.single.problem is None else "—",
         _money(plan.single.monthly_usd) if plan.single.problem is None else plan.single.problem,
-        status,
+        _set_by(plan),
     ]
+
+
+_LIMITS = ("GPU memory", "host memory", "disk")
+NUMERIC_COLUMNS = {1, 4, 5, 6, 7, 8, 9, 10, 11}
 
 
 HEADER = [
     "instance type", "$/hour", "fit GPU/host/disk", "binds", "resident", "hit rate", "cold loads/h",
-    "p99 ms", "instances", "$/month", "1-per-model inst.", "1-per-model $/month", "targets",
+    "p99 ms", "instances", "$/month", "1-per-model inst.", "1-per-model $/month", "count set by",
 ]  # fmt: skip
 
 
@@ -91,7 +101,7 @@ def render_plan(plan: Plan) -> str:
         f"Simulated {options.simulated_requests:,} requests per configuration after a warm-up, seed "
         f"{workload.seed}; hit-rate standard error <= {100 * max(stderr, default=0):.2f} points.",
         "",
-        *_rows_to_text(HEADER, [candidate_row(c) for c in plan.candidates], right={1, 4, 5, 6, 7, 8, 9, 10}),
+        *_rows_to_text(HEADER, [candidate_row(c) for c in plan.candidates], right=NUMERIC_COLUMNS),
     ]
     for name, reason in plan.skipped:
         lines.append(f"Not a candidate: {name}: {reason}.")
@@ -140,6 +150,7 @@ def plan_json(plan: Plan, extra: dict[str, Any] | None = None) -> dict[str, Any]
                 "binding_limit": c.binding_limit,
                 "feasible": c.feasible,
                 "problem": c.problem,
+                "instances_set_by": c.sized_by,
                 "misses": list(evaluation.misses) if evaluation else [],
                 "instances": evaluation.instances if evaluation else None,
                 "resident_models_per_instance": evaluation.stats.resident_per_instance

@@ -11,19 +11,18 @@ from pydantic import ValidationError
 from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import describe
 from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES
-from triton_mme.planner.capacity import (
+from triton_mme.planner.candidates import (
     Candidate,
-    Plan,
-    PlanOptions,
     local_candidate,
-    plan,
-    predict,
     sagemaker_candidate,
     sagemaker_candidates,
 )
+from triton_mme.planner.capacity import Plan, plan
 from triton_mme.planner.inputs import read_inputs
 from triton_mme.planner.outcome import LoadTestReport, Outcome
+from triton_mme.planner.prediction import predict
 from triton_mme.planner.prices import PriceBook
+from triton_mme.planner.served import PlanOptions
 from triton_mme.planner.traffic import TrafficFile
 
 
