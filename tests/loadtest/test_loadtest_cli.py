@@ -78,7 +78,9 @@ def test_a_local_run_counts_hits_misses_and_each_kind_of_failure(
     hits = sum(m["requests"] - m["cold_loads"] for m in answered)
     assert measured["cache_hit_rate"] == pytest.approx(hits / sum(m["requests"] for m in answered))
     assert 0.2 < measured["cache_hit_rate"] < 0.8  # four equally called models, room for two: about one half
-    assert report["server"]["requests"] == server_total >= sum(m["requests"] for m in answered)
+    # The stub counts a slow request when it answers, after the client gave up: up to one per user late.
+    assert server_total - 3 <= report["server"]["requests"] <= server_total
+    assert report["server"]["requests"] >= sum(m["requests"] for m in answered)
     assert report["server"]["cache_hit_rate"] == pytest.approx(measured["cache_hit_rate"], abs=0.1)
     assert "Local Triton, model budget 2: " in done.stdout.replace("local Triton", "Local Triton")
     assert "errors: 507 " in done.stdout

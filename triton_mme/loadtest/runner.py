@@ -20,6 +20,7 @@ from typing import Any
 import gevent
 from locust import User, constant, constant_throughput, task
 from locust.env import Environment
+from locust.exception import StopUser
 
 from triton_mme.loadtest.observe import Recorder
 from triton_mme.loadtest.requests import RequestPlan
@@ -44,6 +45,7 @@ class TrafficUser(User):
     plan: RequestPlan
     make_session: Callable[[], Any]
     numbering: itertools.count[int]
+    done: Callable[[], bool]  # true once enough requests are measured: send no more
 
     def on_start(self) -> None:
         self.session = self.make_session()
@@ -54,6 +56,8 @@ class TrafficUser(User):
 
     @task
     def invoke(self) -> None:
+        if self.done():
+            raise StopUser()
         index = next(self.choices)
         observation = self.session.send(index)
         self.environment.events.request.fire(
@@ -76,7 +80,7 @@ def run(plan: RequestPlan, make_session: Callable[[], Any], recorder: Recorder, 
         "TrafficUser",
         (TrafficUser,),
         {"abstract": False, "plan": plan, "make_session": staticmethod(make_session),
-         "numbering": itertools.count(), "wait_time": pacing},
+         "numbering": itertools.count(), "wait_time": pacing, "done": staticmethod(lambda: recorder.full)},
     )  # fmt: skip
     environment = Environment(user_classes=[user_class], stop_timeout=bounds.stop_timeout_s)
     environment.events.request.add_listener(recorder.on_request)
