@@ -11,7 +11,10 @@ from benchmarks import (
     client_invoke,
     cold_start,
     gpu,
+    hit_rate_validation,
+    load_generator,
     payloads,
+    plan_speed,
     resnet_steady,
     synthesis,
     text_model,
@@ -38,6 +41,14 @@ BENCHMARKS = (
     Benchmark(build.NAME, build.TITLE, build.run),
     Benchmark(gpu.NAME, gpu.TITLE, gpu.run, gpu.unavailable),
     Benchmark(client_invoke.NAME, client_invoke.TITLE, client_invoke.run),
+    Benchmark(plan_speed.NAME, plan_speed.TITLE, plan_speed.run),
+    Benchmark(load_generator.NAME, load_generator.TITLE, load_generator.run),
+    Benchmark(
+        hit_rate_validation.NAME,
+        hit_rate_validation.TITLE,
+        hit_rate_validation.run,
+        hit_rate_validation.unavailable,
+    ),
 )
 
 

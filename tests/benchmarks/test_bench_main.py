@@ -58,6 +58,9 @@ def test_every_issue_item_has_a_benchmark() -> None:
         "build",
         "gpu",
         "client_invoke",
+        "plan",
+        "loadgen",
+        "hit_rate",
     ]
 
 
