@@ -139,6 +139,28 @@ def test_a_sagemaker_run_signs_invoke_endpoint_and_names_its_errors(manifest: Pa
     assert models["m0003/onnx"]["latency_ms"]["p50_ms"] >= 300
 
 
+def test_a_local_url_that_is_not_the_local_endpoint_is_one_line(manifest: Path, tmp_path: Path) -> None:
+    traffic = _traffic(tmp_path, [1])
+    with StubEndpoint() as stub:
+        stub.budget = None  # type: ignore[assignment]
+        done = triton_mme(
+            "loadtest",
+            "--traffic",
+            str(traffic),
+            "--manifest",
+            str(manifest),
+            "--local",
+            stub.url,
+            "--out",
+            str(tmp_path / "o.json"),
+        )
+    assert done.returncode == 1
+    assert (
+        done.stderr
+        == f"error: --local {stub.url}: GET /models names no model budget (not triton-mme serve-local)\n"
+    )
+
+
 def test_without_a_cold_threshold_sagemaker_hits_are_not_guessed(manifest: Path, tmp_path: Path) -> None:
     traffic = _traffic(tmp_path, [1, 1])
     out = tmp_path / "loadtest.json"

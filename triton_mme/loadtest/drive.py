@@ -70,12 +70,16 @@ def load_test(options: LoadTestOptions, *, cloudwatch: Any = None) -> LoadTestRe
         target: LocalTarget | SageMakerTarget = LocalTarget(options.local_url, plan, options.timeout_s)
         try:
             before = local_counters(options.local_url)
-        except OSError as error:
+        except (OSError, ValueError) as error:  # unreachable, or not JSON
             raise TargetError(
                 f"--local {options.local_url}: the local endpoint does not answer ({error})"
             ) from None
+        if not isinstance(before.get("budget"), int):
+            raise TargetError(
+                f"--local {options.local_url}: GET /models names no model budget (not triton-mme serve-local)"
+            )
         configuration = Configuration(
-            target="local", model_budget=int(before["budget"]), endpoint=options.local_url
+            target="local", model_budget=before["budget"], endpoint=options.local_url
         )
     else:
         assert options.endpoint is not None
