@@ -20,7 +20,8 @@ CONTEXT ?=
 
 .PHONY: install synth test lint typecheck unit preflight deploy diff build-models serve-local bench snapshot-update clean
 
-$(PY_STAMP): requirements.txt requirements-build.txt requirements-client.txt requirements-torch.txt requirements-dev.txt pyproject.toml
+$(PY_STAMP): requirements.txt requirements-build.txt requirements-client.txt requirements-loadtest.txt \
+		requirements-torch.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3
 	$(PY) -m pip install --quiet -r requirements-dev.txt

@@ -11,7 +11,10 @@ from benchmarks import (
     client_invoke,
     cold_start,
     gpu,
+    hit_rate_validation,
+    load_generator,
     payloads,
+    plan_speed,
     resnet_steady,
     serving_check,
     synthesis,
@@ -42,6 +45,14 @@ BENCHMARKS = (
     Benchmark(serving_check.NAME, serving_check.TITLE, serving_check.run),
     Benchmark(
         serving_check.GPU_NAME, serving_check.GPU_TITLE, serving_check.run_gpu, serving_check.gpu_unavailable
+    ),
+    Benchmark(plan_speed.NAME, plan_speed.TITLE, plan_speed.run),
+    Benchmark(load_generator.NAME, load_generator.TITLE, load_generator.run),
+    Benchmark(
+        hit_rate_validation.NAME,
+        hit_rate_validation.TITLE,
+        hit_rate_validation.run,
+        hit_rate_validation.unavailable,
     ),
 )
 

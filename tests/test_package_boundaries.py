@@ -19,6 +19,8 @@ ALLOWED = {
     "local_triton": {"core", "client"},
     # client for the request payloads, local_triton for the offline target (imported only when used).
     "serving_check": {"core", "client", "local_triton"},
+    "planner": {"core", "client"},
+    "loadtest": {"core", "client", "planner"},
 }
 
 

@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from tiny_archives import MAX_BATCH_SIZE, BuiltArchive, processes_mentioning
 
 from triton_mme.client.payloads import decode_response, encode_request
+from triton_mme.local_triton.proxy import CACHE_HEADER
 from triton_mme.local_triton.runner import LocalTriton
 from triton_mme.local_triton.server import group_members
 
@@ -134,6 +136,57 @@ def test_unload_then_the_next_invocation_loads_again(served: Served) -> None:
     assert served.call("DELETE", f"/models/{target}")[0] == 404
     assert served.invoke_sample("tiny-cnn/torchscript", 2) == 200
     assert target in served.loaded()
+
+
+def test_each_reply_says_whether_its_model_was_loaded_and_the_front_counts_both(served: Served) -> None:
+    archive = served.archives["tiny-roberta/onnx"]
+    served.call("DELETE", f"/models/{archive.target_model}")  # cold, whatever ran before
+    request = encode_request(archive.sample(1), [spec.name for spec in archive.record.outputs], binary=True)
+    host, port = served.local.endpoint.server_address[:2]
+
+    def invoke() -> str | None:
+        connection = http.client.HTTPConnection(str(host), int(port), timeout=REQUEST_TIMEOUT_S)
+        try:
+            headers = {"Content-Type": request.content_type}
+            connection.request("POST", f"/models/{archive.target_model}/invoke", request.body, headers)
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200
+            return response.getheader(CACHE_HEADER)
+        finally:
+            connection.close()
+
+    before = json.loads(served.call("GET", "/models")[2])
+    assert [invoke(), invoke(), invoke()] == ["miss", "hit", "hit"]
+    after = json.loads(served.call("GET", "/models")[2])
+    assert after["cacheMisses"] - before["cacheMisses"] == 1
+    assert after["cacheHits"] - before["cacheHits"] == 2
+    # A refused request is no cache answer: no header, no count.
+    status = served.call("POST", "/models/absent-onnx-0000000000000000.tar.gz/invoke", request.body)[0]
+    assert status == 404
+    assert json.loads(served.call("GET", "/models")[2])["cacheHits"] == after["cacheHits"]
+
+
+def test_a_kept_alive_connection_gets_its_replies_without_a_delayed_ack_stall(served: Served) -> None:
+    # The front writes headers and body separately; with Nagle's algorithm on, every reply on a kept-alive
+    # connection would wait for the client's delayed ACK (40 ms on Linux).
+    archive = served.archives["tiny-cnn/onnx"]
+    request = encode_request(archive.sample(1), [spec.name for spec in archive.record.outputs], binary=True)
+    host, port = served.local.endpoint.server_address[:2]
+    connection = http.client.HTTPConnection(str(host), int(port), timeout=REQUEST_TIMEOUT_S)
+    seconds = []
+    try:
+        for _ in range(12):
+            started = time.perf_counter()
+            headers = {"Content-Type": request.content_type}
+            connection.request("POST", f"/models/{archive.target_model}/invoke", request.body, headers)
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200
+            seconds.append(time.perf_counter() - started)
+    finally:
+        connection.close()
+    assert sorted(seconds[2:])[len(seconds[2:]) // 2] < 0.035
 
 
 def test_past_the_budget_the_least_recently_used_models_are_unloaded(served: Served) -> None:

@@ -2,7 +2,8 @@
 
 `build/models/manifest.json` after a local build, or `s3://<bucket>/manifests/manifest.json` for an
 application that calls the deployed endpoint. Companion files (labels, tokenizer) are read from beside
-the manifest in both cases.
+the manifest in both cases; the serving report from beside it locally and by the manifest's digest in the
+store.
 """
 
 from __future__ import annotations
@@ -14,14 +15,20 @@ from typing import Any
 from pydantic import ValidationError
 
 from triton_mme.core.errors import UserError, first_line
-from triton_mme.core.manifest import Manifest
+from triton_mme.core.locations import manifest_prefix_of, serving_report_key
+from triton_mme.core.manifest import Manifest, describe
 from triton_mme.core.naming import COMPANION_NAME
+from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME, ServingReport
 
 S3_SCHEME = "s3://"
 
 
 class ManifestError(UserError, ValueError):
     """A manifest (or a file it names) that cannot be read; one line."""
+
+
+class _Absent(ManifestError):
+    """The file or object does not exist (as opposed to existing and being unreadable)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,8 @@ class ManifestSource:
         if not location.startswith(S3_SCHEME):
             try:
                 return Path(location).read_bytes()
+            except FileNotFoundError as error:
+                raise _Absent(f"{location}: cannot read it ({error.strerror})") from None
             except OSError as error:
                 raise ManifestError(f"{location}: cannot read it ({error.strerror})") from None
         bucket, _, key = location.removeprefix(S3_SCHEME).partition("/")
@@ -62,7 +71,8 @@ class ManifestSource:
         except Exception as error:  # botocore's ClientError and friends: one line either way
             response = getattr(error, "response", {}).get("Error", {})
             reason = f"{response.get('Code')}: {response.get('Message')}" if response else first_line(error)
-            raise ManifestError(f"{location}: cannot read it ({reason})") from None
+            absent = response.get("Code") in ("NoSuchKey", "404")
+            raise (_Absent if absent else ManifestError)(f"{location}: cannot read it ({reason})") from None
 
     def manifest(self) -> Manifest:
         body = self._read(self.location)
@@ -75,3 +85,26 @@ class ManifestSource:
         """A file the manifest names (checked against the naming rule, so it never leaves its folder)."""
         COMPANION_NAME.check(name, where=f"{self.location}: companion file")
         return self._read(self._sibling(name))
+
+    def serving_report(self, manifest: Manifest) -> ServingReport | None:
+        """The serving check's report of `manifest`; None where there is none.
+
+        In a build directory it is `serving-report.json` beside the manifest (where `serving-check` writes
+        it); in the model store it is `<manifest prefix><manifest sha256>.serving-report.json`, where the
+        check stage publishes it (core.locations), found alike from the live pointer and a build's manifest.
+        """
+        if self.is_s3:
+            bucket_and_key = self.location.removeprefix(S3_SCHEME)
+            bucket, _, key = bucket_and_key.partition("/")
+            report_key = serving_report_key(manifest.sha256, manifest_prefix_of(key))
+            location = f"{S3_SCHEME}{bucket}/{report_key}"
+        else:
+            location = self._sibling(SERVING_REPORT_FILE_NAME)
+        try:
+            body = self._read(location)
+        except _Absent:
+            return None
+        try:
+            return ServingReport.model_validate_json(body)
+        except ValidationError as error:
+            raise ManifestError(f"{location}: not a valid serving report ({describe(error)})") from None

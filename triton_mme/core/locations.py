@@ -65,3 +65,16 @@ def serving_report_key(manifest_sha256: str, manifest_prefix: str = MANIFEST_PRE
     if not SHA256_PATTERN.fullmatch(manifest_sha256):
         raise ValueError(f"'{manifest_sha256}' is not a manifest digest; allowed: 64 lowercase hex digits")
     return f"{manifest_prefix}{manifest_sha256}{SERVING_REPORT_SUFFIX}"
+
+
+_BUILD_MANIFEST_KEY = re.compile(rf"(?P<prefix>(?:.*/)?){BUILDS_FOLDER}[0-9a-f]{{64}}/[^/]+")
+
+
+def manifest_prefix_of(manifest_key: str) -> str:
+    """The manifest prefix a manifest's key lies under: `a/manifests/` for `a/manifests/manifest.json` and for
+    a build's `a/manifests/builds/<fingerprint>/manifest.json`; the key's folder for any other key."""
+    build = _BUILD_MANIFEST_KEY.fullmatch(manifest_key)
+    if build:
+        return build["prefix"]
+    folder, slash, _ = manifest_key.rpartition("/")
+    return folder + slash

@@ -480,17 +480,42 @@ class HourlyPrice:
     confirmed: bool
 
 
-# Inferred: copies of the AWS Price List for SageMaker real-time inference seen in October 2025 (third-party
-# pages disagree with each other); query the Price List API (`pricing get-products`, service AmazonSageMaker)
-# before relying on them, or pass your own figures to `hourly_price`.
-_PRICE_SOURCE = "copies of the AWS Price List (SageMaker real-time inference)"
-HOURLY_PRICES: dict[tuple[str, str], HourlyPrice] = {
-    (price.instance_type, price.region): price
-    for price in (
-        HourlyPrice("ml.g4dn.xlarge", "us-east-1", 0.736, "2025-10", _PRICE_SOURCE, confirmed=False),
-        HourlyPrice("ml.g5.xlarge", "us-east-1", 1.408, "2025-10", _PRICE_SOURCE, confirmed=False),
-    )
+# Inferred: copies of the AWS Price List for SageMaker real-time inference (component Hosting, us-east-1) seen
+# in October 2025, where at least two copies agree (code repositories' price tables and a cost guide; the
+# 16xlarge figures come from a us-east-2 copy whose other GPU figures equal us-east-1's). Copies disagree on
+# some (e.g. $1.006 for ml.g5.xlarge, EC2's price) and SageMaker changes prices. Query the Price List API
+# (`triton-mme plan --price-list-api`, or `aws pricing get-products --service-code AmazonSageMaker`) before
+# relying on them, or pass your own figures (`--price TYPE=USD`, `--prices FILE`). Sizes no copy agreed on
+# are absent: the planner shows their cost as unknown rather than guess it.
+_PRICE_SOURCE = "copies of the AWS Price List (SageMaker real-time inference, Hosting)"
+_US_EAST_1_HOSTING = {
+    "ml.g4dn.xlarge": 0.736,
+    "ml.g4dn.2xlarge": 0.94,
+    "ml.g4dn.4xlarge": 1.505,
+    "ml.g4dn.8xlarge": 2.72,
+    "ml.g4dn.16xlarge": 5.44,
+    "ml.g5.xlarge": 1.408,
+    "ml.g5.2xlarge": 1.515,
+    "ml.g5.4xlarge": 2.03,
+    "ml.g5.8xlarge": 3.06,
+    "ml.g5.16xlarge": 5.12,
+    "ml.p3.2xlarge": 3.825,
 }
+HOURLY_PRICES: dict[tuple[str, str], HourlyPrice] = {
+    (instance_type, "us-east-1"): HourlyPrice(
+        instance_type, "us-east-1", usd, "2025-10", _PRICE_SOURCE, confirmed=False
+    )
+    for instance_type, usd in _US_EAST_1_HOSTING.items()
+}
+# The Price List API (service AmazonSageMaker): one product per instanceName, regionCode and component
+# "Hosting", priced per "Hrs" on demand (as AWS's own awslabs/llmeter queries it). The API answers from
+# us-east-1 (also eu-central-1 and ap-south-1).
+PRICE_LIST_SERVICE_CODE = "AmazonSageMaker"
+PRICE_LIST_API_REGION = "us-east-1"
+PRICE_LIST_HOSTING_COMPONENT = "Hosting"
+PRICE_LIST_HOURLY_UNIT = "Hrs"
+# AWS bills a month as 730 hours in its pricing examples and calculator (8,760 hours a year / 12).
+HOURS_PER_MONTH = 730
 
 
 def hourly_price(
@@ -501,3 +526,46 @@ def hourly_price(
         return overrides[(instance_type, region)]
     price = HOURLY_PRICES.get((instance_type, region))
     return price.usd if price else None
+
+
+# ======================================================================================================
+# Capacity planning: what a loaded model occupies and how long a cold start takes
+# ======================================================================================================
+# GPU memory as the driver reports it ("Total" in nvidia-smi), which is what fills up before a load fails:
+# published nvidia-smi output from ml.g4dn (Tesla T4: 15360 MiB), ml.g5 (A10G: 23028 MiB), ml.p3
+# (V100-SXM2-16GB: 16160 MiB) and ml.p2 (K80: 11441 MiB) hosts; reported, not read in an NVIDIA document.
+GPU_REPORTED_MEMORY_MIB: dict[str, int] = {"T4": 15360, "A10G": 23028, "V100": 16160, "K80": 11441}
+# Triton itself takes ~0.2-0.3 GB of GPU memory before any model (CUDA context, Model Analyzer reports;
+# inferred): the planner takes the high end, once per instance.
+TRITON_SERVER_GPU_BYTES = 300 * 10**6
+# The SageMaker Triton image sets no SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT by default (Triton's
+# docker/sagemaker/serve passes --model-load-gpu-limit only when it is set) and the endpoint construct sets
+# none: models load until a CUDA allocation fails, Triton answers 507 and SageMaker unloads unused models
+# (AWS, "Invoke a multi-model endpoint"). So the whole reported GPU memory is the cache.
+
+# The seed's anchor (REFERENCE.md section 6, the seed posts: ResNet-50 models on an ml.g4dn, SageMaker MME
+# with Triton): 16 ResNet-50 models loaded used 38.3 % of the T4's memory.
+SEED_ANCHOR_MODELS = 16
+SEED_ANCHOR_GPU_MEMORY_FRACTION = 0.383
+SEED_ANCHOR_GPU = "T4"
+# torchvision's ResNet-50 has 25,557,032 parameters: 102,228,128 bytes of FP32 weights.
+RESNET50_FP32_WEIGHT_BYTES = 25_557_032 * 4
+
+# Host memory the instance keeps for itself (OS, SageMaker's agents, Triton's pinned-memory pool of 256 MB):
+# inferred, no AWS figure; 2 GiB taken.
+HOST_RESERVED_BYTES = 2 * 2**30
+# The storage volume of an EBS-only type (ml.p3, ml.p2) in multi-model mode is listed in AWS's "host instance
+# storage volumes" table, which could not be read: 30 GB taken (inferred; `plan --disk-gb` overrides).
+EBS_VOLUME_GB_ASSUMED = 30
+
+# Cold start (AWS, "How multi-model endpoints work" and "Invoke a multi-model endpoint"): a model loaded on no
+# instance is downloaded to the instance's storage volume, then loaded; an unloaded model stays on disk and
+# loads without a download. InvokeEndpoint answers within 60 s; a load still running then returns
+# ModelNotReadyException and continues for up to 360 s.
+INVOKE_ENDPOINT_TIMEOUT_S = 60
+MODEL_LOADING_LIMIT_S = 360
+# Seed figures (REFERENCE.md section 6): a ResNet-50 ONNX cold start of 4.4 s before tuning (1.61 s after).
+SEED_RESNET50_ONNX_LOAD_S = 4.4
+# S3 to instance storage: no AWS figure for a multi-model endpoint's download rate (the ModelDownloadingTime
+# metric measures it); 50 MB/s taken, below a single S3 GET stream on these instances (inferred).
+DOWNLOAD_BYTES_PER_S_ASSUMED = 50 * 10**6

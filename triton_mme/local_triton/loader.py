@@ -16,7 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from triton_mme.core.archive import ArchiveError, extract_archive
@@ -43,6 +43,7 @@ class Reply:
     status: int
     content_type: str
     body: bytes
+    cache_hit: bool | None = None  # for an invocation: whether its model was loaded when it arrived
 
     def error_message(self) -> str:
         """Triton's error text on one line."""
@@ -138,6 +139,9 @@ class ModelCache:
         self.max_unpacked_bytes = max_unpacked_bytes
         self._loaded: OrderedDict[str, Path] = OrderedDict()
         self._lock = threading.Lock()
+        # Invocations that found their model loaded, and those that loaded it (what ModelCacheHit counts).
+        self.hits = 0
+        self.misses = 0
 
     @property
     def loaded(self) -> list[str]:
@@ -156,24 +160,33 @@ class ModelCache:
         return path
 
     def invoke(self, target_model: str, body: bytes, content_type: str) -> Reply:
-        self.ensure_loaded(target_model)
+        """Load the model if it is not loaded, then call it; `Reply.cache_hit` says whether it was loaded
+        when the request arrived (what SageMaker's ModelCacheHit metric counts)."""
+        loaded_now = self.ensure_loaded(target_model)
         reply = self.api.invoke(target_model, body, content_type)
         if reply.status == 404:
             # Unloaded by another request between load and invoke: load it again once, as the platform would.
-            self.ensure_loaded(target_model)
+            loaded_now = self.ensure_loaded(target_model) or loaded_now
             reply = self.api.invoke(target_model, body, content_type)
-        return reply
+        with self._lock:
+            if loaded_now:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return replace(reply, cache_hit=not loaded_now)
 
-    def ensure_loaded(self, target_model: str) -> None:
+    def ensure_loaded(self, target_model: str) -> bool:
+        """Load the model unless it is loaded; True when this call loaded it (a cache miss)."""
         with self._lock:
             if target_model in self._loaded:
                 self._loaded.move_to_end(target_model)
-                return
+                return False
             archive = self.archive_for(target_model)
             self._load(target_model, archive)
             while len(self._loaded) > self.budget:
                 oldest = next(iter(self._loaded))
                 self._unload(oldest, reason=f"least recently used; budget {self.budget}")
+            return True
 
     def unload(self, target_model: str) -> bool:
         with self._lock:

@@ -20,11 +20,17 @@ from triton_mme.local_triton.loader import ModelCache, ModelError, Reply, list_a
 from triton_mme.local_triton.server import LOOPBACK
 
 TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
+# On every invocation reply: "hit" when the model was loaded as the request arrived, "miss" when the request
+# loaded it; SageMaker's ModelCacheHit metric counts the same per request (1 or 0), endpoint-wide.
+CACHE_HEADER = "X-Local-Model-Cache"
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: LocalEndpoint
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as two writes: without TCP_NODELAY the body waits for the client's delayed
+    # ACK (40 ms on Linux) on a kept-alive connection.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.access_log:
@@ -33,6 +39,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, reply: Reply) -> None:
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type or "application/json")
+        if reply.cache_hit is not None:
+            self.send_header(CACHE_HEADER, "hit" if reply.cache_hit else "miss")
         self.send_header("Content-Length", str(len(reply.body)))
         self.end_headers()
         self.wfile.write(reply.body)
@@ -81,7 +89,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/models":
             loaded = cache.loaded
             models = [{"targetModel": n, "loaded": n in loaded} for n in list_archives(cache.models_dir)]
-            self._send_json(HTTPStatus.OK, {"models": models, "loaded": loaded, "budget": cache.budget})
+            counts = {"cacheHits": cache.hits, "cacheMisses": cache.misses}
+            self._send_json(
+                HTTPStatus.OK, {"models": models, "loaded": loaded, "budget": cache.budget, **counts}
+            )
         else:
             self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no route GET {self.path}"})
 

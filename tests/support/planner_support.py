@@ -1,0 +1,37 @@
+"""Manifests of many archives without building any: the planner reads sizes and tensor specs only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from triton_mme.core.manifest import ArchiveRecord, Manifest, TensorSpec
+from triton_mme.core.platform import RESNET50_FP32_WEIGHT_BYTES
+
+
+def record(
+    index: int, size_bytes: int = RESNET50_FP32_WEIGHT_BYTES, *, format: str = "onnx"
+) -> ArchiveRecord:
+    """A ResNet-50-shaped archive named m0000, m0001, ..."""
+    return ArchiveRecord(
+        name=f"m{index:04d}",
+        format=format,
+        target_model=f"m{index:04d}-{format}-{index:016x}.tar.gz",
+        sha256="0" * 64,
+        size_bytes=size_bytes,
+        source="torchvision:resnet50",
+        weights="random",
+        max_batch_size=8,
+        inputs=(TensorSpec(name="input", datatype="FP32", dims=(3, 8, 8)),),
+        outputs=(TensorSpec(name="output", datatype="FP32", dims=(10,)),),
+    )
+
+
+def manifest_of(count: int, size_bytes: int = RESNET50_FP32_WEIGHT_BYTES) -> Manifest:
+    return Manifest(archives=tuple(record(i, size_bytes) for i in range(count)))
+
+
+def write_manifest(directory: Path, manifest: Manifest) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "manifest.json"
+    path.write_text(manifest.to_json(), encoding="utf-8")
+    return path

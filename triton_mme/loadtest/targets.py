@@ -1,0 +1,161 @@
+"""Where a load test sends its requests, one session per Locust user.
+
+- The local Triton: HTTP to the local endpoint's `/models/<TargetModel>/invoke` (keep-alive, geventhttpclient
+  as Locust's FastHttpUser uses it); its `X-Local-Model-Cache` header says hit or miss per request.
+- A SageMaker endpoint: InvokeEndpoint through boto3 (SigV4), one attempt and no retries, so a
+  ModelNotReadyException or a timeout is seen as it happens. SageMaker does not say per request whether the
+  model was loaded: a request counts as cold when it got ModelNotReadyException or took longer than
+  `cold_threshold_s` (when given); the endpoint's own ModelCacheHit metric can be read afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import quote, urlsplit
+
+from triton_mme.core.errors import UserError, first_line
+from triton_mme.loadtest.observe import Kind, Observation, kind_of_sagemaker_error, kind_of_status
+from triton_mme.loadtest.requests import RequestPlan
+
+CACHE_HEADER = "X-Local-Model-Cache"  # the local endpoint's (triton_mme/local_triton/proxy.py)
+
+
+class TargetError(UserError, ValueError):
+    """A target that cannot be driven; one line."""
+
+
+def _failed(
+    index: int, started: float, kind: Kind, why: object, *, cache_hit: bool | None = None
+) -> Observation:
+    detail = first_line(why) if isinstance(why, BaseException) else str(why)
+    return Observation(index, started, time.monotonic() - started, kind, cache_hit, detail)
+
+
+class Session(Protocol):
+    def send(self, index: int) -> Observation: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class LocalTarget:
+    url: str
+    plan: RequestPlan
+    timeout_s: float
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if (
+            parts.scheme != "http"
+            or parts.hostname not in ("127.0.0.1", "localhost", "::1")
+            or parts.path.strip("/")
+        ):
+            raise TargetError(f"--local {self.url!r}: allowed http://127.0.0.1:<port> (the local endpoint)")
+
+    def session(self) -> LocalSession:
+        return LocalSession(self)
+
+
+class LocalSession:
+    def __init__(self, target: LocalTarget):
+        from geventhttpclient import HTTPClient
+
+        parts = urlsplit(target.url)
+        self.plan = target.plan
+        self.client = HTTPClient(
+            parts.hostname or "127.0.0.1",
+            port=parts.port or 80,
+            connection_timeout=target.timeout_s,
+            network_timeout=target.timeout_s,
+            concurrency=1,
+        )
+        self.paths = tuple(f"/models/{quote(name, safe='')}/invoke" for name in target.plan.target_models)
+
+    def send(self, index: int) -> Observation:
+        request = self.plan.bodies[index]
+        started = time.monotonic()
+        try:
+            response = self.client.request(
+                "POST", self.paths[index], body=request.body, headers={"Content-Type": request.content_type}
+            )
+            try:
+                response.read()
+            finally:
+                response.release()
+        except TimeoutError as error:
+            return _failed(index, started, "timeouts", error)
+        except OSError as error:
+            return _failed(index, started, "other", error)
+        elapsed = time.monotonic() - started
+        cache = response.get(CACHE_HEADER)
+        hit = None if cache not in ("hit", "miss") else cache == "hit"
+        return Observation(index, started, elapsed, kind_of_status(response.status_code), hit)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@dataclass(frozen=True)
+class SageMakerTarget:
+    endpoint: str
+    plan: RequestPlan
+    region: str | None
+    timeout_s: float
+    cold_threshold_s: float | None = None
+
+    def session(self) -> SageMakerSession:
+        return SageMakerSession(self)
+
+
+def runtime_client(region: str | None, timeout_s: float) -> Any:
+    """A sagemaker-runtime client that makes one attempt (no retries hide a cold start or an error)."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=timeout_s
+    )
+    return boto3.client("sagemaker-runtime", region_name=region, config=config)
+
+
+class SageMakerSession:
+    def __init__(self, target: SageMakerTarget, client: Any = None):
+        self.target = target
+        self.client = client or runtime_client(target.region, target.timeout_s)
+
+    def send(self, index: int) -> Observation:
+        from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
+
+        target = self.target
+        request = target.plan.bodies[index]
+        started = time.monotonic()
+        try:
+            response = self.client.invoke_endpoint(
+                EndpointName=target.endpoint,
+                TargetModel=target.plan.target_models[index],
+                ContentType=request.content_type,
+                Body=request.body,
+            )
+            response["Body"].read()
+        except ClientError as error:
+            details = error.response.get("Error", {})
+            kind = kind_of_sagemaker_error(
+                details.get("Code"),
+                error.response.get("ResponseMetadata", {}).get("HTTPStatusCode"),
+                error.response.get("OriginalStatusCode"),
+            )
+            # Still loading after InvokeEndpoint's 60 s: a cold request (counted where cold is being judged).
+            hit = False if kind == "model_not_ready" and target.cold_threshold_s is not None else None
+            return _failed(index, started, kind, details.get("Code"), cache_hit=hit)
+        except (ReadTimeoutError, ConnectTimeoutError) as error:
+            return _failed(index, started, "timeouts", error)
+        except BotoCoreError as error:
+            return _failed(index, started, "other", error)
+        elapsed = time.monotonic() - started
+        hit = None if target.cold_threshold_s is None else elapsed < target.cold_threshold_s
+        return Observation(index, started, elapsed, "ok", hit)
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,199 @@
+"""`triton-mme plan`: how many models stay loaded, how often they start cold and what it costs, per GPU
+multi-model instance type; `plan --compare LOADTEST.json` sets the prediction beside a load test."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from triton_mme.cli import positive_int
+from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
+from triton_mme.core.platform import DEFAULT_TRITON_TAG, TRITON_IMAGE_TAGS
+from triton_mme.planner.defaults import (
+    DEFAULT_GPU_UTILIZATION_TARGET,
+    DEFAULT_MAX_INSTANCES,
+    DEFAULT_SIMULATED_REQUESTS,
+)
+
+DEFAULT_REGION = "us-east-1"
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a fraction from 0 to 1, e.g. 0.95")
+    return value
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a percentage above 0 and at most 100")
+    return value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e9:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a positive number")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    plan = subparsers.add_parser(
+        "plan",
+        help="capacity plan: models resident, cache-hit rate, cold loads, instances, cost per instance type",
+        description="Predict, for each GPU multi-model instance type, how many of the manifest's models stay "
+        "loaded per instance, the cache-hit rate under SageMaker's least-recently-used eviction, cold loads "
+        "per hour, the instances the traffic needs and the monthly cost, against one endpoint per model "
+        "(docs/capacity-planning.md).",
+    )
+    plan.add_argument("--traffic", type=Path, help="traffic file (YAML or JSON); not needed with --compare")
+    plan.add_argument(
+        "--manifest",
+        help=f"build manifest: a path or s3://bucket/key (default {BUILD_DIR / MANIFEST_FILE_NAME}; with "
+        "--compare, the one the load test used)",
+    )
+    plan.add_argument(
+        "--region", default=DEFAULT_REGION, help=f"region for prices (default {DEFAULT_REGION})"
+    )
+    plan.add_argument(
+        "--triton-tag",
+        default=DEFAULT_TRITON_TAG,
+        choices=TRITON_IMAGE_TAGS,
+        metavar="TAG",
+        help="serving image tag: instance types whose GPU cannot run it are left out (default %(default)s)",
+    )
+    plan.add_argument("--instance-types", nargs="+", default=(), metavar="TYPE", help="only these types")
+    plan.add_argument(
+        "--gpu-utilization-target",
+        type=_percent,
+        default=DEFAULT_GPU_UTILIZATION_TARGET,
+        metavar="PERCENT",
+        help="the endpoint's autoscaling target, as the gpuUtilizationTarget setting "
+        f"(default {DEFAULT_GPU_UTILIZATION_TARGET:g})",
+    )
+    plan.add_argument(
+        "--min-hit-rate", type=_fraction, metavar="FRACTION", help="overrides the traffic file's"
+    )
+    plan.add_argument(
+        "--p99-ms", type=_positive, metavar="MS", help="overrides the traffic file's p99 target"
+    )
+    plan.add_argument("--min-instances", type=positive_int, default=1, help="per endpoint (default 1)")
+    plan.add_argument(
+        "--max-instances", type=positive_int, default=DEFAULT_MAX_INSTANCES, help="largest count tried"
+    )
+    plan.add_argument(
+        "--simulated-requests",
+        type=positive_int,
+        default=DEFAULT_SIMULATED_REQUESTS,
+        metavar="N",
+        help=f"requests simulated per configuration, warm-up aside (default {DEFAULT_SIMULATED_REQUESTS:,})",
+    )
+    plan.add_argument("--disk-gb", type=_positive, help="storage volume per instance, overriding the table")
+    plan.add_argument(
+        "--model-budget",
+        type=positive_int,
+        metavar="K",
+        help="plan for the local Triton with this model budget instead of SageMaker instance types",
+    )
+    plan.add_argument(
+        "--price", action="append", default=[], metavar="TYPE=USD", help="hourly price of a type (repeatable)"
+    )
+    plan.add_argument(
+        "--prices", type=Path, metavar="FILE", help="YAML or JSON: instance type -> USD per hour"
+    )
+    plan.add_argument(
+        "--price-list-api",
+        action="store_true",
+        help="look prices up in the AWS Price List API (needs credentials and pricing:GetProducts)",
+    )
+    plan.add_argument("--json", type=Path, metavar="FILE", help="write the plan (or the comparison) as JSON")
+    plan.add_argument("--chart", type=Path, metavar="FILE.png", help="cost and hit rate per instance type")
+    plan.add_argument(
+        "--compare",
+        type=Path,
+        metavar="LOADTEST.json",
+        help="predict the configuration a `triton-mme loadtest` ran against and print both side by side",
+    )
+    plan.set_defaults(handler=_plan)
+
+
+def _options(args: argparse.Namespace, targets: Any) -> Any:
+    from triton_mme.planner.served import PlanOptions
+
+    return PlanOptions(
+        gpu_utilization_target=args.gpu_utilization_target,
+        min_cache_hit_rate=args.min_hit_rate if args.min_hit_rate is not None else targets.min_cache_hit_rate,
+        p99_latency_ms=args.p99_ms if args.p99_ms is not None else targets.p99_latency_ms,
+        min_instances=args.min_instances,
+        max_instances=max(args.max_instances, args.min_instances),
+        simulated_requests=args.simulated_requests,
+        disk_gb=args.disk_gb,
+    )
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from triton_mme.core.errors import UserError
+    from triton_mme.planner.prices import PriceBook, parse_price, pricing_client, read_price_file
+    from triton_mme.planner.report import plan_json, render_chart, render_comparison, render_plan, write_json
+    from triton_mme.planner.run import compare_with, plan_from_files, read_load_test
+    from triton_mme.planner.traffic import read_traffic
+
+    def warn(message: str) -> None:
+        print(f"note: {message}", file=sys.stderr)
+
+    given = read_price_file(args.prices) if args.prices else {}
+    given.update(parse_price(text) for text in args.price)
+    prices = PriceBook(args.region, given, pricing_client() if args.price_list_api else None)
+    if args.compare is not None:
+        report = read_load_test(args.compare)
+        comparison = compare_with(
+            args.compare,
+            _options(args, report.traffic.targets),
+            manifest=args.manifest,
+            prices=prices,
+            warn=warn,
+        )
+        print(render_comparison(comparison.predicted, comparison.measured), end="")
+        if args.json:
+            write_json(
+                args.json,
+                {
+                    "predicted": comparison.predicted.model_dump(mode="json"),
+                    "measured": comparison.measured.model_dump(mode="json"),
+                },
+            )
+        return 0
+    if args.traffic is None:
+        raise UserError("--traffic FILE is required (or --compare LOADTEST.json)")
+    traffic = read_traffic(args.traffic)
+    manifest = args.manifest or str(BUILD_DIR / MANIFEST_FILE_NAME)
+    plan = plan_from_files(
+        traffic,
+        manifest,
+        _options(args, traffic.targets),
+        prices,
+        triton_tag=args.triton_tag,
+        instance_types=tuple(args.instance_types),
+        model_budget=args.model_budget,
+        origin=str(args.traffic),
+        warn=warn,
+    )
+    print(render_plan(plan), end="")
+    if args.json:
+        write_json(args.json, plan_json(plan, {"triton_tag": args.triton_tag, "manifest": manifest}))
+    if args.chart:
+        render_chart(plan, args.chart)
+    return 0

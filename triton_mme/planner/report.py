@@ -1,0 +1,330 @@
+"""A plan as a table (stdout), as JSON and as a chart; a prediction beside a load test's measurement."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from triton_mme.planner.capacity import CandidatePlan, Plan
+from triton_mme.planner.outcome import Outcome
+
+PLAN_SCHEMA_VERSION = 1
+
+
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _percent(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None or math.isnan(value) else f"{100 * value:.{digits}f} %"
+
+
+def _ms(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "—"
+    return "inf" if math.isinf(value) else f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+
+
+def _rows_to_text(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        return "  ".join(cells).rstrip()
+
+    return [line(header), line(["-" * w for w in widths]), *(line(row) for row in rows)]
+
+
+def _set_by(plan: CandidatePlan) -> str:
+    """What decided the instance count, in a word or two: the target one instance fewer misses."""
+    if not plan.feasible:
+        return "misses: " + (plan.problem or "; ".join(plan.evaluation.misses if plan.evaluation else ()))
+    text = plan.sized_by or ""
+    short = [name for prefix, name in _SHORT.items() if prefix in text]
+    return ", ".join(short) or text
+
+
+_SHORT = {"cache-hit rate": "hit rate", "p99": "p99", "GPU utilization": "GPU time", "GPU time": "GPU time",
+          "--min-instances": "--min-instances"}  # fmt: skip
+
+
+def candidate_row(plan: CandidatePlan) -> list[str]:
+    evaluation, price = plan.evaluation, plan.candidate.price
+    fits = "/".join(f"{plan.capacity_models[n]:,}" if n in plan.capacity_models else "∞" for n in _LIMITS)
+    return [
+        plan.candidate.name,
+        "—" if price is None else f"{price.usd_per_hour:.3f}",
+        fits,
+        plan.binding_limit,
+        "—" if evaluation is None else f"{evaluation.stats.resident_per_instance:.1f}",
+        _percent(evaluation.stats.hit_rate if evaluation else None),
+        "—" if evaluation is None else f"{evaluation.cold_loads_per_hour:,.0f}",
+        _ms(1000 * evaluation.p99_s if evaluation else None),
+        "—" if evaluation is None else f"{evaluation.instances:,}",
+        _money(plan.monthly_usd),
+        f"{plan.single.instances:,}" if plan.single.problem is None else "—",
+        _money(plan.single.monthly_usd) if plan.single.problem is None else plan.single.problem,
+        _set_by(plan),
+    ]
+
+
+_LIMITS = ("GPU memory", "host memory", "disk")
+NUMERIC_COLUMNS = {1, 4, 5, 6, 7, 8, 9, 10, 11}
+
+
+HEADER = [
+    "instance type", "$/hour", "fit GPU/host/disk", "binds", "resident", "hit rate", "cold loads/h",
+    "p99 ms", "instances", "$/month", "1-per-model inst.", "1-per-model $/month", "count set by",
+]  # fmt: skip
+
+
+def render_plan(plan: Plan) -> str:
+    """The plan as text: what was assumed, one row per instance type, the recommendation."""
+    served, options = plan.served, plan.options
+    workload = served.workload
+    measured = sum(1 for e in served.estimates if e.gpu_source != "estimate")
+    targets = [f"GPU utilization <= {options.gpu_utilization_target:g} %"]
+    if options.min_cache_hit_rate is not None:
+        targets.append(f"cache-hit rate >= {_percent(options.min_cache_hit_rate)}")
+    if options.p99_latency_ms is not None:
+        targets.append(f"p99 <= {options.p99_latency_ms:,.0f} ms (cold starts included)")
+    stderr = [c.evaluation.stats.hit_rate_stderr for c in plan.candidates if c.evaluation is not None]
+    lines = [
+        f"Traffic: {len(workload.records):,} archives, {workload.total_rate_per_s:,.2f} requests/s "
+        f"({workload.total_rate_per_s * workload.duration_s:,.0f} in {workload.duration_s:,.0f} s), "
+        f"GPU time {served.total_gpu_seconds_per_s:.3f} s per second.",
+        f"Targets: {'; '.join(targets)}.",
+        f"Footprints: {measured} from the serving report, {len(served.estimates) - measured} estimated "
+        "(docs/capacity-planning.md); prices: " + _price_sources(plan) + ".",
+        f"Simulated {options.simulated_requests:,} requests per configuration after a warm-up, seed "
+        f"{workload.seed}; hit-rate standard error <= {100 * max(stderr, default=0):.2f} points.",
+        "",
+        *_rows_to_text(HEADER, [candidate_row(c) for c in plan.candidates], right=NUMERIC_COLUMNS),
+    ]
+    for name, reason in plan.skipped:
+        lines.append(f"Not a candidate: {name}: {reason}.")
+    for candidate in plan.candidates:
+        if candidate.evaluation is not None and candidate.evaluation.slow_cold_starts:
+            slow = candidate.evaluation.slow_cold_starts
+            lines.append(
+                f"{candidate.candidate.name}: the cold start of {', '.join(slow[:3])}"
+                f"{' and others' if len(slow) > 3 else ''} exceeds InvokeEndpoint's 60 s: those requests get "
+                "ModelNotReadyException and must be retried."
+            )
+    lines += ["", f"Recommendation: {plan.recommendation()}."]
+    return "\n".join(lines) + "\n"
+
+
+def _price_sources(plan: Plan) -> str:
+    sources = sorted({c.candidate.price.source for c in plan.candidates if c.candidate.price is not None})
+    unknown = [c.candidate.name for c in plan.candidates if c.candidate.price is None]
+    text = f"{plan.region}: " + ("; ".join(sources) or "none known")
+    return text + (f"; unknown for {', '.join(unknown)}" if unknown else "")
+
+
+def plan_json(plan: Plan, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the table shows, per-model predictions included, and the inputs behind it."""
+    served, options = plan.served, plan.options
+    workload = served.workload
+    candidates = []
+    for c in plan.candidates:
+        evaluation, price = c.evaluation, c.candidate.price
+        candidates.append(
+            {
+                "instance_type": c.candidate.name,
+                "gpu": c.candidate.gpu,
+                "price": None
+                if price is None
+                else {
+                    "usd_per_hour": price.usd_per_hour,
+                    "source": price.source,
+                    "confirmed": price.confirmed,
+                },
+                "limits_bytes": {
+                    k: (None if math.isinf(v) else v)
+                    for k, v in zip(("gpu", "host", "disk"), c.candidate.limits.as_tuple()[:3], strict=True)
+                },
+                "capacity_models": c.capacity_models,
+                "binding_limit": c.binding_limit,
+                "feasible": c.feasible,
+                "problem": c.problem,
+                "instances_set_by": c.sized_by,
+                "misses": list(evaluation.misses) if evaluation else [],
+                "instances": evaluation.instances if evaluation else None,
+                "resident_models_per_instance": evaluation.stats.resident_per_instance
+                if evaluation
+                else None,
+                "gpu_utilization": evaluation.utilization if evaluation else None,
+                "monthly_usd": c.monthly_usd,
+                "slow_cold_starts": list(evaluation.slow_cold_starts) if evaluation else [],
+                "prediction": evaluation.outcome().model_dump(mode="json") if evaluation else None,
+                "one_endpoint_per_model": {
+                    "instances": c.single.instances,
+                    "monthly_usd": c.single.monthly_usd,
+                    "p99_ms": c.single.p99_ms,
+                    "problem": c.single.problem,
+                },
+            }
+        )
+    return {
+        "schema_version": PLAN_SCHEMA_VERSION,
+        "region": plan.region,
+        **(extra or {}),
+        "traffic": {
+            "archives": len(workload.records),
+            "requests_per_s": workload.total_rate_per_s,
+            "duration_s": workload.duration_s,
+            "gpu_seconds_per_s": served.total_gpu_seconds_per_s,
+            "seed": workload.seed,
+        },
+        "options": {
+            "gpu_utilization_target": options.gpu_utilization_target,
+            "min_cache_hit_rate": options.min_cache_hit_rate,
+            "p99_latency_ms": options.p99_latency_ms,
+            "min_instances": options.min_instances,
+            "max_instances": options.max_instances,
+            "simulated_requests": options.simulated_requests,
+        },
+        "archives": [
+            {
+                "model": label,
+                "target_model": e.target_model,
+                "requests_per_s": float(rate),
+                "service_ms": 1000 * float(service),
+                "gpu_bytes": e.gpu_bytes,
+                "host_bytes": e.host_bytes,
+                "disk_bytes": e.disk_bytes,
+                "load_s": e.load_s,
+                "download_s": e.download_s,
+                "gpu_source": e.gpu_source,
+                "load_source": e.load_source,
+            }
+            for label, e, rate, service in zip(
+                workload.labels, served.estimates, workload.rates_per_s, served.service_s, strict=True
+            )
+        ],
+        "candidates": candidates,
+        "not_candidates": [{"instance_type": name, "reason": reason} for name, reason in plan.skipped],
+        "recommendation": plan.recommendation(),
+    }
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Strict JSON (an infinite or undefined figure is written as null), written whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(_finite(payload), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+def render_chart(plan: Plan, path: Path) -> None:
+    """Monthly cost (multi-model endpoint and one endpoint per model) and predicted hit rate per type."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sized = [c for c in plan.candidates if c.evaluation is not None]
+    names = [c.candidate.name for c in sized]
+    figure, (cost_axis, hit_axis) = plt.subplots(1, 2, figsize=(12, 0.45 * len(names) + 2.2))
+    positions = range(len(names))
+    mme = [c.monthly_usd or 0 for c in sized]
+    single = [c.single.monthly_usd or 0 for c in sized]
+    cost_axis.barh(
+        [p - 0.2 for p in positions], mme, height=0.4, label="multi-model endpoint", color="#4C72B0"
+    )
+    cost_axis.barh(
+        [p + 0.2 for p in positions], single, height=0.4, label="one endpoint per model", color="#C44E52"
+    )
+    cost_axis.set_xscale("log")
+    cost_axis.set_yticks(list(positions), names, fontsize=8)
+    cost_axis.invert_yaxis()
+    cost_axis.set_xlabel(f"USD per month ({plan.region}; log scale)", fontsize=8)
+    cost_axis.set_title("Cost at the instances each needs", fontsize=10, loc="left")
+    cost_axis.legend(fontsize=7, loc="lower right")
+    for position, c in zip(positions, sized, strict=True):
+        assert c.evaluation is not None
+        label = f"x{c.evaluation.instances}" + ("" if c.feasible else " (misses targets)")
+        cost_axis.annotate(label, (max(c.monthly_usd or 1, 1), position - 0.2), fontsize=7, va="center",
+                           xytext=(3, 0), textcoords="offset points")  # fmt: skip
+    hits = [100 * c.evaluation.stats.hit_rate for c in sized if c.evaluation is not None]
+    hit_axis.barh(list(positions), hits, color="#55A868")
+    hit_axis.set_yticks(list(positions), names, fontsize=8)
+    hit_axis.invert_yaxis()
+    hit_axis.set_xlim(min([*hits, 100]) - 5, 100)
+    if plan.options.min_cache_hit_rate is not None:
+        hit_axis.axvline(100 * plan.options.min_cache_hit_rate, color="black", linestyle="--", linewidth=1)
+    hit_axis.set_xlabel("predicted cache-hit rate, % (dashed: target)", fontsize=8)
+    hit_axis.set_title("Requests that find their model loaded", fontsize=10, loc="left")
+    for axis in (cost_axis, hit_axis):
+        axis.tick_params(labelsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def render_comparison(predicted: Outcome, measured: Outcome, *, limit: int = 20) -> str:
+    """Predicted and measured side by side: overall, then the most requested models."""
+    overall = [
+        ["cache-hit rate", _percent(predicted.cache_hit_rate), _percent(measured.cache_hit_rate),
+         _difference(predicted.cache_hit_rate, measured.cache_hit_rate)],
+        ["cold loads per hour", _count(predicted.cold_loads_per_hour),
+         _count(measured.cold_loads_per_hour), ""],
+        ["latency p50 ms", _ms(predicted.latency_ms.p50_ms), _ms(measured.latency_ms.p50_ms), ""],
+        ["latency p99 ms", _ms(predicted.latency_ms.p99_ms), _ms(measured.latency_ms.p99_ms), ""],
+        ["requests/s", f"{predicted.request_rate_per_s:,.1f}", f"{measured.request_rate_per_s:,.1f}", ""],
+        ["errors (507/4xx/5xx/timeouts/not ready/other)", "—", _errors(measured)],
+    ]  # fmt: skip
+    overall[-1].append("")
+    lines = [
+        f"Configuration: {measured.configuration.describe()}; measured {measured.requests:,.0f} requests "
+        f"over {measured.duration_s:,.0f} s; predicted at the measured rate.",
+        "",
+        *_rows_to_text(["", "predicted", "measured", "difference"], overall, right={1, 2, 3}),
+        "",
+    ]
+    rows = []
+    by_requests = sorted(measured.models, key=lambda m: -m.requests)[:limit]
+    for model in by_requests:
+        guess = predicted.model(model.target_model)
+        rows.append(
+            [
+                model.model,
+                f"{model.requests:,.0f}",
+                _percent(guess.cache_hit_rate if guess else None),
+                _percent(model.cache_hit_rate),
+                _ms(guess.latency_ms.p99_ms if guess else None),
+                _ms(model.latency_ms.p99_ms),
+            ]
+        )
+    header = ["model", "requests", "hit predicted", "hit measured", "p99 ms predicted", "p99 ms measured"]
+    lines += _rows_to_text(header, rows, right={1, 2, 3, 4, 5})
+    return "\n".join(lines) + "\n"
+
+
+def _difference(predicted: float | None, measured: float | None) -> str:
+    if predicted is None or measured is None:
+        return "—"
+    return f"{100 * (predicted - measured):+.1f} points"
+
+
+def _count(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _errors(outcome: Outcome) -> str:
+    e = outcome.errors
+    return f"{e.http_507}/{e.http_4xx}/{e.http_5xx}/{e.timeouts}/{e.model_not_ready}/{e.other}"
