@@ -4,7 +4,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Acknowledgment, ArnFormat, Duration, IgnoreMode, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, Duration, IgnoreMode, RemovalPolicy, Validations
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -14,7 +14,7 @@ from constructs import Construct
 
 from infra.constructs.build_spec import build_spec
 from infra.constructs.model_store import ModelStore
-from infra.constructs.nag import acknowledge_wildcard_resources
+from infra.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
 from triton_mme.core.locations import BUILDS_FOLDER, CANDIDATE_PREFIX
 from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
 from triton_mme.core.platform import DLC_REPOSITORY, DLC_TAG_BY_CUDA_MAJOR, triton_image
@@ -175,31 +175,10 @@ class ModelBuildRunner(Construct):
             reason="Reads and writes are confined to the model and manifest prefixes of the model store; "
             "writes to archives, candidate manifests and content-addressed files there.",
         )
-        stack = Stack.of(self)
-        default_logs = stack.format_arn(
-            service="logs",
-            resource="log-group",
-            resource_name=f"/aws/codebuild/{self.project.project_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        acknowledge_wildcard_resources(
+        acknowledge_codebuild_grants(
             policy,
-            [default_logs, "*"],
-            reason="CodeBuild's own grants: its default log group's streams, and ecr:GetAuthorizationToken "
-            "(no resource-level permissions) to pull the build image.",
-        )
-        for action in ("s3:GetBucket*", "s3:GetObject*", "s3:List*"):
-            Validations.of(policy).acknowledge(
-                Acknowledgment(
-                    id=f"AwsSolutions-IAM5[Action::{action}]",
-                    reason="CodeBuild's read-only grant on its source: one asset object and its bucket.",
-                )
-            )
-        Validations.of(self.project).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-CB5",
-                reason="CodeBuild's own GPU image cannot be selected through CDK (aws/aws-cdk#29094); "
-                "the AWS Deep Learning Containers image carries CUDA, Python and PyTorch for the build.",
-            )
+            self.project,
+            image_reason="CodeBuild's own GPU image cannot be selected through CDK (aws/aws-cdk#29094); "
+            "the AWS Deep Learning Containers image carries CUDA, Python and PyTorch for the build.",
         )
         return policy

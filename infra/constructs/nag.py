@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import Acknowledgment, ArnFormat, Stack, Validations
+from aws_cdk import aws_codebuild as codebuild
 from constructs import IConstruct
 
 
@@ -16,6 +17,31 @@ def acknowledge_wildcard_resources(scope: IConstruct, resources: list[str], reas
         Validations.of(scope).acknowledge(
             Acknowledgment(id=f"AwsSolutions-IAM5[Resource::{finding}]", reason=reason)
         )
+
+
+def acknowledge_codebuild_grants(policy: IConstruct, project: codebuild.Project, image_reason: str) -> None:
+    """The grants CodeBuild adds to every project's role (its default log group's streams, ECR's token, a
+    read of its source asset), and the non-managed build image (AwsSolutions-CB5) for `image_reason`."""
+    default_logs = Stack.of(project).format_arn(
+        service="logs",
+        resource="log-group",
+        resource_name=f"/aws/codebuild/{project.project_name}:*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    acknowledge_wildcard_resources(
+        policy,
+        [default_logs, "*"],
+        reason="CodeBuild's own grants: its default log group's streams, and ecr:GetAuthorizationToken "
+        "(no resource-level permissions) to pull the build image.",
+    )
+    for action in ("s3:GetBucket*", "s3:GetObject*", "s3:List*"):
+        Validations.of(policy).acknowledge(
+            Acknowledgment(
+                id=f"AwsSolutions-IAM5[Action::{action}]",
+                reason="CodeBuild's read-only grant on its source: one asset object and its bucket.",
+            )
+        )
+    Validations.of(project).acknowledge(Acknowledgment(id="AwsSolutions-CB5", reason=image_reason))
 
 
 def _as_nag_text(value: Any) -> str:

@@ -4,7 +4,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Acknowledgment, ArnFormat, Duration, IgnoreMode, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, Duration, IgnoreMode, RemovalPolicy, Validations
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -14,7 +14,7 @@ from constructs import Construct
 
 from infra.constructs.build_runner import COMPUTE_TYPES, SOURCE_EXCLUDES
 from infra.constructs.model_store import ModelStore
-from infra.constructs.nag import acknowledge_wildcard_resources
+from infra.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
 from infra.constructs.serving_check_spec import serving_check_spec
 from infra.constructs.triton_image import TritonImage
 from triton_mme.core.locations import BUILDS_FOLDER, MANIFEST_FILE_NAME, SERVING_REPORT_SUFFIX
@@ -164,30 +164,10 @@ class ServingCheckRunner(Construct):
             reason="Reads are confined to the model and manifest prefixes of the model store; writes to "
             "serving reports and build manifests there.",
         )
-        default_logs = Stack.of(self).format_arn(
-            service="logs",
-            resource="log-group",
-            resource_name=f"/aws/codebuild/{self.project.project_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        acknowledge_wildcard_resources(
+        acknowledge_codebuild_grants(
             policy,
-            [default_logs, "*"],
-            reason="CodeBuild's own grants: its default log group's streams, and ecr:GetAuthorizationToken "
-            "(no resource-level permissions) to pull the build image.",
-        )
-        for action in ("s3:GetBucket*", "s3:GetObject*", "s3:List*"):
-            Validations.of(policy).acknowledge(
-                Acknowledgment(
-                    id=f"AwsSolutions-IAM5[Action::{action}]",
-                    reason="CodeBuild's read-only grant on its source: one asset object and its bucket.",
-                )
-            )
-        Validations.of(self.project).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-CB5",
-                reason="The check must run in the endpoint's own sagemaker-tritonserver image, which is "
-                "not a CodeBuild managed image.",
-            )
+            self.project,
+            image_reason="The check must run in the endpoint's own sagemaker-tritonserver image, which is "
+            "not a CodeBuild managed image.",
         )
         return policy

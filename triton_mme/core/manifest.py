@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from triton_mme.core.errors import UserError, quoted
+from triton_mme.core.errors import UserError, describe_validation_error, quoted
 from triton_mme.core.formats import Format
 from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_TENSOR_DIM
 from triton_mme.core.locations import MANIFEST_FILE_NAME
@@ -179,19 +179,4 @@ class Manifest(_Frozen):
 
 def describe(error: ValidationError) -> str:
     """pydantic's first error as one line: `archives[0].target_model: <what is allowed> (got '...')`."""
-    first = error.errors()[0]
-    where = ""
-    for part in first["loc"]:
-        where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        message = "unknown field"
-    elif first["type"] == "missing":
-        message = "required field is missing"
-    got = first.get("input")
-    shown = (
-        ""
-        if first["type"] in ("missing", "extra_forbidden") or isinstance(got, dict | list)
-        else f" (got {quoted(got)})"
-    )
-    return f"{where or 'manifest'}: {message}{shown}"
+    return describe_validation_error(error, whole="manifest")

@@ -34,7 +34,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from triton_mme.core.errors import UserError, quoted
+from triton_mme.core.errors import UserError, describe_validation_error, quoted
 from triton_mme.core.manifest import ArchiveRecord, Manifest
 from triton_mme.planner.eviction import zipf_popularity
 
@@ -99,32 +99,13 @@ class TrafficFile(_Frozen):
         return self
 
 
-def _one_line(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ""
-    for part in first["loc"]:
-        where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        message = "unknown field"
-    elif first["type"] == "missing":
-        message = "required field is missing"
-    got = first.get("input")
-    shown = (
-        ""
-        if first["type"] in ("missing", "extra_forbidden") or isinstance(got, dict | list) or not where
-        else f" (got {quoted(got)})"
-    )
-    return f"{where}: {message}{shown}" if where else f"{message}{shown}"
-
-
 def parse_traffic(raw: Any, *, origin: str = "traffic") -> TrafficFile:
     if not isinstance(raw, dict):
         raise TrafficError(f"{origin}: expected a mapping (duration_s, zipf or models, targets, ...)")
     try:
         return TrafficFile.model_validate(raw)
     except ValidationError as error:
-        raise TrafficError(f"{origin}: {_one_line(error)}") from None
+        raise TrafficError(f"{origin}: {describe_validation_error(error)}") from None
 
 
 def read_traffic(path: Path) -> TrafficFile:
