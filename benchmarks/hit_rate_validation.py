@@ -107,7 +107,9 @@ def run(ctx: RunContext, section: Section) -> None:
         )
         section.add(f"predicted.{key}", f"Zipf {key}: predicted hit rate", 100 * predicted, "%")
         difference = abs(100 * predicted - 100 * measured["cache_hit_rate"])
-        section.add(f"difference.{key}", f"Zipf {key}: |predicted - measured|", difference, "points")
+        section.add(
+            f"difference.{key}", f"Zipf {key}: predicted vs measured, difference", difference, "points"
+        )
         section.add(
             f"stderr.{key}",
             f"Zipf {key}: measured standard error",
