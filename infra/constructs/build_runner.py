@@ -4,17 +4,17 @@ import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Acknowledgment, Duration, IgnoreMode, RemovalPolicy, Validations
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from infra.constructs.build_spec import build_spec
 from infra.constructs.model_store import ModelStore
 from infra.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
+from infra.constructs.runner_source import runner_source
 from triton_mme.core.locations import BUILDS_FOLDER, CANDIDATE_PREFIX
 from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
 from triton_mme.core.platform import DLC_REPOSITORY, DLC_TAG_BY_CUDA_MAJOR, triton_image
@@ -31,7 +31,6 @@ SOURCE_FILES = (
     "triton_mme/store",
     "requirements-build.txt",
 )
-SOURCE_EXCLUDES = ("**/__pycache__", "**/*.pyc", "**/tests")
 COMPUTE_TYPES = {"SMALL": codebuild.ComputeType.SMALL, "LARGE": codebuild.ComputeType.LARGE}
 
 
@@ -70,13 +69,7 @@ class ModelBuildRunner(Construct):
             )
         target = triton_image(triton_image_tag)
         image_tag = DLC_TAG_BY_CUDA_MAJOR[target.cuda_major]
-        self.source = s3_assets.Asset(
-            self,
-            "Source",
-            path=str(project_root),
-            ignore_mode=IgnoreMode.DOCKER,
-            exclude=["*", *(f"!{included}" for included in (*SOURCE_FILES, catalog)), *SOURCE_EXCLUDES],
-        )
+        self.source = runner_source(self, "Source", project_root=project_root, paths=(*SOURCE_FILES, catalog))
         spec = build_spec(tensorrt=tensorrt)
         variables = {
             "MODEL_BUCKET": store.bucket.bucket_name,

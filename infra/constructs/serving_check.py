@@ -4,17 +4,17 @@ import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Acknowledgment, Duration, IgnoreMode, RemovalPolicy, Validations
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from infra.constructs.build_runner import COMPUTE_TYPES, SOURCE_EXCLUDES
+from infra.constructs.build_runner import COMPUTE_TYPES
 from infra.constructs.model_store import ModelStore
 from infra.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
+from infra.constructs.runner_source import runner_source
 from infra.constructs.serving_check_spec import serving_check_spec
 from infra.constructs.triton_image import TritonImage
 from triton_mme.core.locations import BUILDS_FOLDER, MANIFEST_FILE_NAME, SERVING_REPORT_SUFFIX
@@ -67,13 +67,7 @@ class ServingCheckRunner(Construct):
         super().__init__(scope, construct_id)
         if compute_type not in COMPUTE_TYPES:
             raise ValueError(f"compute type {compute_type}: not a CodeBuild GPU size; allowed SMALL, LARGE")
-        self.source = s3_assets.Asset(
-            self,
-            "Source",
-            path=str(project_root),
-            ignore_mode=IgnoreMode.DOCKER,
-            exclude=["*", *(f"!{included}" for included in SOURCE_FILES), *SOURCE_EXCLUDES],
-        )
+        self.source = runner_source(self, "Source", project_root=project_root, paths=SOURCE_FILES)
         spec = serving_check_spec(image_python_runs_check=runs_serving_check(triton_image(image.tag)))
         # The endpoint's container environment, so `serve` starts Triton with the endpoint's settings.
         variables = {

@@ -1,0 +1,42 @@
+"""The source asset of a CodeBuild runner: exactly the files it runs, copied into a folder of their own.
+
+The files are copied into `<cloud assembly>/runner-sources/<construct id>/` and that folder becomes the asset,
+with no exclude patterns. CDK's own route (the project root with `*` excluded and the shipped paths
+re-included) stages an empty asset when the project's folder name has a dot in it (`git clone` into
+`mktemp -d`'s `tmp.XXXX`) while hashing the files it should hold, so a build would start with no code.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from aws_cdk import Names, Stage
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+# Never shipped: byte code and tests inside a shipped package.
+LEFT_OUT = ("__pycache__", "*.pyc", "tests")
+
+
+def runner_source(
+    scope: Construct, construct_id: str, *, project_root: Path, paths: Sequence[str]
+) -> s3_assets.Asset:
+    """An asset holding `paths` (files or package folders, relative to `project_root`) at the same relative
+    paths; ValueError naming a path that is missing or leaves the project."""
+    stage = Stage.of(scope)
+    outdir = Path(stage.outdir if stage is not None else project_root / "cdk.out")
+    folder = outdir / "runner-sources" / Names.unique_id(scope)
+    shutil.rmtree(folder, ignore_errors=True)
+    for relative in paths:
+        source = project_root / relative
+        if Path(relative).is_absolute() or ".." in Path(relative).parts or not source.exists():
+            raise ValueError(f"runner source {relative} is not a file or folder inside {project_root}")
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns(*LEFT_OUT))
+        else:
+            shutil.copy2(source, target)
+    return s3_assets.Asset(scope, construct_id, path=str(folder))

@@ -1,0 +1,54 @@
+"""A runner's source asset holds exactly the paths it ships, wherever the project lies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+
+from infra.constructs.runner_source import runner_source
+
+
+def project(root: Path) -> Path:
+    (root / "pkg" / "__pycache__").mkdir(parents=True)
+    (root / "pkg" / "tests").mkdir()
+    (root / "pkg" / "module.py").write_text("VALUE = 1\n")
+    (root / "pkg" / "__pycache__" / "module.cpython-311.pyc").write_bytes(b"\0")
+    (root / "pkg" / "tests" / "test_module.py").write_text("")
+    (root / "other.py").write_text("")
+    (root / "requirements.txt").write_text("numpy==1.26.4\n")
+    return root
+
+
+def staged(root: Path, outdir: Path, paths: tuple[str, ...]) -> tuple[set[str], str]:
+    app = cdk.App(outdir=str(outdir))
+    stack = cdk.Stack(app, "Runner")
+    asset = runner_source(stack, "Source", project_root=root, paths=paths)
+    app.synth()
+    folder = outdir / f"asset.{asset.asset_hash}"
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}, asset.asset_hash
+
+
+@pytest.mark.parametrize("folder_name", ["project", "tmp.X1y2Z3", "my.project.v2"])
+def test_the_asset_holds_the_shipped_paths_only_even_in_a_folder_with_a_dot(
+    tmp_path: Path, folder_name: str
+) -> None:
+    root = project(tmp_path / folder_name)
+    files, _ = staged(root, tmp_path / "out", ("pkg", "requirements.txt"))
+    assert files == {"pkg/module.py", "requirements.txt"}
+
+
+def test_the_hash_follows_the_content_not_the_folder(tmp_path: Path) -> None:
+    first = staged(project(tmp_path / "a"), tmp_path / "out-a", ("pkg", "requirements.txt"))[1]
+    second = staged(project(tmp_path / "b.c"), tmp_path / "out-b", ("pkg", "requirements.txt"))[1]
+    (tmp_path / "b.c" / "pkg" / "module.py").write_text("VALUE = 2\n")
+    changed = staged(tmp_path / "b.c", tmp_path / "out-c", ("pkg", "requirements.txt"))[1]
+    assert first == second != changed
+
+
+@pytest.mark.parametrize("path", ["missing.py", "../outside", "/etc/hostname"])
+def test_a_path_outside_the_project_or_missing_is_refused(tmp_path: Path, path: str) -> None:
+    root = project(tmp_path / "project")
+    with pytest.raises(ValueError, match=r"^runner source .* is not a file or folder inside "):
+        staged(root, tmp_path / "out", (path,))
