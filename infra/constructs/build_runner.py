@@ -4,7 +4,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -144,22 +144,6 @@ class ModelBuildRunner(Construct):
         ):
             role.add_to_principal_policy(statement)
         prefixes = [*writes, *reads]
-        if encryption_key is not None:
-            # The project's key is the store's key: CodeBuild's grant on it also covers SSE-KMS uploads.
-            for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
-                Validations.of(role).acknowledge(
-                    Acknowledgment(
-                        id=f"AwsSolutions-IAM5[Action::{action}]",
-                        reason="CodeBuild's encrypt/decrypt grant on the one key given to the project.",
-                    )
-                )
-        else:
-            Validations.of(self.project).acknowledge(
-                Acknowledgment(
-                    id="AwsSolutions-CB4",
-                    reason="No key given: the project keeps no artifacts, its output is the store.",
-                )
-            )
         policy = role.node.find_child("DefaultPolicy")
         assert isinstance(policy, iam.Policy)
         acknowledge_wildcard_resources(
@@ -168,9 +152,11 @@ class ModelBuildRunner(Construct):
             reason="Reads and writes are confined to the model and manifest prefixes of the model store; "
             "writes to archives, candidate manifests and content-addressed files there.",
         )
+        # With a key, the project's key is the store's: CodeBuild's grant on it also covers SSE-KMS uploads.
         acknowledge_codebuild_grants(
             policy,
             self.project,
+            encrypted=encryption_key is not None,
             image_reason="CodeBuild's own GPU image cannot be selected through CDK (aws/aws-cdk#29094); "
             "the AWS Deep Learning Containers image carries CUDA, Python and PyTorch for the build.",
         )

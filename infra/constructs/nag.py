@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_cdk import Acknowledgment, ArnFormat, Stack, Validations
 from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
 
@@ -19,9 +20,12 @@ def acknowledge_wildcard_resources(scope: IConstruct, resources: list[str], reas
         )
 
 
-def acknowledge_codebuild_grants(policy: IConstruct, project: codebuild.Project, image_reason: str) -> None:
+def acknowledge_codebuild_grants(
+    policy: iam.Policy, project: codebuild.Project, *, encrypted: bool, image_reason: str
+) -> None:
     """The grants CodeBuild adds to every project's role (its default log group's streams, ECR's token, a
-    read of its source asset), and the non-managed build image (AwsSolutions-CB5) for `image_reason`."""
+    read of its source asset, and with `encrypted` its use of the project's key), the missing key without
+    `encrypted` (AwsSolutions-CB4), and the non-managed build image (AwsSolutions-CB5) for `image_reason`."""
     default_logs = Stack.of(project).format_arn(
         service="logs",
         resource="log-group",
@@ -39,6 +43,21 @@ def acknowledge_codebuild_grants(policy: IConstruct, project: codebuild.Project,
             Acknowledgment(
                 id=f"AwsSolutions-IAM5[Action::{action}]",
                 reason="CodeBuild's read-only grant on its source: one asset object and its bucket.",
+            )
+        )
+    if encrypted:
+        for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+            Validations.of(policy).acknowledge(
+                Acknowledgment(
+                    id=f"AwsSolutions-IAM5[Action::{action}]",
+                    reason="CodeBuild's encrypt/decrypt grant on the one key given to the project.",
+                )
+            )
+    else:
+        Validations.of(project).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-CB4",
+                reason="No key given: the project keeps no artifacts, its output is the store.",
             )
         )
     Validations.of(project).acknowledge(Acknowledgment(id="AwsSolutions-CB5", reason=image_reason))

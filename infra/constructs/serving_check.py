@@ -4,7 +4,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -135,21 +135,6 @@ class ServingCheckRunner(Construct):
             iam.PolicyStatement(actions=["s3:ListBucket"], resources=[store.bucket.bucket_arn]),
         ):
             role.add_to_principal_policy(statement)
-        if encryption_key is not None:
-            for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
-                Validations.of(role).acknowledge(
-                    Acknowledgment(
-                        id=f"AwsSolutions-IAM5[Action::{action}]",
-                        reason="CodeBuild's encrypt/decrypt grant on the one key given to the project.",
-                    )
-                )
-        else:
-            Validations.of(self.project).acknowledge(
-                Acknowledgment(
-                    id="AwsSolutions-CB4",
-                    reason="No key given: the project keeps no artifacts, its output is the store.",
-                )
-            )
         policy = role.node.find_child("DefaultPolicy")
         assert isinstance(policy, iam.Policy)
         acknowledge_wildcard_resources(
@@ -158,9 +143,11 @@ class ServingCheckRunner(Construct):
             reason="Reads are confined to the model and manifest prefixes of the model store; writes to "
             "serving reports and build manifests there.",
         )
+        # With a key, the project's key is the store's: CodeBuild's grant on it also covers SSE-KMS uploads.
         acknowledge_codebuild_grants(
             policy,
             self.project,
+            encrypted=encryption_key is not None,
             image_reason="The check must run in the endpoint's own sagemaker-tritonserver image, which is "
             "not a CodeBuild managed image.",
         )
