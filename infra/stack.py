@@ -101,8 +101,11 @@ class TritonMmeStack(Stack):
         )
         # The build starts as soon as the trigger exists: both stages' grants must exist before it.
         self.build.resource.node.add_dependency(self.build_runner.role_policy, self.serving_check.role_policy)
-        # In one deployment: the store exists, the build publishes the models, then the endpoint changes.
-        self.endpoint.model.node.add_dependency(self.build.resource)
+        # The Model and the endpoint config do not wait: CreateModel and CreateEndpointConfig check the image,
+        # the instance type and the inference AMI in the deployment's first minutes. The endpoint waits: it
+        # starts serving the prefix, or moves to a new image, only once the build's archives passed the
+        # serving check in that image (docs/deploy.md, "What waits for the build").
+        self.endpoint.endpoint.node.add_dependency(self.build.resource)
         self.autoscaling = (
             EndpointAutoscaling(
                 self,

@@ -22,6 +22,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 from syrupy.types import PropertyPath
 
+from benchmarks.deploy_order import dependencies, longest_waits, upstream
 from infra.settings import BUILD_DEADLINE_MARGIN_MINUTES
 from triton_mme.core.platform import CDK_MIN_BOOTSTRAP_VERSION, CUSTOM_RESOURCE_TIMEOUT_MINUTES
 
@@ -52,11 +53,12 @@ def project(synth: Synthesized, construct: Any) -> dict[str, Any]:
     return dict(synth.resources[lid(synth, construct.project)]["Properties"])
 
 
-def test_the_model_waits_for_both_stages_which_wait_for_their_grants(default_synth: Synthesized) -> None:
+def test_the_endpoint_waits_for_both_stages_which_wait_for_their_grants(default_synth: Synthesized) -> None:
     stack = default_synth.stack
     build_id, build = only(default_synth, "Custom::ModelBuild")
-    model_id, model = only(default_synth, "AWS::SageMaker::Model")
-    assert build_id in model["DependsOn"]
+    model_id, _ = only(default_synth, "AWS::SageMaker::Model")
+    _, endpoint = only(default_synth, "AWS::SageMaker::Endpoint")
+    assert build_id in endpoint["DependsOn"]
     # The trigger starts a build at once: both stages' grants (source read, store writes) must exist first.
     for stage in (stack.build_runner, stack.serving_check):
         assert lid(default_synth, stage.role_policy) in build["DependsOn"]
@@ -71,7 +73,6 @@ def test_the_model_waits_for_both_stages_which_wait_for_their_grants(default_syn
     _, promotion = only(default_synth, "Custom::ManifestPromotion")
     assert promotion["Properties"]["Fingerprint"] == stack.serving_check.fingerprint
     assert stack.serving_check.fingerprint != stack.build_runner.fingerprint
-    # The endpoint config and endpoint follow the model, so nothing of the endpoint moves before the build.
     _, config = only(default_synth, "AWS::SageMaker::EndpointConfig")
     assert config["Properties"]["ProductionVariants"][0]["ModelName"] == {
         "Fn::GetAtt": [model_id, "ModelName"]
@@ -80,6 +81,38 @@ def test_the_model_waits_for_both_stages_which_wait_for_their_grants(default_syn
     for stage in (stack.build_runner, stack.serving_check):
         variables = project(default_synth, stage)["Environment"]["EnvironmentVariables"]
         assert bucket_ref in [v["Value"] for v in variables]
+
+
+def test_only_the_endpoint_and_what_follows_it_wait_for_the_build(default_synth: Synthesized) -> None:
+    resources = default_synth.resources
+    graph = dependencies(resources)
+    build_id, _ = only(default_synth, "Custom::ModelBuild")
+    endpoint_id, _ = only(default_synth, "AWS::SageMaker::Endpoint")
+    waiting = {logical_id for logical_id in resources if build_id in upstream(graph, logical_id)}
+    # The endpoint waits; everything else that waits does so through it (its scaling, its log retention, the
+    # promotion and the promotion's own handlers, which may describe it).
+    assert endpoint_id in waiting
+    assert [
+        logical_id for logical_id in waiting - {endpoint_id} if endpoint_id not in upstream(graph, logical_id)
+    ] == []
+    assert {"Custom::ManifestPromotion", "AWS::ApplicationAutoScaling::ScalableTarget"} <= {
+        resources[logical_id]["Type"] for logical_id in waiting
+    }
+    stack = default_synth.stack
+    for construct in (stack.endpoint.model, stack.endpoint.endpoint_config, stack.endpoint.hosting.policy):
+        assert lid(default_synth, construct) not in waiting
+    assert not [
+        alarm for alarm in default_synth.template.find_resources("AWS::CloudWatch::Alarm") if alarm in waiting
+    ]
+    # CreateModel and CreateEndpointConfig (image, instance type, inference AMI) wait on nothing with a
+    # timeout: they run in the deployment's first minutes, not after both GPU stages.
+    waits = {wait.resource_type: wait for wait in longest_waits(default_synth.template.to_json())}
+    for resource_type in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig"):
+        assert not waits[resource_type].waits_for_build
+        assert waits[resource_type].minutes == 0
+    # The endpoint waits for both stages and their queueing: 2 x 5 + 30 + 15 minutes by default.
+    assert waits["AWS::SageMaker::Endpoint"].chain == [build_id]
+    assert waits["AWS::SageMaker::Endpoint"].minutes == 55
 
 
 def test_the_serving_check_runs_in_the_endpoints_own_image(default_synth: Synthesized) -> None:
@@ -291,37 +324,6 @@ def test_a_key_encrypts_the_store_and_reaches_the_hosting_role(synth_with: Synth
 
 
 # ----- guarded updates, and the live manifest that follows the endpoint ------------------------------------
-
-
-def dependencies(resources: dict[str, Any]) -> dict[str, set[str]]:
-    """Each resource's direct dependencies: DependsOn, and every Ref or Fn::GetAtt of another resource."""
-
-    def referenced(value: Any) -> set[str]:
-        if isinstance(value, dict):
-            found = set()
-            if isinstance(value.get("Ref"), str):
-                found.add(value["Ref"])
-            if isinstance(value.get("Fn::GetAtt"), list):
-                found.add(value["Fn::GetAtt"][0])
-            return found.union(*(referenced(v) for v in value.values()))
-        if isinstance(value, list):
-            return set().union(*(referenced(v) for v in value))
-        return set()
-
-    return {
-        logical_id: (referenced(resource.get("Properties", {})) | set(resource.get("DependsOn", [])))
-        & set(resources)
-        for logical_id, resource in resources.items()
-    }
-
-
-def upstream(graph: dict[str, set[str]], start: str) -> set[str]:
-    seen, todo = set(), [start]
-    while todo:
-        for dependency in graph[todo.pop()] - seen:
-            seen.add(dependency)
-            todo.append(dependency)
-    return seen
 
 
 def test_the_rollback_alarms_exist_before_the_endpoint_and_the_template_has_no_cycle(
