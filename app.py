@@ -24,8 +24,10 @@ import aws_cdk as cdk
 
 from infra.build_target import check_build_target
 from infra.composition import compose
+from infra.context_keys import unknown_context_problem
 from infra.settings import CONTEXT_KEYS, Settings, SettingsError
 from triton_mme.core.catalog import CatalogError, load_catalog
+from triton_mme.model_build.offline_sources import check_sources
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 # Where `cdk` reads project context from, in increasing precedence (before `-c` on its command line).
@@ -33,11 +35,15 @@ CONTEXT_FILES = (("cdk.json", "context"), ("cdk.context.json", None))
 
 
 def settings_from(context: Mapping[str, Any]) -> Settings:
+    """The settings of a whole context; a key that is neither a setting nor the CDK's is refused."""
+    problem = unknown_context_problem(context)
+    if problem:
+        raise SettingsError(problem)
     return Settings.from_context({key: context.get(key) for key in CONTEXT_KEYS})
 
 
 def read_settings(app: cdk.App) -> Settings:
-    return settings_from({key: app.node.try_get_context(key) for key in CONTEXT_KEYS})
+    return settings_from(app.node.get_all_context())
 
 
 def main(app: cdk.App | None = None) -> int:
@@ -47,6 +53,8 @@ def main(app: cdk.App | None = None) -> int:
         settings = read_settings(app)
         # The catalog is validated here so a broken catalog fails before anything is deployed.
         catalog = load_catalog(settings.model_catalog)
+        # Every source resolves offline (torchvision's registry, the shipped configs), so a typo stops here.
+        check_sources(catalog, origin=settings.model_catalog)
         check_build_target(settings, catalog)
     except (SettingsError, CatalogError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -90,7 +98,10 @@ def preflight(argv: Sequence[str], session: Any = None) -> int:
     session = session or boto3.Session(region_name=settings.region)
     region = settings.region or session.region_name
     if not region:
-        print("error: no region; set region in cdk.json (or -c region=...) or AWS_REGION", file=sys.stderr)
+        print(
+            "error: no region; set region in cdk.json (or -c region=...) or AWS_DEFAULT_REGION",
+            file=sys.stderr,
+        )
         return 1
     try:
         results = run_preflight(settings, region, PreflightClients.from_session(session))

@@ -35,8 +35,8 @@ class ModelBuildTrigger(Construct):
     """Runs `stages` one after the other during `cdk deploy` whenever `fingerprint` changes.
 
     Resources that must wait for the models (the endpoint, the manifest promotion) depend on `self.resource`;
-    a failed stage fails the deployment, with the stage's own error line, before they are touched. The running build is
-    stopped when the deployment stops waiting for it, is deleted, or moves to another fingerprint
+    a failed stage fails the deployment, with the stage's own error line, before they are touched. The running
+    build is stopped when the deployment stops waiting for it, is deleted, or moves to another fingerprint
     (model_build_trigger_handler).
     """
 

@@ -100,6 +100,13 @@ def test_catalog_must_be_a_mapping_with_models() -> None:
     assert "expected a mapping with a 'models' list" in _error({"model": []})
 
 
+@pytest.mark.parametrize("raw", [{"models": []}, []])
+def test_an_empty_catalog_is_refused(raw: Any) -> None:
+    assert _error(raw) == (
+        "catalog: catalog: the 'models' list is empty; allowed: at least one model entry (docs/catalog.md)"
+    )
+
+
 def test_unreadable_and_invalid_yaml_files(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="cannot read the model catalog"):
         load_catalog(tmp_path / "absent.yaml")

@@ -30,6 +30,50 @@ def test_bad_catalog_stops_synthesis_in_one_line(tmp_path: Path, capsys: pytest.
     assert not list(outdir.glob("*.template.json")), "nothing may be synthesized from a bad catalog"
 
 
+@pytest.mark.parametrize(
+    ("models", "message"),
+    [
+        (
+            "models: []\n",
+            "catalog: the 'models' list is empty; allowed: at least one model entry (docs/catalog.md)",
+        ),
+        (
+            "models:\n  - {name: r, source: 'torchvision:resnet5000', weights: random, formats: [onnx], "
+            "max_batch_size: 8}\n",
+            "model 'r': source: torchvision has no model 'resnet5000'; did you mean resnet50? allowed: a "
+            "name of torchvision.models.list_models() (121 names, e.g. resnet50)",
+        ),
+        (
+            "models:\n  - {name: t, source: 'huggingface:FacebookAI/roberta-larg', weights: random, "
+            "formats: [onnx], max_batch_size: 8}\n",
+            "model 't': hf_config: no shipped config 'roberta-larg'; did you mean roberta-large? allowed: a "
+            "mapping of config fields or one of: roberta-base, roberta-large",
+        ),
+    ],
+)
+def test_an_empty_catalog_or_a_source_that_does_not_resolve_stops_synthesis_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], models: str, message: str
+) -> None:
+    catalog = tmp_path / "models.yaml"
+    catalog.write_text(models)
+    outdir = tmp_path / "cdk.out"
+    assert run_app(outdir, modelCatalog=str(catalog)) == 1
+    assert capsys.readouterr().err == f"error: {catalog}: {message}\n"
+    assert not list(outdir.glob("*.template.json"))
+
+
+def test_an_unknown_context_key_stops_synthesis_naming_the_closest_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_app(tmp_path, instanceTyp="ml.g5.2xlarge") == 1
+    assert capsys.readouterr().err == (
+        "error: unknown context key instanceTyp (cdk.json, cdk.context.json or -c); "
+        "did you mean instanceType? allowed: a setting of docs/settings.md or a CDK feature flag "
+        "(@aws-cdk/...)\n"
+    )
+    assert not list(tmp_path.glob("*.template.json"))
+
+
 def test_missing_catalog_stops_synthesis_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -56,19 +100,11 @@ def test_good_settings_write_the_template(tmp_path: Path, monkeypatch: pytest.Mo
     assert configs[0]["Properties"]["ProductionVariants"][0]["InstanceType"] == "ml.g5.2xlarge"
 
 
-def test_cdk_cli_rejects_a_bad_instance_type_with_one_line(tmp_path: Path) -> None:
+def cdk_synth_error_lines(out: Path, *context: str) -> list[str]:
+    """The app's stderr lines of a failing `cdk synth -c ...` (the CLI's own context keys included)."""
+    pairs = [part for pair in context for part in ("-c", pair)]
     result = subprocess.run(
-        [
-            "npx",
-            "--no-install",
-            "cdk",
-            "--no-notices",
-            "synth",
-            "-c",
-            "instanceType=ml.m5.xlarge",
-            "-o",
-            str(tmp_path),
-        ],
+        ["npx", "--no-install", "cdk", "--no-notices", "synth", *pairs, "-o", str(out)],
         cwd=REPO_ROOT,
         env={**os.environ, "CDK_DISABLE_VERSION_CHECK": "1"},
         capture_output=True,
@@ -78,14 +114,28 @@ def test_cdk_cli_rejects_a_bad_instance_type_with_one_line(tmp_path: Path) -> No
     )
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
+    assert not list(out.glob("*.template.json"))
     # The CLI adds its own "<app>: Subprocess exited with error 1" line after the app's message.
-    app_lines = [
+    return [
         line for line in result.stderr.splitlines() if line and "Subprocess exited with error" not in line
     ]
-    assert len(app_lines) == 1, result.stderr
+
+
+def test_cdk_cli_rejects_a_bad_instance_type_with_one_line(tmp_path: Path) -> None:
+    app_lines = cdk_synth_error_lines(tmp_path, "instanceType=ml.m5.xlarge")
+    assert len(app_lines) == 1, app_lines
     assert app_lines[0].startswith("error: instanceType=ml.m5.xlarge is not a single-GPU type")
     assert "allowed: ml.g4dn.xlarge" in app_lines[0]
-    assert not list(tmp_path.glob("*.template.json"))
+
+
+def test_cdk_cli_rejects_a_mistyped_key_but_not_its_own_keys(tmp_path: Path) -> None:
+    # The CLI adds aws:cdk:* keys to the context of every synth; only the typo is refused.
+    app_lines = cdk_synth_error_lines(tmp_path, "instanceTyp=ml.g5.2xlarge")
+    assert app_lines == [
+        "error: unknown context key instanceTyp (cdk.json, cdk.context.json or -c); "
+        "did you mean instanceType? allowed: a setting of docs/settings.md or a CDK feature flag "
+        "(@aws-cdk/...)"
+    ]
 
 
 def test_app_stops_with_one_line_on_a_bad_alarm_email() -> None:

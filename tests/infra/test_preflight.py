@@ -514,7 +514,7 @@ def test_the_command_refuses_bad_settings_and_a_missing_region_in_one_line(
     aws.region_name = None  # type: ignore[attr-defined]
     assert app.preflight([], session=aws) == 1
     assert capsys.readouterr().err == (
-        "error: no region; set region in cdk.json (or -c region=...) or AWS_REGION\n"
+        "error: no region; set region in cdk.json (or -c region=...) or AWS_DEFAULT_REGION\n"
     )
 
 
@@ -532,3 +532,14 @@ def test_project_context_layers_cdk_json_then_cdk_context_json_then_the_command_
     }
     with pytest.raises(app.SettingsError, match=r"^-c region is not a context value; allowed: -c key=value$"):
         app.project_context(["region"], root=tmp_path)
+
+
+def test_the_command_refuses_an_unknown_context_key_naming_the_closest_setting(
+    aws: Clients, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert app.preflight(["-c", "instanceTyp=ml.g5.2xlarge"], session=aws) == 1
+    assert capsys.readouterr().err == (
+        "error: unknown context key instanceTyp (cdk.json, cdk.context.json or -c); "
+        "did you mean instanceType? allowed: a setting of docs/settings.md or a CDK feature flag "
+        "(@aws-cdk/...)\n"
+    )

@@ -174,6 +174,10 @@ class Catalog(_Frozen):
 
     @model_validator(mode="after")
     def _names_are_unique(self) -> Catalog:
+        if not self.models:
+            raise ValueError(
+                "the 'models' list is empty; allowed: at least one model entry (docs/catalog.md)"
+            )
         seen: set[str] = set()
         for entry in self.models:
             if entry.name in seen:
