@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infra.platform_rules import instance_patterns
+from infra.platform_rules import build_gpu_problem, instance_patterns
 from infra.settings import Settings, SettingsError
 from triton_mme.core.catalog import Catalog, Format
 from triton_mme.core.platform import (
@@ -62,6 +62,7 @@ def tensorrt_problem(*, builder_compute_type: str, instance_type: str, triton_im
             name
             for name, gpu in CODEBUILD_GPUS.items()
             if gpu.compute_capability == instance.compute_capability
+            and build_gpu_problem(name, triton_image_tag) is None
         ]
         fixes = []
         if same_as_builder:

@@ -10,12 +10,15 @@ from collections.abc import Iterable
 
 from triton_mme.core.platform import (
     CODEBUILD_GPU_REGIONS,
+    CODEBUILD_GPU_REGIONS_UNCONFIRMED,
+    CODEBUILD_GPUS,
     DLC_REGIONS,
     GPU_MME_INSTANCE_TYPES,
     INFERENCE_AMIS,
     TRITON_IMAGES,
     GpuInstanceType,
     TritonImage,
+    build_image,
     deployable_regions,
     gpu_instance,
     serving_amis,
@@ -98,8 +101,11 @@ def resolve_inference_ami(tag: str, instance_type: str, requested: str) -> str:
     return serving[0].name
 
 
-def region_problem(region: str | None, tag: str) -> str | None:
-    """A region needs the Triton image, a Deep Learning Containers registry and CodeBuild GPU runners."""
+def region_problem(
+    region: str | None, tag: str, *, allow_unconfirmed_build_region: bool = False
+) -> str | None:
+    """A region needs the Triton image, a Deep Learning Containers registry and CodeBuild GPU runners; a
+    region only the older CodeBuild text names for GPU runners needs allowUnconfirmedBuildRegion=true."""
     if region is None:
         return None
     missing = []
@@ -107,12 +113,33 @@ def region_problem(region: str | None, tag: str) -> str | None:
         missing.append(f"no SageMaker Triton image {tag}")
     if region not in DLC_REGIONS:
         missing.append("no Deep Learning Containers registry for the build image")
-    if region not in CODEBUILD_GPU_REGIONS:
-        missing.append("no CodeBuild GPU runners")
+    unconfirmed = region in CODEBUILD_GPU_REGIONS_UNCONFIRMED
+    if region not in CODEBUILD_GPU_REGIONS and not (unconfirmed and allow_unconfirmed_build_region):
+        missing.append("no confirmed CodeBuild GPU runners" if unconfirmed else "no CodeBuild GPU runners")
     if not missing:
         return None
-    return f"region={region} has {' and '.join(missing)}; allowed with tritonImageTag={tag}: " + ", ".join(
-        deployable_regions(tag)
+    allowed = ", ".join(deployable_regions(tag, unconfirmed_build_regions=allow_unconfirmed_build_region))
+    opt_in = (
+        ", or allowUnconfirmedBuildRegion=true (docs/settings-platform.md)"
+        if unconfirmed and len(missing) == 1 and not allow_unconfirmed_build_region
+        else ""
+    )
+    problems = " and ".join(missing)
+    return f"region={region} has {problems}; allowed with tritonImageTag={tag}: {allowed}{opt_in}"
+
+
+def build_gpu_problem(builder_compute_type: str, tag: str) -> str | None:
+    """The runner's GPU must be one the build image's PyTorch supports, and the serving check's Triton."""
+    gpu, image = CODEBUILD_GPUS[builder_compute_type], build_image(tag)
+    needed = max(image.min_compute_capability, triton_image(tag).min_compute_capability)
+    if gpu.compute_capability >= needed:
+        return None
+    fitting = [name for name, other in CODEBUILD_GPUS.items() if other.compute_capability >= needed]
+    return (
+        f"builderComputeType={builder_compute_type} builds on {gpu.gpu} (compute capability "
+        f"{gpu.compute_capability:.1f}), which the build image {image.repository}:{image.tag} (PyTorch "
+        f"{image.pytorch}, CUDA {image.cuda}) for tritonImageTag={tag} does not support ({needed:.1f}+); "
+        f"allowed: builderComputeType={' or '.join(fitting) or 'none'}"
     )
 
 

@@ -29,6 +29,7 @@ from infra.deployment_rules import (
 )
 from infra.platform_rules import (
     AUTO,
+    build_gpu_problem,
     compute_capability_problem,
     inference_ami_problem,
     region_problem,
@@ -89,6 +90,8 @@ class Settings:
 
     stack_name: str = "TritonMultiModelEndpoint"
     region: str | None = None
+    # A region that only CodeBuild's older text names for GPU runners (docs/settings-platform.md).
+    allow_unconfirmed_build_region: bool = False
     instance_type: str = "ml.g5.xlarge"
     initial_instance_count: int = 2
     # Two: AWS recommends at least two instances for availability, and a guarded update moves at most half
@@ -331,7 +334,9 @@ def _validate_platform(s: Settings) -> None:
     for problem in (
         compute_capability_problem(s.triton_image_tag, s.instance_type),
         inference_ami_problem(s.triton_image_tag, s.instance_type, s.inference_ami_version),
-        region_problem(s.region, s.triton_image_tag),
+        region_problem(
+            s.region, s.triton_image_tag, allow_unconfirmed_build_region=s.allow_unconfirmed_build_region
+        ),
     ):
         if problem:
             raise SettingsError(problem)
@@ -499,6 +504,9 @@ def _validate_build_runner(s: Settings) -> None:
         raise _fail(
             "builder_compute_type", s.builder_compute_type, f"is not a CodeBuild GPU size; allowed: {allowed}"
         )
+    problem = build_gpu_problem(s.builder_compute_type, s.triton_image_tag)
+    if problem:
+        raise SettingsError(problem)
     lowest_queue, _ = CODEBUILD_QUEUED_TIMEOUT_RANGE
     lowest_stage = CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES
     # Two stages, each queueing and running: 2 x queue + build + check must end before the deadline.

@@ -17,7 +17,7 @@ from infra.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildc
 from infra.constructs.runner_source import runner_source
 from triton_mme.core.locations import BUILDS_FOLDER, CANDIDATE_PREFIX
 from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
-from triton_mme.core.platform import DLC_REPOSITORY, DLC_TAG_BY_CUDA_MAJOR, triton_image
+from triton_mme.core.platform import build_image, triton_image
 
 # What the runner runs (`python -m triton_mme gpu-check | build | upload | stage-candidate`), besides the
 # catalog: the entry point, the shared core and the model_build and store packages. Nothing else of the
@@ -67,8 +67,7 @@ class ModelBuildRunner(Construct):
             raise ValueError(
                 f"catalog {catalog} is not a file inside {project_root}; allowed: a relative path to one"
             )
-        target = triton_image(triton_image_tag)
-        image_tag = DLC_TAG_BY_CUDA_MAJOR[target.cuda_major]
+        image = build_image(triton_image_tag)
         self.source = runner_source(self, "Source", project_root=project_root, paths=(*SOURCE_FILES, catalog))
         spec = build_spec(tensorrt=tensorrt)
         variables = {
@@ -77,7 +76,7 @@ class ModelBuildRunner(Construct):
             "MANIFEST_PREFIX": store.manifest_prefix,
             "MODEL_CATALOG": catalog,
             "TRITON_IMAGE_TAG": triton_image_tag,
-            "TENSORRT_REQUIREMENT": target.tensorrt_requirement or "",
+            "TENSORRT_REQUIREMENT": triton_image(triton_image_tag).tensorrt_requirement or "",
         }
         self.log_group = logs.LogGroup(
             self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
@@ -90,7 +89,7 @@ class ModelBuildRunner(Construct):
             build_spec=codebuild.BuildSpec.from_object(spec),
             environment=codebuild.BuildEnvironment(
                 build_image=codebuild.LinuxGpuBuildImage.aws_deep_learning_containers_image(
-                    DLC_REPOSITORY, image_tag
+                    image.repository, image.tag
                 ),
                 compute_type=COMPUTE_TYPES[compute_type],
             ),
@@ -109,7 +108,7 @@ class ModelBuildRunner(Construct):
         )
         self.role_policy = self._grant_store_writes(store, encryption_key)
         # Everything the build's output depends on; the bucket name is a token at synthesis and does not.
-        inputs = [self.source.asset_hash, compute_type, image_tag, spec, {**variables, "MODEL_BUCKET": ""}]
+        inputs = [self.source.asset_hash, compute_type, image.tag, spec, {**variables, "MODEL_BUCKET": ""}]
         self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
     def _grant_store_writes(self, store: ModelStore, encryption_key: kms.IKey | None) -> iam.Policy:

@@ -20,13 +20,11 @@ from infra.settings import Settings
 from infra.stack import ENDPOINT_NAME_OUTPUT
 from triton_mme.core.platform import (
     CODEBUILD_GPUS,
-    DLC_REPOSITORY,
-    DLC_TAG_BY_CUDA_MAJOR,
     TRITON_REPOSITORY,
+    build_image,
     deployable_regions,
     dlc_registry_account,
     endpoint_quota_name,
-    triton_image,
 )
 
 
@@ -52,9 +50,15 @@ class PreflightClients:
 def run_preflight(settings: Settings, region: str, clients: PreflightClients) -> list[CheckResult]:
     """Every check, in the order a first deployment meets them."""
     tag = settings.triton_image_tag
-    image = triton_image(tag)
     registry = dlc_registry_account(region)
-    results = [check_region(region, region_problem(region, tag), deployable_regions(tag))]
+    unconfirmed = settings.allow_unconfirmed_build_region
+    results = [
+        check_region(
+            region,
+            region_problem(region, tag, allow_unconfirmed_build_region=unconfirmed),
+            deployable_regions(tag, unconfirmed_build_regions=unconfirmed),
+        )
+    ]
     if not results[0].ok:
         return results  # the registries and quotas of an unusable region say nothing useful
     return [
@@ -82,8 +86,8 @@ def run_preflight(settings: Settings, region: str, clients: PreflightClients) ->
             "build-image",
             region=region,
             registry=registry,
-            repository=DLC_REPOSITORY,
-            tag=DLC_TAG_BY_CUDA_MAJOR[image.cuda_major],
+            repository=build_image(tag).repository,
+            tag=build_image(tag).tag,
         ),
         check_instance_type_change(
             cloudformation=clients.cloudformation,

@@ -6,11 +6,12 @@ import pytest
 
 from triton_mme.core import platform
 from triton_mme.core.platform import (
+    BUILD_IMAGES,
     CODEBUILD_GPU_REGIONS,
+    CODEBUILD_GPU_REGIONS_UNCONFIRMED,
     CODEBUILD_GPUS,
     DEFAULT_TRITON_TAG,
     DLC_REGIONS,
-    DLC_TAG_BY_CUDA_MAJOR,
     GPU_MME_INSTANCE_TYPES,
     INFERENCE_AMIS,
     TRITON_IMAGES,
@@ -42,8 +43,8 @@ def test_every_image_is_published_in_deep_learning_containers_registries() -> No
 @pytest.mark.parametrize("image", TRITON_IMAGES.values(), ids=lambda image: image.tag)
 def test_image_facts_are_consistent(image: platform.TritonImage) -> None:
     assert image.release == image.tag.removesuffix("-py3")
-    assert image.cuda_major in DLC_TAG_BY_CUDA_MAJOR, "the build runner needs an image for this CUDA"
-    assert f"-cu{image.cuda_major}" in DLC_TAG_BY_CUDA_MAJOR[image.cuda_major]
+    assert image.cuda_major in BUILD_IMAGES, "the build runner needs an image for this CUDA"
+    assert f"-cu{image.cuda_major}" in BUILD_IMAGES[image.cuda_major].tag
     if image.tensorrt_requirement:
         assert image.tensorrt_requirement.startswith(f"tensorrt-cu{image.cuda_major}==")
         assert image.tensorrt_requirement.split("==")[1].startswith(image.tensorrt or "?")
@@ -118,9 +119,32 @@ def test_codebuild_gpus_and_regions() -> None:
     assert CODEBUILD_GPUS["SMALL"].concurrency_quota_name == (
         "Concurrently running builds for Linux/GPU Small environment"
     )
-    assert len(CODEBUILD_GPU_REGIONS) == 13
+    # botocore 1.44.8 Fleet.environmentType: seven regions; the older text's other six are opt-in only.
+    seven = {
+        "us-east-1",
+        "us-east-2",
+        "us-west-2",
+        "eu-west-1",
+        "eu-central-1",
+        "ap-northeast-1",
+        "ap-southeast-2",
+    }
+    assert seven == CODEBUILD_GPU_REGIONS
+    assert CODEBUILD_GPU_REGIONS.isdisjoint(CODEBUILD_GPU_REGIONS_UNCONFIRMED)
     assert deployable_regions("25.04-py3") == sorted(CODEBUILD_GPU_REGIONS)
-    assert "cn-north-1" not in deployable_regions("25.09-py3")
+    assert "cn-north-1" in deployable_regions("25.04-py3", unconfirmed_build_regions=True)
+    assert "cn-north-1" not in deployable_regions("25.09-py3", unconfirmed_build_regions=True)
+
+
+def test_build_images_are_the_patched_al2023_ones_where_one_exists_for_the_cuda_major() -> None:
+    # aws/deep-learning-containers docs/src/data: every AL2023 PyTorch GPU image is CUDA 13; CUDA 12 has only
+    # the Ubuntu pytorch-training images, past their end of patch.
+    assert (BUILD_IMAGES[13].repository, BUILD_IMAGES[13].os) == ("pytorch", "amzn2023")
+    assert BUILD_IMAGES[13].tag == "2.12.1-cu130-amzn2023"
+    assert (BUILD_IMAGES[12].repository, BUILD_IMAGES[12].end_of_patch) == ("pytorch-training", "2026-08-06")
+    for image in BUILD_IMAGES.values():
+        assert f"cu{image.cuda.replace('.', '')[:3]}" in image.tag
+        assert image.min_compute_capability > CODEBUILD_GPUS["LARGE"].compute_capability
 
 
 def test_quota_names_and_prices() -> None:

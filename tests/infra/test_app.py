@@ -174,7 +174,6 @@ def test_default_runners_are_the_small_gpu_with_tensorrt_for_the_serving_image(
 
 def test_runner_settings_reach_both_projects_and_their_logs(synth_with: SynthWith) -> None:
     synth = synth_with(
-        builder_compute_type="LARGE",
         instance_type="ml.p3.2xlarge",
         triton_image_tag="24.05-py3",
         build_timeout_minutes=30,
@@ -182,7 +181,8 @@ def test_runner_settings_reach_both_projects_and_their_logs(synth_with: SynthWit
     )
     for stage in (synth.stack.build_runner, synth.stack.serving_check):
         properties = project(synth, stage)
-        assert properties["Environment"]["ComputeType"] == "BUILD_GENERAL1_LARGE"
+        # SMALL: LARGE's V100 is refused with today's build images (test_settings).
+        assert properties["Environment"]["ComputeType"] == "BUILD_GENERAL1_SMALL"
         group = properties["LogsConfig"]["CloudWatchLogs"]["GroupName"]["Ref"]
         assert synth.resources[group]["Properties"]["RetentionInDays"] == 7
     assert project(synth, synth.stack.build_runner)["TimeoutInMinutes"] == 30
@@ -223,7 +223,6 @@ def test_ami_and_network_settings_reach_the_endpoint(synth_with: SynthWith) -> N
     synth = synth_with(
         instance_type="ml.p3.2xlarge",
         triton_image_tag="24.03-py3",
-        builder_compute_type="LARGE",
         network_isolation=False,
     )
     synth.template.has_resource_properties(
@@ -496,10 +495,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "kms_key_arn": KEY_ARN,
         "instance_type": "ml.p3.2xlarge",
         "triton_image_tag": "24.05-py3",
-        "builder_compute_type": "LARGE",
     },
     "invocations-policy": {"invocations_per_instance_target": 900},
-    "pinned-region": {"region": "ap-northeast-2", "triton_image_tag": "25.09-py3"},
+    "pinned-region": {"region": "ap-northeast-1", "triton_image_tag": "25.09-py3"},
+    "unconfirmed-build-region": {"region": "ap-northeast-2", "allow_unconfirmed_build_region": True},
     "no-scaling-no-isolation": {"autoscaling": False, "network_isolation": False},
     "rolling-update": {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "1"},
     "linear-update": {"deployment_strategy": "linear", "deployment_linear_step_size": "50%"},

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from infra.platform_rules import (
+    build_gpu_problem,
     compute_capability_problem,
     inference_ami_problem,
     instance_patterns,
@@ -17,7 +18,7 @@ from infra.platform_rules import (
     resolve_inference_ami,
 )
 from infra.settings import Settings, SettingsError
-from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES, TRITON_IMAGES
+from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES, TRITON_IMAGES, build_image
 
 GPU_4_1 = "al2023-ami-sagemaker-inference-gpu-4-1"
 GPU_3_1 = "al2-ami-sagemaker-inference-gpu-3-1"
@@ -133,9 +134,36 @@ def test_forward_compatibility_is_never_counted_as_serving() -> None:
 # --- region --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("region", [None, "us-east-1", "eu-west-1", "ap-northeast-1", "cn-north-1"])
+SEVEN = "ap-northeast-1, ap-southeast-2, eu-central-1, eu-west-1, us-east-1, us-east-2, us-west-2"
+
+
+@pytest.mark.parametrize(
+    "region",
+    [
+        None,
+        "us-east-1",
+        "us-east-2",
+        "us-west-2",
+        "eu-west-1",
+        "eu-central-1",
+        "ap-northeast-1",
+        "ap-southeast-2",
+    ],
+)
 def test_regions_with_image_registry_and_gpu_runners_are_accepted(region: str | None) -> None:
     assert region_problem(region, "25.04-py3") is None
+
+
+@pytest.mark.parametrize(
+    "region",
+    ["ca-central-1", "eu-west-2", "ap-northeast-2", "ap-southeast-1", "cn-north-1", "cn-northwest-1"],
+)
+def test_regions_only_the_older_codebuild_text_names_need_the_opt_in(region: str) -> None:
+    assert region_problem(region, "25.04-py3") == (
+        f"region={region} has no confirmed CodeBuild GPU runners; allowed with tritonImageTag=25.04-py3: "
+        f"{SEVEN}, or allowUnconfirmedBuildRegion=true (docs/settings-platform.md)"
+    )
+    assert region_problem(region, "25.04-py3", allow_unconfirmed_build_region=True) is None
 
 
 @pytest.mark.parametrize(
@@ -144,16 +172,13 @@ def test_regions_with_image_registry_and_gpu_runners_are_accepted(region: str | 
         (
             "eu-north-1",
             "25.04-py3",
-            "region=eu-north-1 has no CodeBuild GPU runners; allowed with tritonImageTag=25.04-py3: "
-            "ap-northeast-1, ap-northeast-2, ap-southeast-1, ap-southeast-2, ca-central-1, cn-north-1, "
-            "cn-northwest-1, eu-central-1, eu-west-1, eu-west-2, us-east-1, us-east-2, us-west-2",
+            f"region=eu-north-1 has no CodeBuild GPU runners; allowed with tritonImageTag=25.04-py3: {SEVEN}",
         ),
         (
             "cn-north-1",
             "25.09-py3",
-            "region=cn-north-1 has no SageMaker Triton image 25.09-py3; allowed with "
-            "tritonImageTag=25.09-py3: ap-northeast-1, ap-northeast-2, ap-southeast-1, ap-southeast-2, "
-            "ca-central-1, eu-central-1, eu-west-1, eu-west-2, us-east-1, us-east-2, us-west-2",
+            "region=cn-north-1 has no SageMaker Triton image 25.09-py3 and no confirmed CodeBuild GPU "
+            f"runners; allowed with tritonImageTag=25.09-py3: {SEVEN}",
         ),
         (
             "ap-southeast-6",
@@ -203,3 +228,18 @@ def test_settings_refuse_in_one_line(context: dict[str, Any], message: str) -> N
 def test_settings_accept_an_older_tag_on_a_v100_with_the_ami_that_serves_it() -> None:
     settings = Settings.from_context({"instanceType": "ml.p3.2xlarge", "tritonImageTag": "24.03-py3"})
     assert settings.resolved_inference_ami == GPU_3_1
+
+
+# --- the build runner's GPU against the build image ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("tag", TRITON_IMAGES)
+def test_the_v100_runner_is_refused_with_every_build_image(tag: str) -> None:
+    # PyTorch's CUDA 12.8/12.9 builds dropped Volta; CUDA 13 dropped everything below sm_75.
+    image = build_image(tag)
+    assert build_gpu_problem("LARGE", tag) == (
+        f"builderComputeType=LARGE builds on V100 (compute capability 7.0), which the build image "
+        f"{image.repository}:{image.tag} (PyTorch {image.pytorch}, CUDA {image.cuda}) for "
+        f"tritonImageTag={tag} does not support (7.5+); allowed: builderComputeType=SMALL"
+    )
+    assert build_gpu_problem("SMALL", tag) is None

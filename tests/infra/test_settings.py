@@ -349,3 +349,20 @@ def test_bad_alarm_settings_are_one_clear_line(context: dict[str, str], message:
     with pytest.raises(SettingsError, match=f"^{message}") as error:
         Settings.from_context(context)
     assert "\n" not in str(error.value)
+
+
+def test_the_v100_runner_is_refused_in_one_line() -> None:
+    with pytest.raises(SettingsError) as error:
+        Settings(builder_compute_type="LARGE")
+    assert str(error.value) == (
+        "builderComputeType=LARGE builds on V100 (compute capability 7.0), which the build image "
+        "pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-ec2 (PyTorch 2.8.0, CUDA 12.9) for "
+        "tritonImageTag=25.04-py3 does not support (7.5+); allowed: builderComputeType=SMALL"
+    )
+
+
+def test_an_unconfirmed_build_region_is_an_explicit_opt_in() -> None:
+    with pytest.raises(SettingsError, match=r"^region=eu-west-2 has no confirmed CodeBuild GPU runners; .*"):
+        Settings(region="eu-west-2")
+    settings = Settings.from_context({"region": "eu-west-2", "allowUnconfirmedBuildRegion": "true"})
+    assert settings.allow_unconfirmed_build_region and settings.region == "eu-west-2"

@@ -321,24 +321,28 @@ def dlc_registry_account(region: str) -> str:
 
 DLC_REGIONS = _REGIONS_2025 | _REGIONS_CUDA13
 
-# CodeBuild's LINUX_GPU_CONTAINER environment type, on demand: CodeBuild API reference, ProjectEnvironment
-# `type` ("available only in regions US East (N. Virginia), US East (Ohio), US West (Oregon), Canada
-# (Central), EU (Ireland), EU (London), EU (Frankfurt), Asia Pacific (Tokyo), Asia Pacific (Seoul), Asia
-# Pacific (Singapore), Asia Pacific (Sydney), China (Beijing), and China (Ningxia)"). The current user
-# guide marks regional exceptions per compute size in footnotes that could not be read: whether both SMALL
-# and LARGE exist in every one of these regions is inferred (preflight checks the quota of the chosen size).
+# CodeBuild's LINUX_GPU_CONTAINER environment type: the CodeBuild API reference as botocore 1.44.8 carries it,
+# Fleet.environmentType / CreateFleet ("The environment type LINUX_GPU_CONTAINER is available only in regions
+# US East (N. Virginia), US East (Ohio), US West (Oregon), EU (Ireland), EU (Frankfurt), Asia Pacific (Tokyo),
+# and Asia Pacific (Sydney)"), the only current text that names regions. The older ProjectEnvironment.type
+# text named 13 (adding ca-central-1, eu-west-2, ap-northeast-2, ap-southeast-1 and the two China regions) and
+# predates the SMALL (A10G) type: those six are not confirmed for it, so they are refused unless the setting
+# allowUnconfirmedBuildRegion is true (docs/settings-platform.md); preflight then checks the runner's quota.
 CODEBUILD_GPU_REGIONS = frozenset(
-    {
-        "us-east-1", "us-east-2", "us-west-2", "ca-central-1", "eu-west-1", "eu-west-2", "eu-central-1",
-        "ap-northeast-1", "ap-northeast-2", "ap-southeast-1", "ap-southeast-2",
-        "cn-north-1", "cn-northwest-1",
-    }
+    {"us-east-1", "us-east-2", "us-west-2", "eu-west-1", "eu-central-1", "ap-northeast-1", "ap-southeast-2"}
+)  # fmt: skip
+CODEBUILD_GPU_REGIONS_UNCONFIRMED = frozenset(
+    {"ca-central-1", "eu-west-2", "ap-northeast-2", "ap-southeast-1", "cn-north-1", "cn-northwest-1"}
 )  # fmt: skip
 
 
-def deployable_regions(tag: str) -> list[str]:
-    """Regions with the tag's Triton image, a Deep Learning Containers registry and CodeBuild GPU runners."""
-    return sorted(triton_image(tag).regions & DLC_REGIONS & CODEBUILD_GPU_REGIONS)
+def deployable_regions(tag: str, *, unconfirmed_build_regions: bool = False) -> list[str]:
+    """Regions with the tag's Triton image, a Deep Learning Containers registry and CodeBuild GPU runners
+    (with `unconfirmed_build_regions`, also those only the older CodeBuild text names)."""
+    builds = set(CODEBUILD_GPU_REGIONS)
+    if unconfirmed_build_regions:
+        builds |= CODEBUILD_GPU_REGIONS_UNCONFIRMED
+    return sorted(triton_image(tag).regions & DLC_REGIONS & builds)
 
 
 # ======================================================================================================
@@ -378,15 +382,55 @@ CODEBUILD_GPUS: dict[str, CodeBuildGpu] = {
 # them.
 CUDA_COMPAT_DIRECTORIES = ("compat", "compat/lib.real")
 
+
 # AWS Deep Learning Containers PyTorch GPU images, one per CUDA major: the driver-facing CUDA matches the
 # serving image, and Python, pip and CUDA are preinstalled. Their entry point sets up CUDA forward
-# compatibility (`start_cuda_compat.sh`, aws/deep-learning-containers), which CodeBuild does not run
-# (it ignores ENTRYPOINT, aws/aws-codebuild-docker-images#157): the buildspec repeats it.
-DLC_REPOSITORY = "pytorch-training"
-DLC_TAG_BY_CUDA_MAJOR: dict[int, str] = {
-    12: "2.8.0-gpu-py312-cu129-ubuntu22.04-ec2",
-    13: "2.9.0-gpu-py312-cu130-ubuntu22.04-ec2",
-}
+# compatibility (`start_cuda_compat.sh`, aws/deep-learning-containers), which CodeBuild does not run (it
+# ignores ENTRYPOINT, maintainer confirmation in aws/aws-codebuild-docker-images#254): the buildspec repeats
+# it. Source: aws/deep-learning-containers `docs/src/data/<repository>/<version>-*.yml` (tags, CUDA, OS, end
+# of patch) and `docs/pytorch/changelog` (bundled versions), read at commit e0ecedea (2026-08-21). AWS: "We
+# cannot fully patch Ubuntu-based PyTorch 2.8-2.10 images ... recommend migrating to our Amazon Linux
+# 2023-based PyTorch 2.11 or later images" (support policy). Every AL2023 PyTorch GPU image there is CUDA 13
+# (2.11 and 2.12 cu130, 2.13 cu133): there is none for CUDA 12, so the CUDA 12 Triton tags keep the Ubuntu 2.8
+# cu129 image, past its end of patch. Whether a CUDA 13 image could build for a CUDA 12 serving image
+# (tensorrt-cu12 in it) is not confirmed. For CUDA 13, 2.12 (CUDA 13.0.2) rather than 2.13 (CUDA 13.3): the
+# CUDA of 25.09, and the lowest driver on a runner whose driver is undocumented. That the AL2023 `pytorch`
+# repository is in the regional DLC registries as well as in ECR Public (`public_registry: true`) is inferred
+# from the private URI format (`docs/get_started`); preflight checks the tag in the region.
+@dataclass(frozen=True)
+class BuildImage:
+    repository: str
+    tag: str
+    pytorch: str
+    cuda: str
+    os: str
+    end_of_patch: str
+    # The oldest GPU its PyTorch builds run on: PyTorch 2.8 release notes, "Removed support for Maxwell,
+    # Pascal, and Volta architectures with CUDA 12.8 and 12.9 builds"; CUDA 13 dropped everything below sm_75
+    # (pytorch/pytorch#190385).
+    min_compute_capability: float
+
+    @property
+    def cuda_major(self) -> int:
+        return int(self.cuda.split(".", 1)[0])
+
+
+BUILD_IMAGES: dict[int, BuildImage] = {
+    image.cuda_major: image
+    for image in (
+        BuildImage("pytorch-training", "2.8.0-gpu-py312-cu129-ubuntu22.04-ec2", "2.8.0", "12.9",
+                   "ubuntu22.04", end_of_patch="2026-08-06", min_compute_capability=7.5),
+        BuildImage("pytorch", "2.12.1-cu130-amzn2023", "2.12.1", "13.0.2", "amzn2023",
+                   end_of_patch="2027-07-02", min_compute_capability=7.5),
+    )
+}  # fmt: skip
+
+
+def build_image(tag: str) -> BuildImage:
+    """The build runner's image for a Triton tag: the one of its CUDA major."""
+    return BUILD_IMAGES[triton_image(tag).cuda_major]
+
+
 # NVIDIA's package index, where the tensorrt-cu* packages fetch their wheels from.
 NVIDIA_PIP_INDEX = "https://pypi.nvidia.com"
 
