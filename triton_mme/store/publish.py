@@ -17,6 +17,7 @@ model store's bucket policy refuses any other write, infra/constructs/model_stor
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -225,6 +226,20 @@ def only_if_absent(s3: S3Client, bucket: str, key: str) -> Iterator[None]:
             events.unregister(event, unique_id=unique_id)
 
 
+# s3transfer picks its CRT client for upload_file when `awscrt` is installed on an instance it counts as
+# optimized ("auto", the default; boto3 `s3/transfer.py` `_should_use_crt`). CRT requests do not pass through
+# botocore's event hooks, so `only_if_absent` would add no If-None-Match and every write would hit the
+# bucket's Deny: every upload runs on the classic client.
+CLASSIC_TRANSFER_CLIENT = "classic"
+
+
+def classic_transfer_config(config: TransferConfig | None = None) -> TransferConfig:
+    """`config` (or the defaults) with the classic transfer client, whatever it asked for."""
+    pinned = copy.copy(config) if config is not None else TransferConfig()
+    pinned.preferred_transfer_client = CLASSIC_TRANSFER_CLIENT
+    return pinned
+
+
 def _lost_race_error(bucket: str, key: str, attempts: int) -> PublishError:
     return PublishError(
         f"s3://{bucket}/{key}: another writer kept writing the same key ({attempts} attempts); try again"
@@ -286,7 +301,7 @@ def _create_file(
                         # Lets S3 verify every part in transit.
                         "ChecksumAlgorithm": "SHA256",
                     },
-                    Config=transfer_config or TransferConfig(),
+                    Config=classic_transfer_config(transfer_config),
                     Callback=progress(key, item.size) if progress else None,
                 )
             return True
