@@ -42,11 +42,12 @@ class HostingRole(Construct):
         log_streams = f"{log_groups}:log-stream:*"
         statements = [
             iam.PolicyStatement(actions=["s3:GetObject"], resources=[model_objects]),
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
-            ),
+            # A missing TargetModel answers 404 (rather than 403) only to a caller that may list the bucket
+            # (S3, GetObject: "If you have the s3:ListBucket permission on the bucket, Amazon S3 returns ...
+            # 404"). GetObject carries no s3:prefix, so a ListBucket conditioned on the model prefix would not
+            # count (inferred from how conditions on absent keys evaluate): the grant is unconditional, and
+            # lists only key names of this one bucket.
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn]),
             iam.PolicyStatement(
                 actions=[
                     "ecr:BatchCheckLayerAvailability",

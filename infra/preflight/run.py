@@ -16,6 +16,7 @@ from infra.preflight.checks import (
     check_region,
 )
 from infra.preflight.deployed import check_instance_type_change, check_variant_name
+from infra.preflight.kms_key import check_kms_key
 from infra.settings import Settings
 from infra.stack import ENDPOINT_NAME_OUTPUT
 from triton_mme.core.platform import (
@@ -35,6 +36,7 @@ class PreflightClients:
     cloudformation: Any
     sagemaker: Any
     application_autoscaling: Any
+    kms: Any = None
 
     @classmethod
     def from_session(cls, session: Any) -> PreflightClients:
@@ -44,6 +46,7 @@ class PreflightClients:
             cloudformation=session.client("cloudformation"),
             sagemaker=session.client("sagemaker"),
             application_autoscaling=session.client("application-autoscaling"),
+            kms=session.client("kms"),
         )
 
 
@@ -61,6 +64,8 @@ def run_preflight(settings: Settings, region: str, clients: PreflightClients) ->
     ]
     if not results[0].ok:
         return results  # the registries and quotas of an unusable region say nothing useful
+    if settings.kms_key_arn:
+        results.append(check_kms_key(clients.kms, settings.kms_key_arn))
     return [
         *results,
         check_bootstrap(clients.cloudformation),

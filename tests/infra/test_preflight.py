@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from synth_support import KEY_ARN
 
 import app
 from infra.preflight import PreflightClients, run_preflight
@@ -43,6 +44,7 @@ class Clients:
         self.cloudformation = client("cloudformation")
         self.sagemaker = client("sagemaker")
         self.application_autoscaling = client("application-autoscaling")
+        self.kms = client("kms")
         self.stubs = {name: Stubber(getattr(self, name)) for name in vars(self).copy()}
 
     def __getitem__(self, name: str) -> Stubber:
@@ -50,7 +52,12 @@ class Clients:
 
     def preflight_clients(self) -> PreflightClients:
         return PreflightClients(
-            self.service_quotas, self.ecr, self.cloudformation, self.sagemaker, self.application_autoscaling
+            self.service_quotas,
+            self.ecr,
+            self.cloudformation,
+            self.sagemaker,
+            self.application_autoscaling,
+            self.kms,
         )
 
     def client(self, name: str) -> Any:  # the boto3.Session interface app.preflight uses
@@ -470,6 +477,23 @@ def test_run_preflight_runs_every_check_in_order(aws: Clients) -> None:
         ("build-image", True),
         ("instance-type-change", True),
         ("variant-name", True),
+    ]
+
+
+def test_a_customer_key_is_checked_right_after_the_region(aws: Clients) -> None:
+    everything_in_place(aws)
+    aws["kms"].add_response(
+        "describe_key",
+        {"KeyMetadata": {"KeyId": "k", "KeyState": "Enabled", "KeyUsage": "ENCRYPT_DECRYPT",
+                         "KeySpec": "SYMMETRIC_DEFAULT"}},
+        {"KeyId": KEY_ARN},
+    )  # fmt: skip
+    aws["kms"].add_client_error("get_key_policy", "AccessDeniedException", "no kms:GetKeyPolicy")
+    results = run_preflight(Settings(kms_key_arn=KEY_ARN), REGION, aws.preflight_clients())
+    assert [(r.name, r.ok) for r in results][:3] == [
+        ("region", True),
+        ("kms-key", False),
+        ("cdk-bootstrap", True),
     ]
 
 
