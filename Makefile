@@ -18,7 +18,7 @@ BUILD_DIR := build/models
 # synth, preflight, deploy and diff all read the same settings.
 CONTEXT ?=
 
-.PHONY: install synth test lint typecheck unit preflight deploy diff build-models serve-local bench snapshot-update clean
+.PHONY: install synth test lint typecheck unit preflight deploy destroy diff build-models serve-local bench snapshot-update clean
 
 $(PY_STAMP): requirements.txt requirements-build.txt requirements-client.txt requirements-loadtest.txt \
 		requirements-torch.txt requirements-dev.txt pyproject.toml
@@ -60,6 +60,11 @@ preflight: $(PY_STAMP)
 
 deploy: install preflight
 	$(CDK) deploy --all --require-approval never $(CONTEXT)
+
+# Deletes the stack after asking; keeps the versioned model bucket, its access logs and the endpoint's log
+# group (docs/first-deploy.md, "Tearing everything down").
+destroy: install
+	$(CDK) destroy --all $(CONTEXT)
 
 STACK ?= TritonMultiModelEndpoint
 # With DIFF_TEMPLATE=path/to/saved.template.json the diff needs no credentials (see docs/deploy.md).
