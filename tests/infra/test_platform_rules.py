@@ -18,7 +18,7 @@ from infra.platform_rules import (
     resolve_inference_ami,
 )
 from infra.settings import Settings, SettingsError
-from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES, TRITON_IMAGES, build_image
+from triton_mme.core.platform import CODEBUILD_GPU_REGIONS, GPU_MME_INSTANCE_TYPES, TRITON_IMAGES, build_image
 
 GPU_4_1 = "al2023-ami-sagemaker-inference-gpu-4-1"
 GPU_3_1 = "al2-ami-sagemaker-inference-gpu-3-1"
@@ -137,19 +137,8 @@ def test_forward_compatibility_is_never_counted_as_serving() -> None:
 SEVEN = "ap-northeast-1, ap-southeast-2, eu-central-1, eu-west-1, us-east-1, us-east-2, us-west-2"
 
 
-@pytest.mark.parametrize(
-    "region",
-    [
-        None,
-        "us-east-1",
-        "us-east-2",
-        "us-west-2",
-        "eu-west-1",
-        "eu-central-1",
-        "ap-northeast-1",
-        "ap-southeast-2",
-    ],
-)
+# The seven regions themselves are pinned in tests/core/test_core_platform.py.
+@pytest.mark.parametrize("region", [None, *sorted(CODEBUILD_GPU_REGIONS)])
 def test_regions_with_image_registry_and_gpu_runners_are_accepted(region: str | None) -> None:
     assert region_problem(region, "25.04-py3") is None
 
