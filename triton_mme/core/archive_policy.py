@@ -224,7 +224,8 @@ def check_config(
     check_model_directory(where, fmt, model_dir)
     if config.name and config.name != model_dir:
         raise PolicyError(
-            f"{where}: config.pbtxt: name {quoted(config.name)} is not the model directory {quoted(model_dir)}"
+            f"{where}: config.pbtxt: name {quoted(config.name)} is not the model directory "
+            f"{quoted(model_dir)}"
         )
 
 

@@ -79,6 +79,7 @@ TORCHSCRIPT_OPERATORS = frozenset(
 # ONNX Runtime's own operator sets: the default ONNX domain and its contrib ops (the transformer
 # optimizer's fused Attention, SkipLayerNormalization, ...); any other domain needs a custom library.
 ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
+_DOMAINS_SHOWN = ", ".join(repr(domain) for domain in sorted(ONNX_DOMAINS))
 # torch.jit.load calls a module's __setstate__ while it unpickles it: code would run before any check.
 _LOAD_TIME_CODE = b"def __setstate__"
 MAX_TORCHSCRIPT_RECORDS = 100_000
@@ -156,7 +157,7 @@ def check_onnx_model(where: str, model_file: Path) -> None:
             if node.domain not in ONNX_DOMAINS:
                 raise ArchiveError(
                     f"{where}: model.onnx node {quoted(node.name)} uses operator {node.op_type} of domain "
-                    f"{quoted(node.domain)}; allowed domains: {', '.join(repr(d) for d in sorted(ONNX_DOMAINS))}"
+                    f"{quoted(node.domain)}; allowed domains: {_DOMAINS_SHOWN}"
                 )
             for attribute in node.attribute:
                 graphs += [attribute.g] if attribute.HasField("g") else []
@@ -165,7 +166,7 @@ def check_onnx_model(where: str, model_file: Path) -> None:
         if opset.domain not in ONNX_DOMAINS:
             raise ArchiveError(
                 f"{where}: model.onnx imports operator set {quoted(opset.domain)}; allowed domains: "
-                f"{', '.join(repr(d) for d in sorted(ONNX_DOMAINS))}"
+                f"{_DOMAINS_SHOWN}"
             )
 
 

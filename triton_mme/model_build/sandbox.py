@@ -43,6 +43,9 @@ class SandboxLimits:
     time_s: int = DEFAULT_TIME_LIMIT_S
 
 
+DEFAULT_LIMITS = SandboxLimits()
+
+
 def _environment(scratch: Path) -> dict[str, str]:
     kept = {name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL") if name in os.environ}
     return {
@@ -55,7 +58,7 @@ def _environment(scratch: Path) -> dict[str, str]:
     }
 
 
-def run_checks(where: str, model_dir: Path, limits: SandboxLimits = SandboxLimits()) -> list[str]:
+def run_checks(where: str, model_dir: Path, limits: SandboxLimits = DEFAULT_LIMITS) -> list[str]:
     """Inspect and run the unpacked model in `model_dir` in the child; the checks that passed, or
     ArchiveError with the child's one-line reason."""
     from triton_mme.core.archive import ArchiveError
@@ -93,7 +96,8 @@ def run_checks(where: str, model_dir: Path, limits: SandboxLimits = SandboxLimit
 
 def _signal_reason(status: int | None, limits: SandboxLimits) -> str | None:
     if status in (-signal.SIGKILL, -signal.SIGSEGV, -signal.SIGABRT):
-        return f"the model process died ({signal.Signals(-status).name}; memory limit {limits.memory_bytes:,} bytes)"
+        name = signal.Signals(-status).name
+        return f"the model process died ({name}; memory limit {limits.memory_bytes:,} bytes)"
     if status == -signal.SIGXCPU:
         return f"the model used more than {limits.time_s} CPU seconds"
     if status == -signal.SIGXFSZ:

@@ -27,7 +27,7 @@ from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_CONFIG_BYTES
 from triton_mme.core.naming import MODEL_FILE_NAMES, MODEL_VERSION
 from triton_mme.core.samples import sample_inputs
 from triton_mme.core.triton_config import ConfigError, parse_config, render_config, tensor_specs
-from triton_mme.model_build.sandbox import SandboxLimits, run_checks
+from triton_mme.model_build.sandbox import DEFAULT_LIMITS, SandboxLimits, run_checks
 
 TENSORRT_NOT_RUN = "TensorRT plan not loaded: it runs only with the TensorRT version and GPU that built it"
 
@@ -88,7 +88,7 @@ def verify_archive(
     *,
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     allow_fields: frozenset[str] = frozenset(),
-    limits: SandboxLimits = SandboxLimits(),
+    limits: SandboxLimits = DEFAULT_LIMITS,
 ) -> VerificationReport:
     """Re-check an archive as Triton would load it; raises ArchiveError on the first problem.
 
