@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from tiny_archives import processes_mentioning
 
-from triton_mme.core import network_isolation
 from triton_mme.local_triton import isolation
 from triton_mme.local_triton.server import TritonServer, TritonStartError
 
