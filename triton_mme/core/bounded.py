@@ -73,6 +73,12 @@ def load_json(data: str | bytes, *, where: str, max_bytes: int, max_depth: int =
         raise _error(where, f"not JSON ({error})") from None
 
 
+def read_json(path: Path, *, max_bytes: int, where: str | None = None) -> Any:
+    """A JSON file, refused unread past `max_bytes` and unparsed past MAX_DOCUMENT_DEPTH."""
+    where = where or str(path)
+    return load_json(read_bytes(path, max_bytes=max_bytes, where=where), where=where, max_bytes=max_bytes)
+
+
 class _BoundedLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing aliases (`*name`: an alias bomb expands exponentially) and deep
     nesting (the composer recurses once per level)."""
