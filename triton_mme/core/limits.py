@@ -61,3 +61,4 @@ MAX_REPORT_BYTES = 64 * 1024 * 1024  # serving reports and load-test reports
 MAX_CATALOG_BYTES = 1024 * 1024  # models.yaml, with its hf_config mappings
 MAX_TRAFFIC_BYTES = 8 * 1024 * 1024  # a traffic file of the capacity planner
 MAX_LABELS_BYTES = 16 * 1024 * 1024  # class names (ImageNet-21k's are under 1 MB)
+MAX_COMPANION_BYTES = 256 * 1024 * 1024  # any other file beside a manifest (tokenizer, golden data)
