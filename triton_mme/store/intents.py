@@ -59,9 +59,10 @@ def intent(
     try:
         others = announced(s3, bucket, manifest_prefix, target_model, refuses)
         if others:
+            article = "an" if refuses == ADD else "a"
             raise PublishError(
-                f"s3://{bucket}/{others[0]}: a {refuses} of {target_model} is in progress; try again when it "
-                f"ends (if none is running, delete that object)"
+                f"s3://{bucket}/{others[0]}: {article} {refuses} of {target_model} is in progress; try again "
+                "when it ends (if none is running, delete that object)"
             )
         yield key
     finally:
