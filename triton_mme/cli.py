@@ -57,6 +57,18 @@ def add_unpacked_limit(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_allow_field(parser: argparse.ArgumentParser) -> None:
+    """`--allow-field PATH`: admit one config.pbtxt field the build does not write (core.archive_policy)."""
+    parser.add_argument(
+        "--allow-field",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="admit this config.pbtxt field (dotted, e.g. dynamic_batching.priority_levels) though the build "
+        "does not write it; fields that name files or code are never admitted (docs/input-limits.md)",
+    )
+
+
 def command_modules() -> list[ModuleType]:
     """Every `commands` module present, in a stable order."""
     packages = [package.name for package in pkgutil.iter_modules(triton_mme.__path__) if package.ispkg]

@@ -23,6 +23,8 @@ from infra.constructs.model_store import ModelStore
 from triton_mme.core.manifest import Manifest
 from triton_mme.store.publish import publish_build_manifest, read_published_manifest, upload_build
 
+pytestmark = pytest.mark.usefixtures("fake_archives")
+
 ENDPOINT = "Endpoint-AbC123"
 LIVE = "manifests/manifest.json"
 FIRST, SECOND, THIRD = "1" * 64, "2" * 64, "3" * 64

@@ -17,6 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # restriction on Ubuntu 24.04, kernel.unprivileged_userns_clone=0 on Debian): unshare() gets EPERM.
 DENIED_LAUNCHER = """
 import ctypes, errno, sys
+from triton_mme.core import network_isolation
 from triton_mme.local_triton import isolation
 
 class DeniedLibc:
@@ -28,6 +29,7 @@ class DeniedLibc:
         return 0
 
 isolation._libc = DeniedLibc
+network_isolation._libc = DeniedLibc
 sys.exit(isolation.main(sys.argv[1:]))
 """
 

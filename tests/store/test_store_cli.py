@@ -12,6 +12,8 @@ from store_support import ARCHIVES, BUCKET, one_line_error, write_build
 from triton_mme.cli import main
 from triton_mme.store.publish import read_published_manifest
 
+pytestmark = pytest.mark.usefixtures("fake_archives")
+
 
 def test_upload_command_publishes_and_reports(
     s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -43,6 +43,8 @@ from triton_mme.store.publish import (
     upload_build,
 )
 
+pytestmark = pytest.mark.usefixtures("fake_archives")
+
 MiB = 1024 * 1024
 POINTER = "manifests/manifest.json"
 

@@ -13,6 +13,8 @@ from store_support import ARCHIVES, BUCKET, write_build
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
 from triton_mme.store.publish import PublishError, publish_manifest, read_published_manifest, upload_build
 
+pytestmark = pytest.mark.usefixtures("fake_archives")
+
 
 class RecordingS3:
     """Passes every call to a real (moto) client and records (operation, key) in order."""

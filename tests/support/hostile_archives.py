@@ -70,3 +70,55 @@ def write_many_entries(path: Path, count: int) -> Path:
         for index in range(count):
             _file(tar, f"m-onnx/extra-{index}", b"")
     return path
+
+
+def named_by_content(path: Path, name: str = "m", fmt: str = "onnx") -> Path:
+    """Rename an archive as the build would: <name>-<format>-<its own sha256>.tar.gz."""
+    from triton_mme.core.files import file_sha256
+
+    return path.rename(path.with_name(f"{name}-{fmt}-{file_sha256(path)[:16]}.tar.gz"))
+
+
+TORCHSCRIPT_CONFIG = (
+    'name: "m-torchscript"\nplatform: "pytorch_libtorch"\nmax_batch_size: 2\n'
+    'input { name: "INPUT__0" data_type: TYPE_FP32 dims: [4] }\n'
+    'output { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [4] }\n'
+)
+FILE_WRITING_MODEL = """
+import torch
+
+
+class FileWriter(torch.nn.Module):
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+
+    def forward(self, x):
+        mapped = torch.from_file(self.path, shared=True, size=8, dtype=torch.uint8)
+        mapped.fill_(65)
+        return x + mapped.sum().to(torch.float32) * 0
+"""
+
+
+def write_file_writing_torchscript(directory: Path, victim: Path) -> Path:
+    """A TorchScript archive whose forward maps `victim` and overwrites its first 8 bytes (in a child
+    interpreter: scripting needs the module's source on disk)."""
+    import subprocess
+    import sys
+
+    source = directory / "file_writer.py"
+    source.write_text(FILE_WRITING_MODEL)
+    model = directory / "model.pt"
+    script = (
+        f"import sys; sys.path.insert(0, {str(directory)!r}); import torch, file_writer; "
+        f"torch.jit.script(file_writer.FileWriter({str(victim)!r})).save({str(model)!r})"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, timeout=300)
+    archive = write_layout(
+        directory / "a.tar.gz",
+        config=TORCHSCRIPT_CONFIG,
+        model=model.read_bytes(),
+        model_dir="m-torchscript",
+        model_file="model.pt",
+    )
+    return named_by_content(archive, "m", "torchscript")

@@ -14,7 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from triton_mme.core.bounded import DocumentError, load_json
 from triton_mme.core.errors import UserError, first_line
+from triton_mme.core.limits import MAX_COMPANION_BYTES, MAX_LABELS_BYTES, MAX_MANIFEST_BYTES, MAX_REPORT_BYTES
 from triton_mme.core.locations import manifest_prefix_of, serving_report_key
 from triton_mme.core.manifest import Manifest, describe
 from triton_mme.core.naming import COMPANION_NAME
@@ -50,10 +52,18 @@ class ManifestSource:
     def exists(self) -> bool:
         return self.is_s3 or Path(self.location).is_file()
 
-    def _read(self, location: str) -> bytes:
+    def _read(self, location: str, max_bytes: int = MAX_MANIFEST_BYTES) -> bytes:
+        """The bytes at `location`, refused past `max_bytes` (read no further than that)."""
+        body = self._read_at_most(location, max_bytes)
+        if len(body) > max_bytes:
+            raise ManifestError(f"{location}: more than {max_bytes:,} bytes; allowed at most {max_bytes:,}")
+        return body
+
+    def _read_at_most(self, location: str, max_bytes: int) -> bytes:
         if not location.startswith(S3_SCHEME):
             try:
-                return Path(location).read_bytes()
+                with Path(location).open("rb") as stream:
+                    return stream.read(max_bytes + 1)
             except FileNotFoundError as error:
                 raise _Absent(f"{location}: cannot read it ({error.strerror})") from None
             except OSError as error:
@@ -67,7 +77,7 @@ class ManifestSource:
 
             client = boto3.client("s3", config=ONE_ATTEMPT)
         try:
-            return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read())
+            return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read(max_bytes + 1))
         except Exception as error:  # botocore's ClientError and friends: one line either way
             response = getattr(error, "response", {}).get("Error", {})
             reason = f"{response.get('Code')}: {response.get('Message')}" if response else first_line(error)
@@ -83,8 +93,9 @@ class ManifestSource:
 
     def companion(self, name: str) -> bytes:
         """A file the manifest names (checked against the naming rule, so it never leaves its folder)."""
-        COMPANION_NAME.check(name, where=f"{self.location}: companion file")
-        return self._read(self._sibling(name))
+        named = COMPANION_NAME.check(name, where=f"{self.location}: companion file")
+        limit = MAX_LABELS_BYTES if named["role"] == "labels" else MAX_COMPANION_BYTES
+        return self._read(self._sibling(name), limit)
 
     def serving_report(self, manifest: Manifest) -> ServingReport | None:
         """The serving check's report of `manifest`; None where there is none.
@@ -101,10 +112,12 @@ class ManifestSource:
         else:
             location = self._sibling(SERVING_REPORT_FILE_NAME)
         try:
-            body = self._read(location)
+            body = self._read(location, MAX_REPORT_BYTES)
         except _Absent:
             return None
         try:
-            return ServingReport.model_validate_json(body)
+            return ServingReport.model_validate(load_json(body, where=location, max_bytes=MAX_REPORT_BYTES))
+        except DocumentError as error:
+            raise ManifestError(str(error)) from None
         except ValidationError as error:
             raise ManifestError(f"{location}: not a valid serving report ({describe(error)})") from None

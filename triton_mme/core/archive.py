@@ -6,7 +6,8 @@ Public API (used by the build, the store, the local Triton and the benchmarks):
 - check_outputs(...): produced outputs against the config's names, datatypes and dims.
 Running a model (ONNX Runtime, TorchScript) is the build's job: `triton_mme.model_build.verify`.
 
-Both readers bound what an archive may unpack to (`max_unpacked_bytes`, default
+Both readers apply the archive policy (core.archive_policy: only the fields, parameters and names the
+build itself writes). Both readers bound what an archive may unpack to (`max_unpacked_bytes`, default
 limits.DEFAULT_MAX_UNPACKED_BYTES) from the sizes its headers declare, before any byte is written, and
 extract_archive unpacks exactly the members it checked from the same open file: nothing can change
 between the check and the extraction. Every problem is an ArchiveError with a one-line message.
@@ -25,6 +26,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as pb
 
+from triton_mme.core.archive_policy import PolicyError, check_config
 from triton_mme.core.catalog import Format
 from triton_mme.core.errors import UserError, first_line, quoted
 from triton_mme.core.limits import (
@@ -159,7 +161,9 @@ def _bounds(path: Path, config: pb.ModelConfig) -> None:
                 )
 
 
-def _contents(path: Path, tar: tarfile.TarFile, max_unpacked_bytes: int) -> tuple[ArchiveContents, list]:
+def _contents(
+    path: Path, tar: tarfile.TarFile, max_unpacked_bytes: int, allow_fields: frozenset[str]
+) -> tuple[ArchiveContents, list]:
     members = _members(path, tar, max_unpacked_bytes)
     model_dir, config_member, model_member = _layout(path, members)
     stream = tar.extractfile(config_member)
@@ -186,27 +190,38 @@ def _contents(path: Path, tar: tarfile.TarFile, max_unpacked_bytes: int) -> tupl
             f"but the model file is {file_name}"
         )
     _bounds(path, config)
+    try:
+        check_config(path.name, fmt, config, model_dir, allow_fields=allow_fields)
+    except PolicyError as error:
+        raise ArchiveError(str(error)) from None
     contents = ArchiveContents(path, model_dir, config, fmt, model_member.name, file_name, model_member.size)
     return contents, members
 
 
 def read_archive(
-    path: str | Path, *, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+    path: str | Path,
+    *,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    allow_fields: frozenset[str] = frozenset(),
 ) -> ArchiveContents:
     """The layout and parsed config.pbtxt of an archive; the model file stays packed."""
     path = Path(path)
     with _reading(path), tarfile.open(path, mode="r:gz") as tar:
-        return _contents(path, tar, max_unpacked_bytes)[0]
+        return _contents(path, tar, max_unpacked_bytes, allow_fields)[0]
 
 
 def extract_archive(
-    path: str | Path, dest: str | Path, *, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+    path: str | Path,
+    dest: str | Path,
+    *,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    allow_fields: frozenset[str] = frozenset(),
 ) -> ExtractedArchive:
     """Check an archive and unpack it under dest from the same open file: only the checked members,
     through tarfile's `data` filter (no links, devices, absolute paths or special permission bits)."""
     path, dest = Path(path), Path(dest)
     with _reading(path), tarfile.open(path, mode="r:gz") as tar:
-        contents, members = _contents(path, tar, max_unpacked_bytes)
+        contents, members = _contents(path, tar, max_unpacked_bytes, allow_fields)
         dest.mkdir(parents=True, exist_ok=True)
         try:
             tar.extractall(dest, members=members, filter="data")

@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from triton_mme.core.bounded import DocumentError, load_yaml
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.formats import Format, Weights
-from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_SEQUENCE_LENGTH, shape_problem
+from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_CATALOG_BYTES, MAX_SEQUENCE_LENGTH, shape_problem
 from triton_mme.core.naming import HF_CONFIG_NAME, MODEL_NAME
 
 SOURCE_KINDS = ("torchvision", "huggingface")
@@ -241,11 +242,14 @@ def load_catalog(path: str | Path) -> Catalog:
     """Read and validate a catalog file; raises CatalogError with a one-line message."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            text = stream.read(MAX_CATALOG_BYTES + 1)
     except OSError as error:
         raise CatalogError(f"{path}: cannot read the model catalog ({error.strerror})") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = load_yaml(text, where=str(path), max_bytes=MAX_CATALOG_BYTES)
+    except DocumentError as error:
+        raise CatalogError(str(error)) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

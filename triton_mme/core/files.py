@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 _CHUNK = 8 * 1024 * 1024
@@ -31,3 +34,20 @@ def write_atomically(path: Path, data: str | bytes) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def private_directory(prefix: str = "triton-mme-") -> Iterator[Path]:
+    """A directory only this user can enter, removed afterwards (tempfile's mkdtemp is mode 0700)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as directory:
+        yield Path(directory)
+
+
+def private_copy(source: Path, directory: Path) -> Path:
+    """Copy `source` once into `directory` (same file name): everything after reads the copy, so the
+    bytes hashed, checked and published are the same even if someone rewrites `source` meanwhile."""
+    target = directory / source.name
+    with source.open("rb") as reader, target.open("xb") as writer:
+        shutil.copyfileobj(reader, writer, _CHUNK)
+    os.chmod(target, 0o600)
+    return target

@@ -18,6 +18,7 @@ by the key rule, within a size bound).
 from __future__ import annotations
 
 import io
+import math
 import re
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -90,9 +91,8 @@ class GoldenData:
                             f"{where}: entry {quoted(entry.filename)} is not a stored "
                             f"'{INPUT_PREFIX}<tensor>.npy' or '{OUTPUT_PREFIX}<tensor>.npy' array"
                         )
-                    raw = archive.read(entry)
-                    arrays[named["kind"]][named["name"]] = np.lib.format.read_array(
-                        io.BytesIO(raw), allow_pickle=False
+                    arrays[named["kind"]][named["name"]] = _read_npy(
+                        archive.read(entry), where, entry.filename
                     )
         except GoldenError:
             raise
@@ -135,6 +135,28 @@ class GoldenData:
                         f"{where}: golden {kind[:-1]} '{spec.name}' has shape {value.shape}, the archive "
                         f"declares {list(spec.dims)} per sample"
                     )
+
+
+def _read_npy(raw: bytes, where: str, entry: str) -> np.ndarray:
+    """One .npy array whose header is checked against the bytes that follow it before anything is
+    allocated: a header promising terabytes is refused, not a MemoryError."""
+    stream = io.BytesIO(raw)
+    version = np.lib.format.read_magic(stream)
+    read_header = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }.get(version)
+    if read_header is None:
+        raise GoldenError(f"{where}: entry {quoted(entry)} is .npy version {version}; allowed 1.0 and 2.0")
+    shape, _, dtype = read_header(stream)
+    needed = math.prod(shape) * dtype.itemsize
+    left = len(raw) - stream.tell()
+    if not dtype.hasobject and needed > left:
+        raise GoldenError(
+            f"{where}: entry {quoted(entry)} promises {needed:,} bytes of {dtype} but holds {left:,}"
+        )
+    stream.seek(0)
+    return np.lib.format.read_array(stream, allow_pickle=False)
 
 
 def golden_data(

@@ -51,3 +51,14 @@ def shape_problem(dims: Sequence[int], *, max_batch_size: int) -> str | None:
             f"{MAX_BATCH_ELEMENTS:,} (lower max_batch_size or the shape)"
         )
     return None
+
+
+# Documents read whole (core.bounded): nesting depth of any JSON or YAML document (the deepest the
+# project writes is under 10), and the size of each kind. A manifest of 10,000 archives is about 12 MB.
+MAX_DOCUMENT_DEPTH = 64
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+MAX_REPORT_BYTES = 64 * 1024 * 1024  # serving reports and load-test reports
+MAX_CATALOG_BYTES = 1024 * 1024  # models.yaml, with its hf_config mappings
+MAX_TRAFFIC_BYTES = 8 * 1024 * 1024  # a traffic file of the capacity planner
+MAX_LABELS_BYTES = 16 * 1024 * 1024  # class names (ImageNet-21k's are under 1 MB)
+MAX_COMPANION_BYTES = 256 * 1024 * 1024  # any other file beside a manifest (tokenizer, golden data)

@@ -14,9 +14,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from triton_mme.core.bounded import DocumentError, load_json
 from triton_mme.core.errors import UserError, describe_validation_error, quoted
 from triton_mme.core.formats import Format
-from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_TENSOR_DIM
+from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_MANIFEST_BYTES, MAX_TENSOR_DIM
 from triton_mme.core.locations import MANIFEST_FILE_NAME
 from triton_mme.core.naming import (
     ARCHIVE_NAME,
@@ -163,18 +164,23 @@ class Manifest(_Frozen):
         return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
 
     @classmethod
-    def from_json(cls, text: str) -> Manifest:
-        """Parse and validate; ManifestError (a ValueError) with one line on any problem."""
+    def from_json(cls, text: str | bytes) -> Manifest:
+        """Parse and validate within core.limits' bounds; ManifestError (a ValueError) with one line on any
+        problem."""
         try:
-            return cls.model_validate(json.loads(text))
+            return cls.model_validate(load_json(text, where="", max_bytes=MAX_MANIFEST_BYTES))
         except ValidationError as error:
             raise ManifestError(describe(error)) from None
-        except ValueError as error:  # json.JSONDecodeError
-            raise ManifestError(f"not JSON ({error})") from None
+        except DocumentError as error:
+            raise ManifestError(str(error)) from None
 
     @classmethod
     def read(cls, path: str | Path) -> Manifest:
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        """Read a manifest file, refused unread past MAX_MANIFEST_BYTES (OSError when it cannot be read)."""
+        path = Path(path)
+        with path.open("rb") as stream:
+            data = stream.read(MAX_MANIFEST_BYTES + 1)
+        return cls.from_json(data)
 
 
 def describe(error: ValidationError) -> str:

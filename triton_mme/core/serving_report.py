@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from triton_mme.core.bounded import DocumentError, load_json
 from triton_mme.core.errors import UserError
+from triton_mme.core.limits import MAX_REPORT_BYTES
 
 SERVING_REPORT_FILE_NAME = "serving-report.json"
 SERVING_REPORT_SCHEMA_VERSION = 1
@@ -48,6 +50,13 @@ class ArchiveServing(_Frozen):
     tolerance: dict[str, float] = {}
     batches: tuple[BatchFigures, ...] = ()
 
+    @model_validator(mode="after")
+    def _passed_means_checked(self) -> ArchiveServing:
+        # A skipped archive was never loaded: it cannot have passed, whatever the file says.
+        if self.passed and (self.skipped is not None or self.error is not None):
+            raise ValueError("an archive that was skipped or failed cannot have passed")
+        return self
+
 
 class ServingReport(_Frozen):
     schema_version: int = SERVING_REPORT_SCHEMA_VERSION
@@ -80,13 +89,13 @@ class ServingReport(_Frozen):
     def from_json(cls, text: str | bytes, *, where: str = SERVING_REPORT_FILE_NAME) -> ServingReport:
         """Parse and validate; ServingReportError (one line) on any problem."""
         try:
-            return cls.model_validate(json.loads(text))
+            return cls.model_validate(load_json(text, where="", max_bytes=MAX_REPORT_BYTES))
         except ValidationError as error:
             first = error.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "report"
             raise ServingReportError(f"{where}: {field}: {first['msg']}") from None
-        except ValueError as error:
-            raise ServingReportError(f"{where}: not JSON ({error})") from None
+        except DocumentError as error:
+            raise ServingReportError(f"{where}: {error}") from None
 
 
 class ServingReportError(UserError, ValueError):

@@ -19,25 +19,20 @@ import argparse
 import contextlib
 import ctypes
 import ctypes.util
-import fcntl
 import os
 import selectors
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWNET = 0x40000000
-SIOCGIFFLAGS = 0x8913
-SIOCSIFFLAGS = 0x8914
-IFF_UP = 0x1
+from triton_mme.core.network_isolation import IsolationError, isolate
+
+__all__ = ["ISOLATION_FAILED", "Broker", "IsolationError", "isolate", "isolation_available", "launch"]
+
 PR_SET_PDEATHSIG = 1
-LOOPBACK_INTERFACE = "lo"
 # Exit status of a launcher that could not isolate the server; its one-line reason is on stderr.
 ISOLATION_FAILED = 86
 REQUEST = b"c"
@@ -46,59 +41,8 @@ REFUSED = b"e"
 CONNECT_TIMEOUT_S = 5.0
 
 
-class IsolationError(OSError):
-    """The namespace could not be made; the message is one line with the reason and the fix."""
-
-
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-
-
-def _enter_private_network() -> None:
-    """Move this (single-threaded) process into new user and network namespaces, keeping its ids."""
-    uid, gid = os.getuid(), os.getgid()
-    if _libc().unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-        error = ctypes.get_errno()
-        raise IsolationError(
-            error,
-            f"cannot give the local Triton a private network namespace: unshare(CLONE_NEWUSER|CLONE_NEWNET) "
-            f"failed ({os.strerror(error)}); unprivileged user namespaces are disabled on this machine "
-            "(Ubuntu 23.10+: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0; "
-            "Debian: sudo sysctl -w kernel.unprivileged_userns_clone=1)",
-        )
-    # The same ids inside as outside, so the files the server reads and writes stay the user's own.
-    Path("/proc/self/setgroups").write_text("deny")
-    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
-    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
-
-
-def _bring_up_loopback() -> None:
-    """A new network namespace has one interface, loopback, and it starts down."""
-    name = LOOPBACK_INTERFACE.encode()
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        request = struct.pack("16sH14s", name, 0, b"")
-        flags = struct.unpack("16sH", fcntl.ioctl(probe, SIOCGIFFLAGS, request)[:18])[1]
-        fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sH14s", name, flags | IFF_UP, b""))
-
-
-def _check_isolated() -> None:
-    interfaces = sorted(name for _, name in socket.if_nameindex())
-    if interfaces != [LOOPBACK_INTERFACE]:
-        raise IsolationError(f"the private network namespace has interfaces {interfaces}; expected only lo")
-
-
-def isolate() -> None:
-    """Enter a private network namespace whose only interface is an up loopback, or raise IsolationError."""
-    try:
-        _enter_private_network()
-        _bring_up_loopback()
-    except IsolationError:
-        raise
-    except OSError as error:
-        raise IsolationError(
-            f"cannot set up the local Triton's network namespace ({error.strerror or error})"
-        ) from None
-    _check_isolated()
 
 
 def _die_with_parent() -> None:

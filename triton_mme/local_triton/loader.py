@@ -19,8 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from triton_mme.core.archive import ArchiveError, extract_archive
+from triton_mme.core.archive import extract_archive
+from triton_mme.core.archive_policy import check_identity
 from triton_mme.core.errors import UserError, quoted
+from triton_mme.core.files import file_sha256
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.naming import ARCHIVE_NAME
 from triton_mme.local_triton.server import LOOPBACK
@@ -109,7 +111,15 @@ def unpack(archive: Path, destination: Path, *, max_unpacked_bytes: int = DEFAUL
     shutil.rmtree(partial, ignore_errors=True)
     try:
         extracted = extract_archive(archive, partial, max_unpacked_bytes=max_unpacked_bytes)
-    except ArchiveError as error:
+        # The TargetModel states the model, format and content hash; the endpoint caches by that name.
+        check_identity(
+            archive.name,
+            archive.name,
+            fmt=extracted.contents.format,
+            model_dir=extracted.contents.model_dir,
+            sha256=file_sha256(archive),
+        )
+    except UserError as error:
         shutil.rmtree(partial, ignore_errors=True)
         raise ModelError(400, str(error)) from None
     partial.rename(destination)
@@ -138,7 +148,10 @@ class ModelCache:
         self.report = report
         self.max_unpacked_bytes = max_unpacked_bytes
         self._loaded: OrderedDict[str, Path] = OrderedDict()
+        # `_lock` guards the bookkeeping only; a load holds its own model's lock, so a loaded model never
+        # waits for another model's load.
         self._lock = threading.Lock()
+        self._model_locks: dict[str, threading.Lock] = {}
         # Invocations that found their model loaded, and those that loaded it (what ModelCacheHit counts).
         self.hits = 0
         self.misses = 0
@@ -175,25 +188,42 @@ class ModelCache:
                 self.hits += 1
         return replace(reply, cache_hit=not loaded_now)
 
-    def ensure_loaded(self, target_model: str) -> bool:
-        """Load the model unless it is loaded; True when this call loaded it (a cache miss)."""
+    def _loaded_already(self, target_model: str) -> bool:
         with self._lock:
             if target_model in self._loaded:
                 self._loaded.move_to_end(target_model)
+                return True
+            return False
+
+    def ensure_loaded(self, target_model: str) -> bool:
+        """Load the model unless it is loaded; True when this call loaded it (a cache miss)."""
+        if self._loaded_already(target_model):
+            return False
+        archive = self.archive_for(target_model)
+        with self._lock:
+            model_lock = self._model_locks.setdefault(target_model, threading.Lock())
+        with model_lock:
+            if self._loaded_already(target_model):  # another request loaded it meanwhile
                 return False
-            archive = self.archive_for(target_model)
             self._load(target_model, archive)
-            while len(self._loaded) > self.budget:
-                oldest = next(iter(self._loaded))
-                self._unload(oldest, reason=f"least recently used; budget {self.budget}")
-            return True
+            with self._lock:
+                evicted = []
+                while len(self._loaded) > self.budget:
+                    oldest = next(iter(self._loaded))
+                    evicted.append((oldest, self._loaded.pop(oldest)))
+        for oldest, home in evicted:
+            with self._model_locks[oldest]:  # not reloaded while Triton unloads it
+                self._unload(oldest, home, reason=f"least recently used; budget {self.budget}")
+        return True
 
     def unload(self, target_model: str) -> bool:
         with self._lock:
-            if target_model not in self._loaded:
-                return False
-            self._unload(target_model, reason="on request")
-            return True
+            home = self._loaded.pop(target_model, None)
+        if home is None:
+            return False
+        with self._model_locks[target_model]:
+            self._unload(target_model, home, reason="on request")
+        return True
 
     def _load(self, target_model: str, archive: Path) -> None:
         started = time.perf_counter()
@@ -219,11 +249,11 @@ class ModelCache:
         finally:
             if not loaded:
                 shutil.rmtree(home, ignore_errors=True)
-        self._loaded[target_model] = home
+        with self._lock:
+            self._loaded[target_model] = home
         self.report(f"{target_model}: loaded ({standin.format}) in {time.perf_counter() - started:.1f} s")
 
-    def _unload(self, target_model: str, *, reason: str) -> None:
-        home = self._loaded.pop(target_model)
+    def _unload(self, target_model: str, home: Path, *, reason: str) -> None:
         reply = self.api.unload(target_model)
         shutil.rmtree(home, ignore_errors=True)
         if reply.status != 200:

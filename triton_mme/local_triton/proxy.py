@@ -23,6 +23,12 @@ TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
 # On every invocation reply: "hit" when the model was loaded as the request arrived, "miss" when the request
 # loaded it; SageMaker's ModelCacheHit metric counts the same per request (1 or 0), endpoint-wide.
 CACHE_HEADER = "X-Local-Model-Cache"
+# Names a browser on this machine uses for the endpoint: any other Host header (a page that rebinds its own
+# DNS name to 127.0.0.1) is refused before anything runs.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
+# A connection that sends nothing for this long is closed; at most this many are served at once.
+IDLE_TIMEOUT_S = 60.0
+MAX_CONNECTIONS = 256
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -31,6 +37,22 @@ class _Handler(BaseHTTPRequestHandler):
     # Headers and body go out as two writes: without TCP_NODELAY the body waits for the client's delayed
     # ACK (40 ms on Linux) on a kept-alive connection.
     disable_nagle_algorithm = True
+    # StreamRequestHandler sets it on the socket: a read that waits longer ends the connection.
+    timeout = IDLE_TIMEOUT_S
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        host = (self.headers.get("Host") or "").lower()
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if name not in LOOPBACK_HOSTS:
+            self.close_connection = True
+            self._send_json(
+                HTTPStatus.MISDIRECTED_REQUEST,
+                {"error": f"Host {host!r} is not allowed; allowed {', '.join(sorted(LOOPBACK_HOSTS))}"},
+            )
+            return False
+        return True
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.access_log:
@@ -131,12 +153,34 @@ class LocalEndpoint(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, cache: ModelCache, *, port: int, ping: Any, access_log: bool = False):
+    def __init__(
+        self,
+        cache: ModelCache,
+        *,
+        port: int,
+        ping: Any,
+        access_log: bool = False,
+        max_connections: int = MAX_CONNECTIONS,
+    ):
         super().__init__((LOOPBACK, port), _Handler)
+        self._connections = threading.BoundedSemaphore(max_connections)
         self.cache = cache
         self.ping = ping
         self.access_log = access_log
         self._thread: threading.Thread | None = None
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """One thread per connection, up to the bound; past it the connection is closed at once."""
+        if not self._connections.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._connections.release()
 
     @property
     def url(self) -> str:

@@ -32,6 +32,8 @@ LOOPBACK = "127.0.0.1"
 STUB_NAME = "triton_python_backend_stub"
 # The SageMaker container's own port; inside the private namespace nothing else can hold it.
 SAGEMAKER_PORT = 8080
+PING_MODE_VARIABLE = "SAGEMAKER_TRITON_PING_MODE"
+PING_MODE = "live"
 
 
 class TritonStartError(UserError, RuntimeError):
@@ -131,6 +133,10 @@ class TritonServer:
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [env.get("LD_LIBRARY_PATH"), str(libs)]))
         env["PATH"] = os.pathsep.join([str(Path(sys.exec_prefix) / "bin"), env.get("PATH", "")])
+        # Triton's SageMaker listener answers /ping by readiness unless told "live" (sagemaker_server.h reads
+        # SAGEMAKER_TRITON_PING_MODE, default "ready"): with readiness, one archive that failed to load turns
+        # every later ping into 503, and the platform would take the container for dead.
+        env[PING_MODE_VARIABLE] = PING_MODE
         return env
 
     def command(self, binaries: Path) -> list[str]:

@@ -1,8 +1,9 @@
 """Rewrite an archive's model directory for the python backend on CPU, changing only what must change.
 
-Tensor names, types, dims, max_batch_size, dynamic batching, warm-up and parameters stay as built. The
+Tensor names, types, dims, max_batch_size, dynamic batching and warm-up stay as built. The
 backend becomes `python` (running `standin_model.py` as `<version>/model.py` beside the archive's own
-model.onnx / model.pt), instances run on CPU and GPU-only settings are removed. Every change is described.
+model.onnx / model.pt), instances run on CPU, GPU-only settings and every parameter the stand-in does not
+read are removed. Every change is described.
 """
 
 from __future__ import annotations
@@ -21,6 +22,17 @@ CONFIG_FILE_NAME = "config.pbtxt"
 STANDIN_SOURCE = Path(__file__).with_name("standin_model.py")
 # Read by standin_model.py when the archive names its model file through default_model_filename.
 ARTIFACT_PARAMETER = "local_standin_model_file"
+# The parameters standin_model.py reads (ONNX Runtime's session options); every other parameter of an archive
+# is dropped: the python backend acts on some of its own (EXECUTION_ENV_PATH unpacks and runs an environment).
+STANDIN_PARAMETERS = frozenset(
+    {
+        "intra_op_thread_count",
+        "inter_op_thread_count",
+        "execution_mode",
+        "enable_mem_arena",
+        "enable_mem_pattern",
+    }
+)
 # A model file name: one path component inside the version directory (kept equal to standin_model's).
 MODEL_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 
@@ -123,6 +135,11 @@ def rewrite_config(config: mc.ModelConfig, *, where: str) -> tuple[mc.ModelConfi
     changes = [f"{engine} -> backend 'python' (runs the archive's own {default_file} with {runtime} on CPU)"]
     rewritten.ClearField("platform")
     rewritten.backend = "python"
+    dropped = sorted(set(rewritten.parameters) - STANDIN_PARAMETERS)
+    for key in dropped:
+        del rewritten.parameters[key]
+    if dropped:
+        changes.append(f"parameters: {', '.join(dropped)} removed (the stand-in reads only its own)")
     if rewritten.runtime:
         changes.append(f"runtime: {rewritten.runtime!r} removed")
         rewritten.ClearField("runtime")

@@ -7,9 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from triton_mme.cli import add_allow_field, positive_int
 from triton_mme.core.formats import Format, Weights
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.model_build.sandbox import DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIME_LIMIT_S
 
 TRITON_TAG_ENV = "TRITON_IMAGE_TAG"
 
@@ -57,6 +59,19 @@ def register(subparsers: Any) -> None:
         "TorchScript models at batch 1 and max_batch_size, comparing outputs with the config.",
     )
     verify.add_argument("archives", nargs="+", type=Path, metavar="ARCHIVE", help=".tar.gz archive to check")
+    add_allow_field(verify)
+    verify.add_argument(
+        "--verify-seconds",
+        type=positive_int,
+        default=DEFAULT_TIME_LIMIT_S,
+        help="stop a model's check past this many seconds (default: %(default)s)",
+    )
+    verify.add_argument(
+        "--verify-memory-mib",
+        type=positive_int,
+        default=DEFAULT_MEMORY_LIMIT_BYTES // 1024**2,
+        help="address space the model's check may use (default: %(default)s)",
+    )
     verify.set_defaults(handler=_verify)
 
     gpu_check = subparsers.add_parser(
@@ -86,10 +101,12 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from triton_mme.model_build.sandbox import SandboxLimits
     from triton_mme.model_build.verify import verify_archive
 
+    limits = SandboxLimits(memory_bytes=args.verify_memory_mib * 1024**2, time_s=args.verify_seconds)
     for path in args.archives:
-        report = verify_archive(path)
+        report = verify_archive(path, allow_fields=frozenset(args.allow_field), limits=limits)
         line = f"{Path(path).name}: OK ({', '.join(report.checks)})"
         if report.not_run:
             line += f"; not run: {'; '.join(report.not_run)}"

@@ -1,8 +1,10 @@
-"""Verify an archive as Triton would load it: layout, config round trip, and a real run.
+"""Verify an archive as Triton would load it: layout, policy, config round trip, inspection, a real run.
 
-ONNX and TorchScript models are run at batch 1 and at max_batch_size with ONNX Runtime and TorchScript
-on this machine and their outputs checked against the config; a TensorRT plan is named as not run
-(it runs only with the TensorRT version and GPU that built it).
+The archive is checked and unpacked from one open file (core.archive, which applies core.archive_policy).
+ONNX and TorchScript models are then inspected (model_build.inspection) and run at batch 1 and at
+max_batch_size with ONNX Runtime and TorchScript, in a child process with a time limit, a memory limit
+and no network (model_build.sandbox), and their outputs checked against the config. A TensorRT plan is
+named as not run (it runs only with the TensorRT version and GPU that built it).
 """
 
 from __future__ import annotations
@@ -13,12 +15,21 @@ from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as pb
 
-from triton_mme.core.archive import ArchiveContents, ArchiveError, check_outputs, extract_archive
+from triton_mme.core.archive import (
+    CONFIG_FILE_NAME,
+    ArchiveContents,
+    ArchiveError,
+    check_outputs,
+    extract_archive,
+)
 from triton_mme.core.catalog import Format
-from triton_mme.core.errors import first_line
-from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
+from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_CONFIG_BYTES
+from triton_mme.core.naming import MODEL_FILE_NAMES, MODEL_VERSION
 from triton_mme.core.samples import sample_inputs
-from triton_mme.core.triton_config import ConfigError, render_config
+from triton_mme.core.triton_config import ConfigError, parse_config, render_config, tensor_specs
+from triton_mme.model_build.sandbox import DEFAULT_LIMITS, SandboxLimits, run_checks
+
+TENSORRT_NOT_RUN = "TensorRT plan not loaded: it runs only with the TensorRT version and GPU that built it"
 
 
 @dataclass
@@ -33,58 +44,69 @@ def _batch_sizes(config: pb.ModelConfig) -> list[int]:
     return sorted({1, max(config.max_batch_size, 1)})
 
 
-def _run_model(contents: ArchiveContents, model_path: Path, report: VerificationReport) -> None:
-    from triton_mme.model_build import runtimes
+def check_unpacked_model(where: str, model_dir: Path) -> list[str]:
+    """Inspect, then run, the model of an unpacked (already checked) archive; runs in the sandbox child."""
+    from triton_mme.model_build import inspection, runtimes
 
-    inputs, outputs = contents.inputs, contents.outputs
-    where = contents.path.name
-    if contents.format is Format.ONNX:
+    with (model_dir / CONFIG_FILE_NAME).open(encoding="utf-8") as stream:
+        config = parse_config(stream.read(MAX_CONFIG_BYTES + 1))
+    fmt = next(f for f, name in MODEL_FILE_NAMES.items() if (model_dir / MODEL_VERSION / name).is_file())
+    model_path = model_dir / MODEL_VERSION / MODEL_FILE_NAMES[fmt]
+    inputs, outputs = tensor_specs(config.input), tensor_specs(config.output)
+    checks = []
+    if fmt is Format.ONNX:
+        inspection.check_onnx_model(where, model_path)
+        checks.append("onnx operators in standard domains")
         session = runtimes.onnx_session(model_path)
         declared = {i.name: runtimes.ORT_TYPES.get(i.type) for i in session.get_inputs()}
         if declared != {s.name: s.datatype for s in inputs}:
             raise ArchiveError(f"{where}: graph inputs {declared} differ from the config's inputs")
-        for batch in _batch_sizes(contents.config):
+        for batch in _batch_sizes(config):
             check_outputs(
                 f"{where} (batch {batch})",
                 runtimes.run_onnx(session, sample_inputs(inputs, batch)),
                 outputs,
                 batch,
             )
-            report.checks.append(f"onnxruntime run at batch {batch}")
-    elif contents.format is Format.TORCHSCRIPT:
+            checks.append(f"onnxruntime run at batch {batch}")
+    else:
+        inspection.scan_torchscript_code(where, model_path)
         module = runtimes.load_torchscript(model_path)
-        for batch in _batch_sizes(contents.config):
+        inspection.check_torchscript_operators(where, module)
+        checks.append("torchscript operators of the exporters only")
+        for batch in _batch_sizes(config):
             produced = runtimes.run_torchscript(
                 module, sample_inputs(inputs, batch), [s.name for s in inputs], [s.name for s in outputs]
             )
             check_outputs(f"{where} (batch {batch})", produced, outputs, batch)
-            report.checks.append(f"torchscript run at batch {batch}")
-    else:
-        report.not_run.append(
-            "TensorRT plan not loaded: it runs only with the TensorRT version and GPU that built it"
-        )
+            checks.append(f"torchscript run at batch {batch}")
+    return checks
 
 
 def verify_archive(
-    path: str | Path, *, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES
+    path: str | Path,
+    *,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    allow_fields: frozenset[str] = frozenset(),
+    limits: SandboxLimits = DEFAULT_LIMITS,
 ) -> VerificationReport:
     """Re-check an archive as Triton would load it; raises ArchiveError on the first problem.
 
     The archive is checked and unpacked from one open file, and what runs is what was checked.
     """
     with tempfile.TemporaryDirectory(prefix="verify-") as scratch:
-        extracted = extract_archive(path, scratch, max_unpacked_bytes=max_unpacked_bytes)
+        extracted = extract_archive(
+            path, Path(scratch) / "unpacked", max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields
+        )
         contents = extracted.contents
-        report = VerificationReport(contents, checks=["layout"])
+        report = VerificationReport(contents, checks=["layout", "archive policy"])
         try:
             render_config(contents.config)
         except ConfigError as error:
             raise ArchiveError(f"{contents.path.name}: {error}") from None
         report.checks.append("config.pbtxt round trip")
-        try:
-            _run_model(contents, extracted.model_file, report)
-        except ArchiveError:
-            raise
-        except Exception as error:  # a model the runtime rejects: report it in one line
-            raise ArchiveError(f"{contents.path.name}: the model does not run: {first_line(error)}") from None
+        if contents.format is Format.TENSORRT:
+            report.not_run.append(TENSORRT_NOT_RUN)
+        else:
+            report.checks += run_checks(contents.path.name, extracted.model_dir, limits)
     return report

@@ -11,9 +11,16 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from triton_mme.planner.traffic import TrafficFile
+from triton_mme.planner.traffic import MAX_DURATION_S, MAX_RATE_PER_S, TrafficFile
 
 Fraction = Annotated[float, Field(ge=0, le=1)]
+# Bounds on a load-test report's figures: a report claiming a billion instances or an infinite rate would
+# make the prediction allocate per instance or divide by zero.
+MAX_REPORTED_INSTANCES = 10_000
+MAX_MODEL_BUDGET = 100_000
+Count = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, le=MAX_DURATION_S, allow_inf_nan=False)]
+RatePerS = Annotated[float, Field(ge=0, le=MAX_RATE_PER_S, allow_inf_nan=False)]
 
 
 class _Frozen(BaseModel):
@@ -48,8 +55,8 @@ class Configuration(_Frozen):
 
     target: Literal["sagemaker", "local"]
     instance_type: str | None = None
-    instances: Annotated[int, Field(ge=1)] = 1
-    model_budget: Annotated[int, Field(ge=1)] | None = None
+    instances: Annotated[int, Field(ge=1, le=MAX_REPORTED_INSTANCES)] = 1
+    model_budget: Annotated[int, Field(ge=1, le=MAX_MODEL_BUDGET)] | None = None
     endpoint: str | None = None  # the endpoint name, or the local endpoint's URL
 
     def describe(self) -> str:
@@ -70,9 +77,9 @@ class ModelOutcome(_Frozen):
 class Outcome(_Frozen):
     kind: Literal["predicted", "measured"]
     configuration: Configuration
-    duration_s: float
-    requests: float
-    request_rate_per_s: float
+    duration_s: Positive
+    requests: Count
+    request_rate_per_s: RatePerS
     cache_hit_rate: Fraction | None = None
     # Standard error of the hit rate (simulation batch means, or the binomial error of a measurement).
     cache_hit_rate_stderr: float | None = None
@@ -101,9 +108,9 @@ class LoadTestReport(_Frozen):
     schema_version: int = 1
     traffic: TrafficFile
     manifest: str
-    users: int
-    rate_per_s: float | None  # None: as fast as the endpoint answers
-    warmup_s: float
-    warmup_requests: int
+    users: Annotated[int, Field(ge=1, le=MAX_REPORTED_INSTANCES * 100)]
+    rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE_PER_S, allow_inf_nan=False)] | None  # None: flat out
+    warmup_s: Annotated[float, Field(ge=0, le=MAX_DURATION_S, allow_inf_nan=False)]
+    warmup_requests: Annotated[int, Field(ge=0)]
     measured: Outcome
     server: ServerCount | None = None

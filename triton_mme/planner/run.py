@@ -8,7 +8,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from triton_mme.core.bounded import DocumentError, read_json
 from triton_mme.core.errors import UserError
+from triton_mme.core.limits import MAX_REPORT_BYTES
 from triton_mme.core.manifest import describe
 from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES
 from triton_mme.planner.candidates import (
@@ -71,9 +73,9 @@ class Comparison:
 
 def read_load_test(path: Path) -> LoadTestReport:
     try:
-        return LoadTestReport.model_validate_json(path.read_bytes())
-    except OSError as error:
-        raise CompareError(f"{path}: cannot read the load test results ({error.strerror})") from None
+        return LoadTestReport.model_validate(read_json(path, max_bytes=MAX_REPORT_BYTES))
+    except DocumentError as error:
+        raise CompareError(str(error)) from None
     except ValidationError as error:
         raise CompareError(
             f"{path}: not a load test result of `triton-mme loadtest` ({describe(error)})"
@@ -106,6 +108,11 @@ def compare_with(
         )
     # The prediction is made at the rate the load test reached, for as long as it measured.
     served = inputs.served
+    if served.workload.total_rate_per_s <= 0 or measured.request_rate_per_s <= 0:
+        raise CompareError(
+            f"{path}: the traffic's total rate is {served.workload.total_rate_per_s:g}/s and the measured "
+            f"rate {measured.request_rate_per_s:g}/s; a comparison needs both above 0"
+        )
     rescaled = served.workload.rates_per_s * (measured.request_rate_per_s / served.workload.total_rate_per_s)
     load = replace(served.workload, rates_per_s=rescaled, duration_s=measured.duration_s)
     evaluation = predict(replace(served, workload=load), candidate, configuration.instances, options)

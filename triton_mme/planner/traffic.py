@@ -24,7 +24,6 @@ A model is named by its manifest name (with `format` where it has several) or by
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -34,7 +33,9 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from triton_mme.core.bounded import DocumentError, load_json, load_yaml
 from triton_mme.core.errors import UserError, describe_validation_error, quoted
+from triton_mme.core.limits import MAX_TRAFFIC_BYTES
 from triton_mme.core.manifest import ArchiveRecord, Manifest
 from triton_mme.planner.eviction import zipf_popularity
 
@@ -111,11 +112,15 @@ def parse_traffic(raw: Any, *, origin: str = "traffic") -> TrafficFile:
 def read_traffic(path: Path) -> TrafficFile:
     """A traffic file in YAML, or JSON when it ends in .json."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            text = stream.read(MAX_TRAFFIC_BYTES + 1)
     except OSError as error:
         raise TrafficError(f"{path}: cannot read the traffic file ({error.strerror})") from None
+    load = load_json if path.suffix.lower() == ".json" else load_yaml
     try:
-        raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        raw = load(text, where=str(path), max_bytes=MAX_TRAFFIC_BYTES)
+    except DocumentError as error:
+        raise TrafficError(str(error)) from None
     except (ValueError, yaml.YAMLError) as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

@@ -10,7 +10,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import add_unpacked_limit
+from triton_mme.cli import add_allow_field, add_unpacked_limit
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
 
 Handler = Callable[[argparse.Namespace], int]
@@ -104,6 +104,18 @@ def register(subparsers: Any) -> None:
     add.add_argument("--source", default="external", help="where the model came from (default: %(default)s)")
     add.add_argument("--weights", default="external", help="which weights it carries (default: %(default)s)")
     add_unpacked_limit(add)
+    add_allow_field(add)
+    add.add_argument(
+        "--serving-report",
+        type=Path,
+        metavar="FILE",
+        help="a serving report (serving-check) in which this archive passed: required for a TensorRT plan",
+    )
+    add.add_argument(
+        "--unchecked-tensorrt",
+        action="store_true",
+        help="publish a TensorRT plan nobody loaded; its manifest record says it is unchecked",
+    )
     _add_bucket_arguments(add)
     add.set_defaults(handler=_add)
 
@@ -158,8 +170,10 @@ def _s3_command(command: Callable[[argparse.Namespace, Any], int]) -> Handler:
     @wraps(command)
     def handler(args: argparse.Namespace) -> int:
         import boto3
+        from boto3.exceptions import Boto3Error
         from botocore.exceptions import BotoCoreError, ClientError
 
+        from triton_mme.core.errors import first_line
         from triton_mme.store.publish import PublishError
 
         try:
@@ -171,6 +185,10 @@ def _s3_command(command: Callable[[argparse.Namespace, Any], int]) -> Handler:
             ) from None
         except BotoCoreError as error:
             raise PublishError(f"s3://{args.bucket}: {error}") from None
+        except Boto3Error as error:  # the transfer manager's S3UploadFailedError, after its retries
+            raise PublishError(
+                f"s3://{args.bucket}: {first_line(error)}; the manifest was not changed"
+            ) from None
 
     return handler
 
@@ -341,6 +359,9 @@ def _add(args: argparse.Namespace, s3: Any) -> int:
         source=args.source,
         weights=args.weights,
         max_unpacked_bytes=args.max_unpacked_bytes,
+        allow_fields=frozenset(args.allow_field),
+        serving_report=args.serving_report,
+        unchecked_tensorrt=args.unchecked_tensorrt,
     )
     print(f"verified {args.archive.name}: {', '.join(report.checks)}")
     for check in report.not_run:

@@ -14,11 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from triton_mme.core.archive import ArchiveContents
-from triton_mme.core.files import file_sha256
-from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
+from triton_mme.core.archive_policy import check_identity
+from triton_mme.core.bounded import read_bytes
+from triton_mme.core.errors import UserError
+from triton_mme.core.files import file_sha256, private_copy, private_directory
+from triton_mme.core.formats import Format
+from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_REPORT_BYTES
 from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX
 from triton_mme.core.manifest import ArchiveRecord, Manifest
 from triton_mme.core.naming import ARCHIVE_NAME, CONTENT_HASH_LENGTH, MODEL_NAME
+from triton_mme.core.serving_report import ServingReport
+from triton_mme.store.intents import ADD, REMOVE, Step, intent, no_step
 from triton_mme.store.publish import (
     LocalObject,
     PublishError,
@@ -121,6 +127,29 @@ def archive_record(
     )
 
 
+def _tensorrt_checked(path: Path, serving_report: Path | None, unchecked: bool) -> dict[str, Any]:
+    """A TensorRT plan cannot be opened here: it is published only with a serving report in which this
+    archive passed, or marked unchecked on purpose."""
+    if serving_report is not None:
+        report = ServingReport.from_json(
+            read_bytes(serving_report, max_bytes=MAX_REPORT_BYTES), where=str(serving_report)
+        )
+        served = report.find(path.name)
+        if served is None or not served.passed:
+            state = "does not list it" if served is None else "says it did not pass"
+            raise PublishError(
+                f"{serving_report}: the serving report {state} ({path.name}); allowed a report in which "
+                "this archive passed"
+            )
+        return {"checked": f"serving report {report.manifest_sha256[:16]} on {report.server}"}
+    if unchecked:
+        return {"checked": "unchecked: a TensorRT plan published with --unchecked-tensorrt"}
+    raise PublishError(
+        f"{path.name}: a TensorRT plan cannot be loaded here; allowed with --serving-report FILE (a serving "
+        "report in which it passed) or --unchecked-tensorrt (recorded as unchecked in the manifest)"
+    )
+
+
 def add_archive(
     s3: S3Client,
     bucket: str,
@@ -131,47 +160,93 @@ def add_archive(
     source: str = "external",
     weights: str = "external",
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    allow_fields: frozenset[str] = frozenset(),
+    serving_report: Path | None = None,
+    unchecked_tensorrt: bool = False,
+    step: Step | None = None,
 ) -> AddReport:
-    """Verify an archive built elsewhere, publish it, and with `name` record it in the current manifest."""
-    from triton_mme.model_build.verify import verify_archive
+    """Verify an archive built elsewhere, publish it, and with `name` record it in the current manifest.
 
+    The file is copied once into a private directory; the hash, every check and the upload read that copy.
+    """
     named = check_archive_name(path, name)
     if not path.is_file():
         raise PublishError(f"{path}: no such archive file")
-    item = LocalObject(path=path, key=path.name, sha256=file_sha256(path), size=path.stat().st_size)
+    with private_directory("add-") as private:
+        copy = private_copy(path, private)
+        return _add_checked(
+            s3, bucket, path, copy, named, prefixes, name=name, source=source, weights=weights,
+            max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields, serving_report=serving_report,
+            unchecked_tensorrt=unchecked_tensorrt, step=step or no_step,
+        )  # fmt: skip
+
+
+def _add_checked(
+    s3: S3Client,
+    bucket: str,
+    path: Path,
+    copy: Path,
+    named: re.Match[str],
+    prefixes: Prefixes,
+    *,
+    name: str | None,
+    source: str,
+    weights: str,
+    max_unpacked_bytes: int,
+    allow_fields: frozenset[str],
+    serving_report: Path | None,
+    unchecked_tensorrt: bool,
+    step: Step,
+) -> AddReport:
+    from triton_mme.model_build.verify import verify_archive
+
+    item = LocalObject(path=copy, key=path.name, sha256=file_sha256(copy), size=copy.stat().st_size)
     # A renamed archive must not carry another content's hash: the endpoint caches by name.
     if not item.sha256.startswith(named["digest"]):
         raise PublishError(
             f"{path}: the name claims content hash {named['digest']} but the file's sha256 starts with "
             f"{item.sha256[:CONTENT_HASH_LENGTH]}"
         )
-    report = verify_archive(path, max_unpacked_bytes=max_unpacked_bytes)
+    report = verify_archive(copy, max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields)
     contents = report.contents
-    if named["format"] != contents.format.value:
-        raise PublishError(
-            f"{path}: the name says {named['format']} but the archive holds a {contents.format.value} model"
+    try:
+        check_identity(
+            str(path), path.name, fmt=contents.format, model_dir=contents.model_dir, sha256=item.sha256
         )
+    except UserError as error:
+        raise PublishError(str(error)) from None
+    details = {"published_by": "add"}
+    not_run = tuple(report.not_run)
+    if contents.format is Format.TENSORRT:
+        details |= _tensorrt_checked(path, serving_report, unchecked_tensorrt)
+        not_run = ()
+    # A broken live manifest stops the add before anything is uploaded.
+    read_published_manifest(s3, bucket, prefixes.manifests)
     uploaded, skipped = publish_objects(s3, bucket, prefixes.models, [item])
+    step("uploaded")
     if name is None:
-        return AddReport(
-            tuple(report.checks), tuple(report.not_run), tuple(uploaded), tuple(skipped), None, None
-        )
+        return AddReport(tuple(report.checks), not_run, tuple(uploaded), tuple(skipped), None, None)
     record = archive_record(
         contents, name=name, sha256=item.sha256, size=item.size, source=source, weights=weights
-    )
+    ).model_copy(update={"details": details})
 
     def with_record(live: Manifest | None) -> Manifest:
         current = live or Manifest()
         kept = tuple(r for r in current.archives if (r.name, r.format) != (record.name, record.format))
         return current.model_copy(update={"archives": (*kept, record)})
 
-    # Read, change and write the live manifest as one conditional step: a concurrent add is not lost.
-    keys = update_live_manifest(
-        s3, bucket, with_record, model_prefix=prefixes.models, manifest_prefix=prefixes.manifests
-    )
-    return AddReport(
-        tuple(report.checks), tuple(report.not_run), tuple(uploaded), tuple(skipped), keys[-1], record
-    )
+    with intent(s3, bucket, prefixes.manifests, path.name, ADD, refuses=REMOVE):
+        step("announced")
+        # A remove that finished before the announcement may have deleted it: upload it again.
+        more, _ = publish_objects(s3, bucket, prefixes.models, [item])
+        uploaded += [key for key in more if key not in uploaded]
+        step("checked")
+        # Read, change and write the live manifest as one conditional step: a concurrent add is not lost.
+        keys = update_live_manifest(
+            s3, bucket, with_record, model_prefix=prefixes.models, manifest_prefix=prefixes.manifests
+        )
+        step("written")
+    return AddReport(tuple(report.checks), not_run, tuple(uploaded), tuple(skipped), keys[-1], record)
 
 
 @dataclass(frozen=True)
@@ -182,7 +257,13 @@ class RemoveReport:
 
 
 def remove_archive(
-    s3: S3Client, bucket: str, target_model: str, prefixes: Prefixes, *, force: bool = False
+    s3: S3Client,
+    bucket: str,
+    target_model: str,
+    prefixes: Prefixes,
+    *,
+    force: bool = False,
+    step: Step | None = None,
 ) -> RemoveReport:
     """Delete an archive; refused while the current manifest names it unless `force`, which first
     publishes a manifest without it (the manifest must stop naming it before it goes away)."""
@@ -207,11 +288,16 @@ def remove_archive(
             update={"archives": tuple(r for r in manifest.archives if r.target_model != target)}
         )
 
-    live = read_published_manifest(s3, bucket, prefixes.manifests)
-    if live is not None and target in live.target_models:
-        # Conditional on the manifest read: a change made meanwhile is re-read and kept.
-        manifest_key = update_live_manifest(
-            s3, bucket, without_target, model_prefix=prefixes.models, manifest_prefix=prefixes.manifests
-        )[-1]
-    s3.delete_object(Bucket=bucket, Key=key)
+    step = step or no_step
+    with intent(s3, bucket, prefixes.manifests, target, REMOVE, refuses=ADD):
+        step("announced")
+        live = read_published_manifest(s3, bucket, prefixes.manifests)
+        if live is not None and target in live.target_models:
+            # Conditional on the manifest read: a change made meanwhile is re-read and kept.
+            manifest_key = update_live_manifest(
+                s3, bucket, without_target, model_prefix=prefixes.models, manifest_prefix=prefixes.manifests
+            )[-1]
+        step("checked")
+        s3.delete_object(Bucket=bucket, Key=key)
+        step("deleted")
     return RemoveReport(key, manifest_key, dropped)

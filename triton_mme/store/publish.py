@@ -29,11 +29,13 @@ from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
+from triton_mme.core.archive import read_archive
+from triton_mme.core.archive_policy import check_identity
 from triton_mme.core.errors import UserError
-from triton_mme.core.files import file_sha256
+from triton_mme.core.files import file_sha256, private_copy, private_directory
 from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX, build_manifest_key, live_manifest_key
-from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
-from triton_mme.core.naming import COMPANION_NAME
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
+from triton_mme.core.naming import COMPANION_NAME, model_directory
 
 ARCHIVE_CONTENT_TYPE = "application/gzip"
 JSON_CONTENT_TYPE = "application/json"
@@ -118,34 +120,68 @@ def read_local_manifest(directory: Path) -> Manifest:
         raise PublishError(f"{path}: not a valid build manifest ({reason})") from None
 
 
-def check_local_archives(directory: Path, manifest: Manifest) -> list[LocalObject]:
-    """Every archive the manifest names must be present with the recorded size and sha256."""
+def _copied(path: Path, private: Path | None, what: str) -> Path:
+    if not path.is_file():
+        raise PublishError(f"{path}: {what} named in the manifest is missing")
+    return private_copy(path, private) if private is not None else path
+
+
+def check_archive_contents(path: Path, record: ArchiveRecord) -> None:
+    """The archive policy (core.archive_policy) on a build's archive, as `add` applies it: layout and
+    config as the build writes them, and a name, model directory and format that match the record."""
+    try:
+        contents = read_archive(path)
+        check_identity(
+            str(path.name), path.name, fmt=contents.format, model_dir=contents.model_dir, sha256=record.sha256
+        )
+    except UserError as error:
+        raise PublishError(str(error)) from None
+    if contents.format.value != record.format or contents.model_dir != model_directory(
+        record.name, contents.format
+    ):
+        raise PublishError(
+            f"{path.name}: the manifest records model {record.name!r} in format {record.format} but the "
+            f"archive holds {contents.model_dir!r} ({contents.format.value})"
+        )
+
+
+def check_local_archives(
+    directory: Path, manifest: Manifest, private: Path | None = None, *, check_contents: bool = True
+) -> list[LocalObject]:
+    """Every archive the manifest names must be present with the recorded size and sha256, and within the
+    archive policy. With `private`, each is first copied there once and everything after (hash, checks,
+    upload) reads the copy: a file replaced after the check is never published under the checked hash."""
     objects = []
     for record in manifest.archives:
-        path = directory / record.target_model
-        if not path.is_file():
-            raise PublishError(f"{path}: archive named in the manifest is missing")
+        given = directory / record.target_model
+        path = _copied(given, private, "archive")
         size = path.stat().st_size
         if size != record.size_bytes:
-            raise PublishError(f"{path}: size {size} bytes does not match the manifest ({record.size_bytes})")
+            raise PublishError(
+                f"{given}: size {size} bytes does not match the manifest ({record.size_bytes})"
+            )
         digest = file_sha256(path)
         if digest != record.sha256:
-            raise PublishError(f"{path}: sha256 {digest} does not match the manifest ({record.sha256})")
+            raise PublishError(f"{given}: sha256 {digest} does not match the manifest ({record.sha256})")
+        if check_contents:
+            check_archive_contents(path, record)
         objects.append(LocalObject(path=path, key=record.target_model, sha256=digest, size=size))
     return objects
 
 
-def check_local_companions(directory: Path, manifest: Manifest) -> list[LocalObject]:
-    """Every companion file (labels, tokenizer) the manifest names, with the content its name states."""
+def check_local_companions(
+    directory: Path, manifest: Manifest, private: Path | None = None
+) -> list[LocalObject]:
+    """Every companion file (labels, tokenizer) the manifest names, with the content its name states
+    (read from a private copy, like the archives)."""
     objects = []
     for name in sorted(manifest.files):
-        path = directory / name
-        if not path.is_file():
-            raise PublishError(f"{path}: file named in the manifest is missing")
+        given = directory / name
+        path = _copied(given, private, "file")
         digest = file_sha256(path)
         named = COMPANION_NAME.match(name)
         if named is None or not digest.startswith(named["digest"]):
-            raise PublishError(f"{path}: its content (sha256 {digest[:16]}...) does not match its name")
+            raise PublishError(f"{given}: its content (sha256 {digest[:16]}...) does not match its name")
         objects.append(LocalObject(path=path, key=name, sha256=digest, size=path.stat().st_size))
     return objects
 
@@ -184,9 +220,31 @@ def _remote_sha256(s3: S3Client, bucket: str, key: str, metadata: dict[str, Any]
     return digest.hexdigest()
 
 
-def is_already_published(s3: S3Client, bucket: str, key: str, sha256: str, size: int) -> bool:
-    """True when `key` holds exactly these bytes, False when absent; refuses different bytes."""
-    metadata = head(s3, bucket, key)
+# Past this many keys, one listing of the prefix (1,000 keys a call) replaces a HEAD per key.
+BULK_CHECK_THRESHOLD = 20
+
+
+def existing_keys(s3: S3Client, bucket: str, keys: Iterable[str]) -> set[str]:
+    """Which of `keys` are in the bucket: a HEAD each for a few, ListObjectsV2 by their common prefix for
+    many (10,000 keys: 10 listing calls instead of 10,000 HEADs)."""
+    wanted = set(keys)
+    if len(wanted) <= BULK_CHECK_THRESHOLD:
+        return {key for key in wanted if head(s3, bucket, key) is not None}
+    first, last = min(wanted), max(wanted)
+    shared = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), len(first))
+    prefix = first[:shared]  # S3 prefixes are strings, not paths
+    found: set[str] = set()
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        found.update(item["Key"] for item in page.get("Contents", []) if item["Key"] in wanted)
+    return found
+
+
+def is_already_published(
+    s3: S3Client, bucket: str, key: str, sha256: str, size: int, *, present: bool | None = None
+) -> bool:
+    """True when `key` holds exactly these bytes, False when absent; refuses different bytes. `present`
+    False (from a listing) skips the HEAD of a key known to be absent."""
+    metadata = head(s3, bucket, key) if present is not False else None
     if metadata is None:
         return False
     if metadata.get("ContentLength") != size or _remote_sha256(s3, bucket, key, metadata) != sha256:
@@ -263,9 +321,11 @@ def publish_objects(
     compared and the object counts as skipped if they are the same.
     """
     pending, skipped = [], []
-    for item in objects:
+    items = list(objects)
+    present = existing_keys(s3, bucket, [prefix + item.key for item in items])
+    for item in items:
         key = prefix + item.key
-        if is_already_published(s3, bucket, key, item.sha256, item.size):
+        if is_already_published(s3, bucket, key, item.sha256, item.size, present=key in present):
             skipped.append(key)
         else:
             pending.append((key, item))
@@ -390,9 +450,10 @@ def check_named_objects(
 ) -> None:
     """Every archive and companion file the manifest names must be in the bucket."""
     named = [model_prefix + t for t in sorted(manifest.target_models)]
-    named += [manifest_prefix + f for f in sorted(manifest.files)]
-    for key in named:
-        if head(s3, bucket, key) is None:
+    companions = [manifest_prefix + f for f in sorted(manifest.files)]
+    present = existing_keys(s3, bucket, named) | existing_keys(s3, bucket, companions)
+    for key in [*named, *companions]:
+        if key not in present:
             raise PublishError(
                 f"s3://{bucket}/{key}: named in the manifest but not in the bucket; "
                 "refusing to publish the manifest"
@@ -502,8 +563,27 @@ def upload_build(
     model_prefix, manifest_prefix = normalise_prefix(prefix), normalise_prefix(manifest_prefix)
     check_prefixes(model_prefix, manifest_prefix)
     manifest = read_local_manifest(directory)
-    objects = check_local_archives(directory, manifest)
-    companions = check_local_companions(directory, manifest)
+    with private_directory("upload-") as private:
+        return _upload_checked(
+            s3, directory, private, bucket, manifest, model_prefix, manifest_prefix, transfer_config,
+            progress, make_live,
+        )  # fmt: skip
+
+
+def _upload_checked(
+    s3: S3Client,
+    directory: Path,
+    private: Path,
+    bucket: str,
+    manifest: Manifest,
+    model_prefix: str,
+    manifest_prefix: str,
+    transfer_config: TransferConfig | None,
+    progress: ProgressFactory | None,
+    make_live: bool,
+) -> PublishReport:
+    objects = check_local_archives(directory, manifest, private)
+    companions = check_local_companions(directory, manifest, private)
     uploaded, skipped = publish_objects(
         s3, bucket, model_prefix, objects, transfer_config=transfer_config, progress=progress
     )

@@ -1,0 +1,152 @@
+"""Run an unpacked model's checks in a child process that can do little harm.
+
+Verifying a model means running it, and a model is code. The child (`python -m
+triton_mme.model_build.sandbox`) first enters a private network namespace (core.network_isolation: no
+network at all), sets its own limits before it imports a deep-learning library — address space
+(RLIMIT_AS), CPU seconds (RLIMIT_CPU), the size of any file it writes (RLIMIT_FSIZE), open files — and runs
+in a scratch working directory with HOME and TMPDIR pointing there and an environment of a few names
+only. The parent kills its whole process group past the time limit. The model's operators are checked
+(model_build.inspection) before anything runs it.
+
+What the kernel does not bound here: reading files the user can read. That is what the operator
+allowlist is for: the exporters' graphs contain no operator that opens a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Nothing heavy at module level: the child enters its network namespace before it starts any thread
+# (numpy's BLAS threads would make unshare() fail).
+
+# Generous for the catalog's largest model (RoBERTa-large at batch 32), small next to a machine's swap.
+DEFAULT_MEMORY_LIMIT_BYTES = 32 * 1024**3
+DEFAULT_TIME_LIMIT_S = 900
+# Files the child may write (a scratch file of a runtime); a model writing more is stopped.
+FILE_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
+OPEN_FILES_LIMIT = 1024
+_RESULT_LIMIT_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    memory_bytes: int = DEFAULT_MEMORY_LIMIT_BYTES
+    time_s: int = DEFAULT_TIME_LIMIT_S
+
+
+DEFAULT_LIMITS = SandboxLimits()
+
+
+def _environment(scratch: Path) -> dict[str, str]:
+    kept = {name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL") if name in os.environ}
+    return {
+        **kept,
+        "HOME": str(scratch),
+        "TMPDIR": str(scratch),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "OMP_NUM_THREADS": str(min(os.cpu_count() or 1, 8)),
+    }
+
+
+def run_checks(where: str, model_dir: Path, limits: SandboxLimits = DEFAULT_LIMITS) -> list[str]:
+    """Inspect and run the unpacked model in `model_dir` in the child; the checks that passed, or
+    ArchiveError with the child's one-line reason."""
+    from triton_mme.core.archive import ArchiveError
+
+    request = json.dumps({"where": where, "model_dir": str(model_dir), **limits.__dict__})
+    with tempfile.TemporaryDirectory(prefix="model-check-") as scratch:
+        process = subprocess.Popen(
+            [sys.executable, "-m", __name__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=scratch,
+            env=_environment(Path(scratch)),
+            start_new_session=True,
+        )
+        try:
+            out, err = process.communicate(request.encode(), timeout=limits.time_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise ArchiveError(
+                f"{where}: the model check did not finish in {limits.time_s} s; stopped (--verify-seconds)"
+            ) from None
+    try:
+        # The result is the child's last line: whatever a runtime prints comes before it.
+        result = json.loads((out.strip().splitlines() or [b""])[-1][:_RESULT_LIMIT_BYTES])
+    except ValueError:
+        last = (err.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+        reason = _signal_reason(process.returncode, limits) or last
+        raise ArchiveError(f"{where}: the model check failed: {reason}") from None
+    if "error" in result:
+        raise ArchiveError(str(result["error"]).splitlines()[0])
+    return [str(check) for check in result["checks"]]
+
+
+def _signal_reason(status: int | None, limits: SandboxLimits) -> str | None:
+    if status in (-signal.SIGKILL, -signal.SIGSEGV, -signal.SIGABRT):
+        name = signal.Signals(-status).name
+        return f"the model process died ({name}; memory limit {limits.memory_bytes:,} bytes)"
+    if status == -signal.SIGXCPU:
+        return f"the model used more than {limits.time_s} CPU seconds"
+    if status == -signal.SIGXFSZ:
+        return f"the model wrote a file past {FILE_SIZE_LIMIT_BYTES:,} bytes"
+    return None
+
+
+def _limit(kind: int, value: int) -> None:
+    _, hard = resource.getrlimit(kind)
+    resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard),) * 2)
+
+
+def _child(request: dict[str, Any]) -> dict[str, Any]:
+    from triton_mme.core.network_isolation import IsolationError, isolate
+
+    where = str(request["where"])
+    try:
+        isolate("the model check")
+    except IsolationError as error:
+        return {
+            "error": f"{where}: the model cannot run without network isolation: {error.strerror or error}"
+        }
+    _limit(resource.RLIMIT_AS, int(request["memory_bytes"]))
+    _limit(resource.RLIMIT_CPU, int(request["time_s"]))
+    _limit(resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT_BYTES)
+    _limit(resource.RLIMIT_NOFILE, OPEN_FILES_LIMIT)
+    from triton_mme.core.archive import ArchiveError
+    from triton_mme.core.errors import first_line
+    from triton_mme.model_build.verify import check_unpacked_model
+
+    try:
+        return {"checks": check_unpacked_model(where, Path(request["model_dir"]))}
+    except ArchiveError as error:
+        return {"error": str(error)}
+    except MemoryError:
+        return {
+            "error": f"{where}: the model needs more than {int(request['memory_bytes']):,} bytes of memory"
+        }
+    except Exception as error:  # a model the runtime rejects: one line
+        return {"error": f"{where}: the model does not run: {first_line(error)}"}
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read(_RESULT_LIMIT_BYTES))
+    result = _child(request)
+    sys.stdout.write("\n" + json.dumps(result) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
