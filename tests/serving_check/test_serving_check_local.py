@@ -119,7 +119,7 @@ def test_the_command_writes_the_report_and_stops_with_the_first_failure(
     assert len(errors) == 1
     assert errors[0].startswith(
         f"error: serving check failed: {record.target_model}: Triton did not load it: "
-    ) and errors[0].endswith("(1 of 1 archives failed)")
+    ) and errors[0].endswith("(1 of 1 archive failed)")
     report = ServingReport.from_json(out.read_bytes())
     assert report.failures[0].target_model == record.target_model
 

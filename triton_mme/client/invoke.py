@@ -30,6 +30,7 @@ from triton_mme.client.transport import Reply, invoke_endpoint, invoke_local, ru
 from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import ArchiveRecord
 from triton_mme.core.naming import ARCHIVE_NAME
+from triton_mme.core.replies import sequence_bound
 
 
 class UsageError(UserError, ValueError):
@@ -129,7 +130,8 @@ def check_reply(target: Target, batch: int, reply: Reply | None = None) -> None:
     if reply is not None:
         check_reply_size(len(reply.body), batch)
     elif target.record is not None:
-        check_reply_estimate(target.record.outputs, batch)
+        record = target.record
+        check_reply_estimate(record.outputs, batch, sequence_length=sequence_bound(record.inputs))
 
 
 def output_names(target: Target) -> list[str]:

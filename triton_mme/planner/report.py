@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from triton_mme.core.wording import plural
 from triton_mme.planner.capacity import CandidatePlan, Plan
 from triton_mme.planner.outcome import Outcome
 
@@ -92,7 +93,7 @@ def render_plan(plan: Plan) -> str:
         targets.append(f"p99 <= {options.p99_latency_ms:,.0f} ms (cold starts included)")
     stderr = [c.evaluation.stats.hit_rate_stderr for c in plan.candidates if c.evaluation is not None]
     lines = [
-        f"Traffic: {len(workload.records):,} archives, {workload.total_rate_per_s:,.2f} requests/s "
+        f"Traffic: {plural(len(workload.records), 'archive')}, {workload.total_rate_per_s:,.2f} requests/s "
         f"({workload.total_rate_per_s * workload.duration_s:,.0f} in {workload.duration_s:,.0f} s), "
         f"GPU time {served.total_gpu_seconds_per_s:.3f} s per second.",
         f"Targets: {'; '.join(targets)}.",

@@ -29,21 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
-from triton_mme.client.payloads import (
-    REPLY_HEADER_BYTES,
-    REPLY_HEADER_BYTES_PER_OUTPUT,
-    SAGEMAKER_MAX_REQUEST_BYTES,
-    SAGEMAKER_MAX_RESPONSE_BYTES,
-    PayloadError,
-    decode_response,
-    encode_binary_request,
-)
+from triton_mme.client.payloads import PayloadError, decode_response, encode_binary_request
 from triton_mme.core.archive import CONFIG_FILE_NAME, ArchiveError, extract_archive
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256
 from triton_mme.core.golden import GoldenData, GoldenError
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.naming import GOLDEN_ROLE
+from triton_mme.core.platform import SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES
+from triton_mme.core.replies import reply_overhead
 from triton_mme.core.serving_report import ArchiveServing, BatchFigures, ServingReport
 from triton_mme.core.tolerances import FP16, FP32, GPU_FP32, Tolerance, max_abs_error
 from triton_mme.core.triton_config import parse_config
@@ -190,9 +184,7 @@ def _unpack(directory: Path, record: ArchiveRecord, model_root: Path) -> Path:
 def largest_batch(record: ArchiveRecord, golden: GoldenData) -> int:
     """The largest batch one InvokeEndpoint call can carry both ways (6 MB each), at most max_batch_size."""
     tensors = len(golden.inputs) + len(golden.outputs)
-    room = min(SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES) - (
-        REPLY_HEADER_BYTES + REPLY_HEADER_BYTES_PER_OUTPUT * tensors
-    )
+    room = min(SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES) - reply_overhead(tensors)
     largest = max(record.max_batch_size, 1)
     for arrays in (golden.inputs, golden.outputs):
         per_row = sum(value.nbytes for value in arrays.values()) // golden.rows

@@ -12,6 +12,7 @@ from triton_mme.cli import positive_int
 from triton_mme.core.locations import BUILD_DIR
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
 from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME
+from triton_mme.core.wording import plural
 
 SERVERS = ("local", "sagemaker")
 TRITON_TAG_ENV = "TRITON_IMAGE_TAG"
@@ -86,7 +87,7 @@ def _serving_check(args: argparse.Namespace) -> int:
     print(f"report  {out}")
     if report.failures:
         first = report.failures[0]
-        count = f" ({len(report.failures)} of {len(report.archives)} archives failed)"
+        count = f" ({len(report.failures)} of {plural(len(report.archives), 'archive')} failed)"
         raise CheckError(f"serving check failed: {first.target_model}: {first.error}{count}")
     return 0
 
