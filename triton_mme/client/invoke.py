@@ -134,6 +134,18 @@ def check_reply(target: Target, batch: int, reply: Reply | None = None) -> None:
         check_reply_estimate(record.outputs, batch, sequence_length=sequence_bound(record.inputs))
 
 
+def random_weights_warning(target: Target, *, text: bool = False) -> str | None:
+    """One line when the archive was built with random weights: its labels (or the stand-in tokenizer the
+    offline build trained) say nothing about what a real model would answer."""
+    record = target.record
+    if record is None or record.weights != "random":
+        return None
+    what = "its scores are noise and the labels only name classes"
+    if text:
+        what = "its outputs are noise and its tokenizer is the offline stand-in, not the model's own"
+    return f"warning: model '{record.name}' was built with random weights (weights=random): {what}"
+
+
 def output_names(target: Target) -> list[str]:
     return [spec.name for spec in target.record.outputs] if target.record else []
 

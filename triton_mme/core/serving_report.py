@@ -12,8 +12,8 @@ import json
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from triton_mme.core.errors import UserError
+from triton_mme.core.locations import SERVING_REPORT_FILE_NAME as SERVING_REPORT_FILE_NAME
 
-SERVING_REPORT_FILE_NAME = "serving-report.json"
 SERVING_REPORT_SCHEMA_VERSION = 1
 
 

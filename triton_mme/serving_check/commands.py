@@ -8,10 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import positive_int
-from triton_mme.core.locations import BUILD_DIR
+from triton_mme.cli import non_negative_int, positive_int
+from triton_mme.core.locations import BUILD_DIR, SERVING_REPORT_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
-from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME
 from triton_mme.core.wording import plural
 
 SERVERS = ("local", "sagemaker")
@@ -40,7 +39,7 @@ def register(subparsers: Any) -> None:
     )
     check.add_argument("--out", type=Path, help=f"report file (default: <from>/{SERVING_REPORT_FILE_NAME})")
     check.add_argument("--requests", type=positive_int, default=30, help="timed requests per batch size")
-    check.add_argument("--warmup", type=positive_int, default=3, help="untimed requests before timing")
+    check.add_argument("--warmup", type=non_negative_int, default=3, help="untimed requests before timing")
     check.add_argument(
         "--triton-tag",
         default=os.environ.get(TRITON_TAG_ENV) or DEFAULT_TRITON_TAG,
