@@ -139,8 +139,8 @@ def plan_candidate(
     lowest = max(options.min_instances, for_gpu_time)
     if lowest > options.max_instances:
         problem = (
-            f"the traffic needs {plural(lowest, 'instance')} for its GPU time alone; --max-instances is "
-            f"{options.max_instances}"
+            f"the traffic needs {plural(lowest, 'instance')} for its GPU time alone; the maximum is "
+            f"{options.max_instances} ({options.max_instances_origin})"
         )
         return CandidatePlan(candidate, capacity, None, single, problem)
     tried: dict[int, Evaluation] = {}
@@ -154,12 +154,17 @@ def plan_candidate(
     found = fewest(lowest, options.max_instances, guess, lambda n: at(n).meets_targets)
     if found is None:
         best = at(options.max_instances)
-        problem = f"{'; '.join(best.misses)} even with {plural(best.instances, 'instance')} (--max-instances)"
+        most = f"{plural(best.instances, 'instance')} ({options.max_instances_origin})"
+        problem = f"{'; '.join(best.misses)} even with {most}"
         return CandidatePlan(candidate, capacity, best, single, problem)
     if found > lowest:
         sized_by = "; ".join(at(found - 1).misses)
     else:
-        sized_by = "GPU time" if for_gpu_time >= options.min_instances else "--min-instances"
+        sized_by = (
+            "GPU time"
+            if for_gpu_time >= options.min_instances
+            else f"minimum ({options.min_instances_origin})"
+        )
     return CandidatePlan(candidate, capacity, at(found), single, sized_by=sized_by)
 
 

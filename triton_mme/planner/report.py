@@ -9,6 +9,7 @@ from typing import Any
 
 from triton_mme.core.wording import plural
 from triton_mme.planner.capacity import CandidatePlan, Plan
+from triton_mme.planner.caveats import CPU_STAND_IN, caveats, cold_loads_cell, latency_cell, on_cpu_stand_in
 from triton_mme.planner.outcome import Outcome
 
 PLAN_SCHEMA_VERSION = 1
@@ -48,7 +49,7 @@ def _set_by(plan: CandidatePlan) -> str:
 
 
 _SHORT = {"cache-hit rate": "hit rate", "p99": "p99", "GPU utilization": "GPU time", "GPU time": "GPU time",
-          "--min-instances": "--min-instances"}  # fmt: skip
+          "minimum": "minimum"}  # fmt: skip
 
 
 def candidate_row(plan: CandidatePlan) -> list[str]:
@@ -282,10 +283,11 @@ def render_comparison(predicted: Outcome, measured: Outcome, *, limit: int = 20)
     overall = [
         ["cache-hit rate", _percent(predicted.cache_hit_rate), _percent(measured.cache_hit_rate),
          _difference(predicted.cache_hit_rate, measured.cache_hit_rate)],
-        ["cold loads per hour", _count(predicted.cold_loads_per_hour),
-         _count(measured.cold_loads_per_hour), ""],
-        ["latency p50 ms", _ms(predicted.latency_ms.p50_ms), _ms(measured.latency_ms.p50_ms), ""],
-        ["latency p99 ms", _ms(predicted.latency_ms.p99_ms), _ms(measured.latency_ms.p99_ms), ""],
+        ["cold loads per hour", _count(predicted.cold_loads_per_hour), cold_loads_cell(measured), ""],
+        ["latency p50 ms", _ms(predicted.latency_ms.p50_ms),
+         latency_cell(_ms(measured.latency_ms.p50_ms), measured), ""],
+        ["latency p99 ms", _ms(predicted.latency_ms.p99_ms),
+         latency_cell(_ms(measured.latency_ms.p99_ms), measured), ""],
         ["requests/s", f"{predicted.request_rate_per_s:,.1f}", f"{measured.request_rate_per_s:,.1f}", ""],
         ["errors (507/4xx/5xx/timeouts/not ready/other)", "—", _errors(measured)],
     ]  # fmt: skip
@@ -312,7 +314,12 @@ def render_comparison(predicted: Outcome, measured: Outcome, *, limit: int = 20)
             ]
         )
     header = ["model", "requests", "hit predicted", "hit measured", "p99 ms predicted", "p99 ms measured"]
+    if on_cpu_stand_in(measured):
+        header[-1] += f" ({CPU_STAND_IN})"
     lines += _rows_to_text(header, rows, right={1, 2, 3, 4, 5})
+    notes = caveats(predicted, measured)
+    if notes:
+        lines += ["", *notes]
     return "\n".join(lines) + "\n"
 
 
