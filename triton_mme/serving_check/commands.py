@@ -80,7 +80,11 @@ def _serving_check(args: argparse.Namespace) -> int:
         print(f"server  {target.server}", flush=True)
         with target:
             report = check_build(
-                args.source, target, settings=settings, progress=lambda r: print(summary(r), flush=True)
+                args.source,
+                target,
+                settings=settings,
+                progress=lambda r: print(summary(r), flush=True),
+                phase=lambda line: print(f"  {line}", flush=True),
             )
     write_atomically(out, report.to_json())
     print(f"report  {out}")
