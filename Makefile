@@ -62,9 +62,17 @@ deploy: install preflight
 	$(CDK) deploy --all --require-approval never $(CONTEXT)
 
 STACK ?= TritonMultiModelEndpoint
-# With DIFF_TEMPLATE=path/to/saved.template.json the diff needs no credentials (see docs/deploy.md).
+# With DIFF_TEMPLATE=path/to/saved.template.json the diff needs no credentials (see docs/deploy.md); without
+# it, no credentials is one line naming that route rather than CDK's own errors.
+NO_CREDENTIALS := error: make diff compares with the deployed stack and needs AWS credentials (none found); offline, compare with a saved template: make diff DIFF_TEMPLATE=path/to/saved.template.json (docs/deploy.md)
 diff: install
-	$(if $(DIFF_TEMPLATE),$(CDK) diff $(STACK) --template $(DIFF_TEMPLATE) $(CONTEXT),$(CDK) diff --all $(CONTEXT))
+ifdef DIFF_TEMPLATE
+	$(CDK) diff $(STACK) --template $(DIFF_TEMPLATE) $(CONTEXT)
+else
+	@$(PY) -c 'import boto3, sys; sys.exit(boto3.Session().get_credentials() is None)' 2>/dev/null \
+		|| { echo "$(NO_CREDENTIALS)" >&2; exit 1; }
+	$(CDK) diff $(CONTEXT)
+endif
 
 # Offline by default (random weights, no TensorRT); `make build-models BUILD_ARGS=` builds the catalog
 # as written (pretrained weights download; tensorrt needs a GPU and TensorRT).
