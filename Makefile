@@ -75,10 +75,12 @@ else
 endif
 
 # Offline by default (random weights, no TensorRT); `make build-models BUILD_ARGS=` builds the catalog
-# as written (pretrained weights download; tensorrt needs a GPU and TensorRT).
+# as written (pretrained weights download; tensorrt needs a GPU and TensorRT). ONLY=resnet50 builds one model.
 BUILD_ARGS ?= --weights random --skip-format tensorrt
+CATALOG ?= models.yaml
+ONLY ?=
 build-models: $(PY_STAMP)
-	$(TRITON_MME) build --catalog models.yaml --out $(BUILD_DIR) $(BUILD_ARGS)
+	$(TRITON_MME) build --catalog $(CATALOG) --out $(BUILD_DIR) $(if $(ONLY),--only $(ONLY)) $(BUILD_ARGS)
 
 # Serves build/models in a local CPU Triton in SageMaker multi-model mode (see docs/local-triton.md).
 serve-local: $(PY_STAMP)

@@ -105,7 +105,7 @@ def _unreadable_image(path: Path, error: Exception) -> str:
         return "not an image format Pillow reads; allowed: JPEG, PNG, WebP, BMP, TIFF, GIF, ..."
     if isinstance(error, OSError) and error.strerror:
         return f"cannot read it ({error.strerror})"
-    return f"a damaged or truncated image ({first_line(str(error)) or 'unreadable'})"
+    return f"a damaged or truncated image ({first_line(error)})"
 
 
 def image_batch(

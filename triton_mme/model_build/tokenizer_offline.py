@@ -78,9 +78,9 @@ def offline_tokenizer_json(hf_config: Mapping[str, Any], sequence_length: int, *
     )
     tokenizer.train_from_iterator(corpus_lines(), trainer=trainer)
     _check_special_ids(tokenizer, hf_config, name)
-    tokenizer.post_processor = processors.RobertaProcessing(
-        (EOS, tokenizer.token_to_id(EOS)), (BOS, tokenizer.token_to_id(BOS))
-    )
+    # The trainer puts the special tokens first, in SPECIAL_TOKENS' order: their ids are their positions.
+    ids = {token: index for index, token in enumerate(SPECIAL_TOKENS)}
+    tokenizer.post_processor = processors.RobertaProcessing((EOS, ids[EOS]), (BOS, ids[BOS]))
     tokenizer.enable_truncation(max_length=sequence_length)
-    tokenizer.enable_padding(length=sequence_length, pad_id=tokenizer.token_to_id(PAD), pad_token=PAD)
+    tokenizer.enable_padding(length=sequence_length, pad_id=ids[PAD], pad_token=PAD)
     return tokenizer.to_str().encode("utf-8")
