@@ -135,8 +135,18 @@ def test_the_command_checks_a_whole_build_and_prints_a_line_per_archive(
 
     assert status == 0
     printed = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in printed[1:-1]] == ["passed"] * len(manifest.archives)
+    results = [line for line in printed[1:-1] if not line.startswith("  ")]
+    assert [line.split()[0] for line in results] == ["passed"] * len(manifest.archives)
     assert printed[-1] == f"report  {out}"
+    # Before each result, its phases as they start: unpack, load, compare per batch, time per batch.
+    total = len(manifest.archives)
+    first = manifest.archives[0].target_model
+    phases = [line.strip() for line in printed[1:] if line.startswith(f"  1/{total} {first}: ")]
+    assert phases[:2] == [
+        f"1/{total} {first}: checking and unpacking the archive",
+        f"1/{total} {first}: loading it in Triton",
+    ]
+    assert phases[-1].endswith(": 1 + 1 request") and len(phases) == 6  # batches 1 and 4: compare, time
     assert json.loads(out.read_text())["manifest_sha256"] == manifest.sha256
 
 
