@@ -105,7 +105,8 @@ def _unreadable_image(path: Path, error: Exception) -> str:
         return "not an image format Pillow reads; allowed: JPEG, PNG, WebP, BMP, TIFF, GIF, ..."
     if isinstance(error, OSError) and error.strerror:
         return f"cannot read it ({error.strerror})"
-    return f"a damaged or truncated image ({first_line(error)})"
+    detail = str(error).strip().splitlines()
+    return f"a damaged or truncated image ({detail[0]})" if detail else "a damaged or truncated image"
 
 
 def image_batch(
