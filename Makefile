@@ -67,15 +67,25 @@ destroy: install
 	$(CDK) destroy --all $(CONTEXT)
 
 STACK ?= TritonMultiModelEndpoint
-# With DIFF_TEMPLATE=path/to/saved.template.json the diff needs no credentials (see docs/deploy.md).
+# With DIFF_TEMPLATE=path/to/saved.template.json the diff needs no credentials (see docs/deploy.md); without
+# it, no credentials is one line naming that route rather than CDK's own errors.
+NO_CREDENTIALS := error: make diff compares with the deployed stack and needs AWS credentials (none found); offline, compare with a saved template: make diff DIFF_TEMPLATE=path/to/saved.template.json (docs/deploy.md)
 diff: install
-	$(if $(DIFF_TEMPLATE),$(CDK) diff $(STACK) --template $(DIFF_TEMPLATE) $(CONTEXT),$(CDK) diff --all $(CONTEXT))
+ifdef DIFF_TEMPLATE
+	$(CDK) diff $(STACK) --template $(DIFF_TEMPLATE) $(CONTEXT)
+else
+	@$(PY) -c 'import boto3, sys; sys.exit(boto3.Session().get_credentials() is None)' 2>/dev/null \
+		|| { echo "$(NO_CREDENTIALS)" >&2; exit 1; }
+	$(CDK) diff $(CONTEXT)
+endif
 
 # Offline by default (random weights, no TensorRT); `make build-models BUILD_ARGS=` builds the catalog
-# as written (pretrained weights download; tensorrt needs a GPU and TensorRT).
+# as written (pretrained weights download; tensorrt needs a GPU and TensorRT). ONLY=resnet50 builds one model.
 BUILD_ARGS ?= --weights random --skip-format tensorrt
+CATALOG ?= models.yaml
+ONLY ?=
 build-models: $(PY_STAMP)
-	$(TRITON_MME) build --catalog models.yaml --out $(BUILD_DIR) $(BUILD_ARGS)
+	$(TRITON_MME) build --catalog $(CATALOG) --out $(BUILD_DIR) $(if $(ONLY),--only $(ONLY)) $(BUILD_ARGS)
 
 # Serves build/models in a local CPU Triton in SageMaker multi-model mode (see docs/local-triton.md).
 serve-local: $(PY_STAMP)

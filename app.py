@@ -9,10 +9,9 @@ changing anything. Bad settings or a bad model catalog stop either in one line o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,22 +23,12 @@ import aws_cdk as cdk
 
 from infra.build_target import check_build_target
 from infra.composition import compose
-from infra.context_keys import unknown_context_problem
-from infra.settings import CONTEXT_KEYS, Settings, SettingsError
+from infra.context import project_context, settings_from
+from infra.settings import Settings, SettingsError
 from triton_mme.core.catalog import CatalogError, load_catalog
 from triton_mme.model_build.offline_sources import check_sources
 
 PROJECT_ROOT = Path(__file__).resolve().parent
-# Where `cdk` reads project context from, in increasing precedence (before `-c` on its command line).
-CONTEXT_FILES = (("cdk.json", "context"), ("cdk.context.json", None))
-
-
-def settings_from(context: Mapping[str, Any]) -> Settings:
-    """The settings of a whole context; a key that is neither a setting nor the CDK's is refused."""
-    problem = unknown_context_problem(context)
-    if problem:
-        raise SettingsError(problem)
-    return Settings.from_context({key: context.get(key) for key in CONTEXT_KEYS})
 
 
 def read_settings(app: cdk.App) -> Settings:
@@ -64,22 +53,6 @@ def main(app: cdk.App | None = None) -> int:
     return 0
 
 
-def project_context(pairs: Sequence[str], root: Path = PROJECT_ROOT) -> dict[str, Any]:
-    """The context `cdk` gives the app: cdk.json's, then cdk.context.json's, then `-c key=value` pairs."""
-    context: dict[str, Any] = {}
-    for name, section in CONTEXT_FILES:
-        path = root / name
-        if path.is_file():
-            data = json.loads(path.read_text())
-            context.update(data.get(section, {}) if section else data)
-    for pair in pairs:
-        key, separator, value = pair.partition("=")
-        if not separator or not key:
-            raise SettingsError(f"-c {pair} is not a context value; allowed: -c key=value")
-        context[key.strip()] = value
-    return context
-
-
 def preflight(argv: Sequence[str], session: Any = None) -> int:
     """Run the read-only preflight checks; exit status 1 when any fails."""
     import boto3
@@ -91,7 +64,7 @@ def preflight(argv: Sequence[str], session: Any = None) -> int:
     parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
     try:
-        settings = settings_from(project_context(args.context))
+        settings = settings_from(project_context(args.context, PROJECT_ROOT))
     except SettingsError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -32,8 +32,8 @@ def run(ctx: RunContext, section: Section) -> None:
     traffic = write_traffic(folder / "traffic.yaml", TRAFFIC)
     plan_json, chart = folder / "plan.json", folder / "plan.png"
     command = [
-        sys.executable, "-m", "triton_mme", "plan", "--traffic", str(traffic), "--manifest", str(manifest),
-        "--json", str(plan_json), "--chart", str(chart),
+        sys.executable, "-m", "triton_mme", "plan", "--no-stack", "--traffic", str(traffic),
+        "--manifest", str(manifest), "--json", str(plan_json), "--chart", str(chart),
     ]  # fmt: skip
     env = child_environment("http://127.0.0.1:9")  # no AWS configuration of this machine: none is used
     repetitions = ctx.pick(5, 1)

@@ -12,9 +12,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from aws_cdk import aws_logs as logs
+from typing import TYPE_CHECKING, Any
 
 from infra.deployment_rules import (
     STRATEGIES,
@@ -50,6 +48,9 @@ from triton_mme.core.platform import (
     TRITON_IMAGE_TAGS,
     gpu_instance,
 )
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_logs as logs
 
 # A sanity bound on instance counts (typos such as 50 instead of 5); raise it deliberately if needed.
 MAX_INSTANCES = 100
@@ -159,6 +160,9 @@ class Settings:
             if raw is None or raw == "":
                 continue
             values[field.name] = _convert(key, raw, str(field.type))
+        order_problem = _count_order_problem(values)
+        if order_problem:
+            raise order_problem
         return cls(**values)
 
     @property
@@ -216,6 +220,9 @@ class Settings:
 
 
 def _retention(days: int) -> logs.RetentionDays:
+    # Imported here: the settings are read without jsii's Node process too (`triton-mme plan`).
+    from aws_cdk import aws_logs as logs
+
     finite = [member for member in logs.RetentionDays if member is not logs.RetentionDays.INFINITE]
     return dict(zip(LOG_RETENTION_DAYS, finite, strict=True))[days]
 
@@ -252,6 +259,31 @@ def _convert(key: str, raw: Any, type_name: str) -> Any:
     if not isinstance(raw, str):
         raise SettingsError(f"{key}={raw} is not text; allowed: a string")
     return raw.strip()
+
+
+COUNT_ORDER = ("min_instance_count", "initial_instance_count", "max_instance_count")
+
+
+def _count_order_problem(values: Mapping[str, Any]) -> SettingsError | None:
+    """min <= initial <= max, blamed on a count the context set rather than on a default it did not."""
+    defaults = {field.name: field.default for field in dataclasses.fields(Settings)}
+    counts = {name: values.get(name, defaults[name]) for name in COUNT_ORDER}
+    if not all(isinstance(c, int) and 1 <= c <= MAX_INSTANCES for c in counts.values()):
+        return None  # _validate names the count out of range
+    if counts["min_instance_count"] <= counts["initial_instance_count"] <= counts["max_instance_count"]:
+        return None
+    given = [name for name in COUNT_ORDER if name in values] or list(COUNT_ORDER)
+    blamed = given[-1] if "max_instance_count" in given else given[0]
+    others = ", ".join(
+        f"{context_key(name)}={counts[name]}" + ("" if name in values else " (the default)")
+        for name in COUNT_ORDER
+        if name != blamed
+    )
+    return _fail(
+        blamed,
+        counts[blamed],
+        f"does not fit {others}; allowed: minInstanceCount <= initialInstanceCount <= maxInstanceCount",
+    )
 
 
 def _fail(field_name: str, value: object, problem: str) -> SettingsError:

@@ -17,17 +17,27 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from types import ModuleType
+from typing import Any, NoReturn
 
 import triton_mme
 from triton_mme.core.errors import UserError
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 
 PROG = "triton-mme"
+DISTRIBUTION = "triton-mme-cdk"
 # Help lists the jobs in the order data flows through them; packages not named here follow.
 FLOW_ORDER = ("model_build", "serving_check", "store", "client", "local_triton")
 # Command packages outside triton_mme (the benchmark suite lives beside its results).
 EXTRA_COMMAND_MODULES = ("benchmarks.commands",)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a whole number, 0 or more")
+    return int(text)
 
 
 def positive_int(text: str) -> int:
@@ -84,11 +94,45 @@ def command_modules() -> list[ModuleType]:
     return modules
 
 
+class UsageError(UserError, ValueError):
+    """Arguments argparse refuses; one line like every other error."""
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in --help, unless its help already says it or there is none to say."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text.lower() or action.default in (None, False, [], argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action) or text
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the project's error shape: one `error: ...` line and status 1, not a usage block
+    and status 2; --help shows defaults. Sub-command parsers are made of the same class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def version() -> str:
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(
+    root = Parser(
         prog=PROG,
         description="Build, publish, check and call the models of a Triton multi-model endpoint.",
     )
+    root.add_argument("--version", action="version", version=f"{PROG} {version()}")
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in command_modules():
         module.register(commands)
@@ -109,8 +153,8 @@ def _cloud_error(error: Exception) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
     try:
+        args = parser().parse_args(argv)
         return int(args.handler(args))
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)

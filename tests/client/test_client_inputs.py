@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -88,8 +89,30 @@ def test_image_batch_takes_the_inputs_datatype(image_path: Path) -> None:
 def test_an_unreadable_image_is_named(tmp_path: Path) -> None:
     broken = tmp_path / "broken.jpg"
     broken.write_bytes(b"not an image")
-    with pytest.raises(InputError, match=r"broken\.jpg: not a readable image"):
+    with pytest.raises(InputError, match=r"broken\.jpg: not an image format Pillow reads; allowed: JPEG"):
         image_batch([broken], IMAGE, RESNET50)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda path: path.write_bytes(b""), "the file is empty; allowed: an image Pillow reads"),
+        (lambda path: None, "no such file"),
+        (lambda path: path.mkdir(), "a directory, not an image file"),
+    ],
+    ids=["empty", "missing", "directory"],
+)
+def test_an_empty_or_missing_image_says_what_is_wrong_without_a_class_name(
+    tmp_path: Path, make: Any, message: str
+) -> None:
+    picture = tmp_path / "cat.jpg"
+    make(picture)
+    with pytest.raises(InputError) as caught:
+        image_batch([picture], IMAGE, RESNET50)
+    assert str(caught.value) == f"{picture}: {message}" or str(caught.value).startswith(
+        f"{picture}: {message}"
+    )
+    assert "Error" not in str(caught.value)
 
 
 def test_text_is_tokenised_to_the_manifest_length(tokenizer_dir: Path) -> None:

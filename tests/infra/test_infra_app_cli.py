@@ -88,7 +88,8 @@ def test_missing_catalog_stops_synthesis_in_one_line(
 def test_bad_setting_stops_synthesis_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_app(tmp_path, minInstanceCount="3", initialInstanceCount="2") == 1
     assert capsys.readouterr().err == (
-        "error: minInstanceCount=3 is above initialInstanceCount=2; allowed: min <= initial <= max\n"
+        "error: minInstanceCount=3 does not fit initialInstanceCount=2, maxInstanceCount=5 (the default); "
+        "allowed: minInstanceCount <= initialInstanceCount <= maxInstanceCount\n"
     )
 
 

@@ -152,11 +152,19 @@ REJECTED: list[tuple[dict[str, Any], str]] = [
     # Instance counts.
     (
         {"minInstanceCount": "3"},
-        r"^minInstanceCount=3 is above initialInstanceCount=2; allowed: min <= initial <= max$",
+        r"^minInstanceCount=3 does not fit initialInstanceCount=2 \(the default\), maxInstanceCount=5 "
+        r"\(the default\); allowed: minInstanceCount <= initialInstanceCount <= maxInstanceCount$",
     ),
     (
         {"initialInstanceCount": "6"},
-        r"^initialInstanceCount=6 is above maxInstanceCount=5; allowed: min <= initial <= max$",
+        r"^initialInstanceCount=6 does not fit minInstanceCount=2 \(the default\), maxInstanceCount=5 "
+        r"\(the default\); allowed: minInstanceCount <= initialInstanceCount <= maxInstanceCount$",
+    ),
+    # A maximum below the default minimum is blamed on the maximum the user set, not on a default.
+    (
+        {"maxInstanceCount": "1"},
+        r"^maxInstanceCount=1 does not fit minInstanceCount=2 \(the default\), initialInstanceCount=2 "
+        r"\(the default\); allowed",
     ),
     (
         {"minInstanceCount": "0"},

@@ -113,8 +113,11 @@ def test_a_missing_build_directory_is_one_line_and_no_traceback(tmp_path: Path) 
 
 def test_a_zero_model_budget_is_refused() -> None:
     result = _cli("serve-local", "--model-budget", "0")
-    assert result.returncode == 2
-    assert "--model-budget: '0' is not allowed; a whole number of at least 1" in result.stderr
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "error: triton-mme serve-local: argument --model-budget: '0' is not allowed; a whole number of at "
+        "least 1 (see triton-mme serve-local --help)"
+    )
 
 
 def test_standin_prints_each_change(built: tuple[Path, dict[str, BuiltArchive]]) -> None:

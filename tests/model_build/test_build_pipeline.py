@@ -163,8 +163,8 @@ def test_image_models_record_their_preprocessing_and_labels_beside_the_manifest(
     labels = json.loads((out / image.files["labels"]).read_text(encoding="utf-8"))
     torchscript = manifest.find("tiny-cnn", "torchscript")
     assert len(labels) == 1000 and torchscript.files["labels"] == image.files["labels"]
-    # A text model built with random weights has no published tokenizer to record, only its golden data.
-    assert set(manifest.find("tiny-roberta", "onnx").files) == {"golden"}
+    # A text model built with random weights records the offline stand-in tokenizer and its golden data.
+    assert set(manifest.find("tiny-roberta", "onnx").files) == {"golden", "tokenizer"}
 
 
 def test_every_archive_records_golden_data_that_its_own_runtime_reproduces(

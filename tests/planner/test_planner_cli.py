@@ -15,7 +15,7 @@ from triton_mme.planner.outcome import Configuration, Latency, LoadTestReport, M
 from triton_mme.planner.traffic import parse_traffic
 
 TRAFFIC = "duration_s: 86400\nservice_ms: 5\nzipf:\n  total_rate_per_s: 4\n  exponent: 1.0\n"
-FAST = ["--simulated-requests", "5000"]
+FAST = ["--simulated-requests", "5000", "--no-stack"]
 
 
 @pytest.fixture

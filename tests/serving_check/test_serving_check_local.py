@@ -119,7 +119,7 @@ def test_the_command_writes_the_report_and_stops_with_the_first_failure(
     assert len(errors) == 1
     assert errors[0].startswith(
         f"error: serving check failed: {record.target_model}: Triton did not load it: "
-    ) and errors[0].endswith("(1 of 1 archives failed)")
+    ) and errors[0].endswith("(1 of 1 archive failed)")
     report = ServingReport.from_json(out.read_bytes())
     assert report.failures[0].target_model == record.target_model
 
@@ -135,8 +135,18 @@ def test_the_command_checks_a_whole_build_and_prints_a_line_per_archive(
 
     assert status == 0
     printed = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in printed[1:-1]] == ["passed"] * len(manifest.archives)
+    results = [line for line in printed[1:-1] if not line.startswith("  ")]
+    assert [line.split()[0] for line in results] == ["passed"] * len(manifest.archives)
     assert printed[-1] == f"report  {out}"
+    # Before each result, its phases as they start: unpack, load, compare per batch, time per batch.
+    total = len(manifest.archives)
+    first = manifest.archives[0].target_model
+    phases = [line.strip() for line in printed[1:] if line.startswith(f"  1/{total} {first}: ")]
+    assert phases[:2] == [
+        f"1/{total} {first}: checking and unpacking the archive",
+        f"1/{total} {first}: loading it in Triton",
+    ]
+    assert phases[-1].endswith(": 1 + 1 request") and len(phases) == 6  # batches 1 and 4: compare, time
     assert json.loads(out.read_text())["manifest_sha256"] == manifest.sha256
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,9 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
     )
     elapsed_ms = (time.perf_counter() - started) * 1000
     calls.check_reply(target, batch, reply)
+    warning = calls.random_weights_warning(target, text=bool(args.text) and args.tokenizer is None)
+    if warning:
+        print(warning, file=sys.stderr)
     print(
         f"{target.target_model}: {kind} request {len(request.body):,} bytes, "
         f"reply {len(reply.body):,} bytes in {elapsed_ms:.0f} ms"

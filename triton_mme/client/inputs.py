@@ -91,6 +91,24 @@ def _prepare(image: Any, transform: ImagePreprocessing) -> np.ndarray:
     return (pixels - mean) / std
 
 
+def _unreadable_image(path: Path, error: Exception) -> str:
+    """What is wrong with a picture, in words (never an exception's class name)."""
+    from PIL import UnidentifiedImageError
+
+    if isinstance(error, FileNotFoundError):
+        return "no such file"
+    if isinstance(error, IsADirectoryError):
+        return "a directory, not an image file"
+    if path.is_file() and path.stat().st_size == 0:
+        return "the file is empty; allowed: an image Pillow reads (JPEG, PNG, WebP, ...)"
+    if isinstance(error, UnidentifiedImageError):
+        return "not an image format Pillow reads; allowed: JPEG, PNG, WebP, BMP, TIFF, GIF, ..."
+    if isinstance(error, OSError) and error.strerror:
+        return f"cannot read it ({error.strerror})"
+    detail = str(error).strip().splitlines()
+    return f"a damaged or truncated image ({detail[0]})" if detail else "a damaged or truncated image"
+
+
 def image_batch(
     paths: Sequence[Path], spec: TensorSpec, preprocessing: ImagePreprocessing | None
 ) -> np.ndarray:
@@ -113,7 +131,7 @@ def image_batch(
                 "(resize it first)"
             ) from None
         except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as error:
-            raise InputError(f"{path}: not a readable image ({error.__class__.__name__})") from None
+            raise InputError(f"{path}: {_unreadable_image(path, error)}") from None
     return np.stack(rows).astype(dtype)
 
 

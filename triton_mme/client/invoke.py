@@ -30,6 +30,7 @@ from triton_mme.client.transport import Reply, invoke_endpoint, invoke_local, ru
 from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import ArchiveRecord
 from triton_mme.core.naming import ARCHIVE_NAME
+from triton_mme.core.replies import sequence_bound
 
 
 class UsageError(UserError, ValueError):
@@ -129,7 +130,20 @@ def check_reply(target: Target, batch: int, reply: Reply | None = None) -> None:
     if reply is not None:
         check_reply_size(len(reply.body), batch)
     elif target.record is not None:
-        check_reply_estimate(target.record.outputs, batch)
+        record = target.record
+        check_reply_estimate(record.outputs, batch, sequence_length=sequence_bound(record.inputs))
+
+
+def random_weights_warning(target: Target, *, text: bool = False) -> str | None:
+    """One line when the archive was built with random weights: its labels (or the stand-in tokenizer the
+    offline build trained) say nothing about what a real model would answer."""
+    record = target.record
+    if record is None or record.weights != "random":
+        return None
+    what = "its scores are noise and the labels only name classes"
+    if text:
+        what = "its outputs are noise and its tokenizer is the offline stand-in, not the model's own"
+    return f"warning: model '{record.name}' was built with random weights (weights=random): {what}"
 
 
 def output_names(target: Target) -> list[str]:

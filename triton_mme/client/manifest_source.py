@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from triton_mme.core.bounded import DocumentError, load_json
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.limits import MAX_COMPANION_BYTES, MAX_LABELS_BYTES, MAX_MANIFEST_BYTES, MAX_REPORT_BYTES
-from triton_mme.core.locations import manifest_prefix_of, serving_report_key
+from triton_mme.core.locations import SERVING_REPORT_FILE_NAME, manifest_prefix_of, serving_report_key
 from triton_mme.core.manifest import Manifest, describe
 from triton_mme.core.naming import COMPANION_NAME
-from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME, ServingReport
+
+if TYPE_CHECKING:
+    from triton_mme.core.serving_report import ServingReport
 
 S3_SCHEME = "s3://"
 
@@ -73,9 +75,9 @@ class ManifestSource:
         if client is None:
             import boto3
 
-            from triton_mme.client.transport import ONE_ATTEMPT
+            from triton_mme.client.transport import one_attempt
 
-            client = boto3.client("s3", config=ONE_ATTEMPT)
+            client = boto3.client("s3", config=one_attempt())
         try:
             return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read(max_bytes + 1))
         except Exception as error:  # botocore's ClientError and friends: one line either way
@@ -104,6 +106,8 @@ class ManifestSource:
         it); in the model store it is `<manifest prefix><manifest sha256>.serving-report.json`, where the
         check stage publishes it (core.locations), found alike from the live pointer and a build's manifest.
         """
+        from triton_mme.core.serving_report import ServingReport
+
         if self.is_s3:
             bucket_and_key = self.location.removeprefix(S3_SCHEME)
             bucket, _, key = bucket_and_key.partition("/")

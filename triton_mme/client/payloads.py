@@ -16,19 +16,12 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.samples import NUMPY_DTYPES
+from triton_mme.core.platform import SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES
+from triton_mme.core.replies import reply_bytes_per_sample, reply_overhead
 
 JSON_CONTENT_TYPE = "application/json"
 BINARY_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json"
 HEADER_SIZE_PARAMETER = "json-header-size"
-# InvokeEndpoint's Body limit as botocore's sagemaker-runtime model states it (BodyBlob max); the reply's
-# Body is the same shape, and AWS documents 6 MB each way for a multi-model endpoint.
-SAGEMAKER_MAX_REQUEST_BYTES = 6 * 1024 * 1024
-SAGEMAKER_MAX_RESPONSE_BYTES = SAGEMAKER_MAX_REQUEST_BYTES
-# The JSON header of a binary reply: model name and version, then name, datatype, shape and size per
-# output. Counted generously so an estimate never says a batch fits when it does not.
-REPLY_HEADER_BYTES = 256
-REPLY_HEADER_BYTES_PER_OUTPUT = 192
 
 
 class PayloadError(UserError, ValueError):
@@ -140,34 +133,27 @@ def _limit_text(limit: int) -> str:
     return f"SageMaker's {limit:,}-byte ({limit / 2**20:.0f} MiB) InvokeEndpoint response limit"
 
 
-def reply_bytes_per_sample(outputs: Sequence[TensorSpec]) -> int | None:
-    """Raw bytes of one sample's outputs, from the manifest's specs; None where a size is not fixed
-    (a dynamic dimension, or a datatype without a fixed width)."""
-    total = 0
-    for spec in outputs:
-        if spec.datatype not in NUMPY_DTYPES or any(d < 0 for d in spec.dims):
-            return None
-        total += math.prod(spec.dims) * np.dtype(NUMPY_DTYPES[spec.datatype]).itemsize
-    return total
-
-
 def _fitting_batch(per_sample: int, overhead: int, limit: int) -> str:
     fits = max((limit - overhead) // per_sample, 0) if per_sample else 0
     return f"send a batch of at most {fits}" if fits else "even one sample does not fit"
 
 
 def check_reply_estimate(
-    outputs: Sequence[TensorSpec], batch: int, *, limit: int = SAGEMAKER_MAX_RESPONSE_BYTES
+    outputs: Sequence[TensorSpec],
+    batch: int,
+    *,
+    sequence_length: int | None = None,
+    limit: int = SAGEMAKER_MAX_RESPONSE_BYTES,
 ) -> None:
     """Refuse, before sending, a batch whose reply could not come back through InvokeEndpoint.
 
-    The estimate is the smallest reply possible (binary outputs plus their JSON header); a JSON reply is
-    larger still, so a refusal here is never wrong.
+    The estimate is the binary reply (outputs plus their JSON header), a dynamic dimension counted at the
+    model's sequence bound; a JSON reply is larger still, so a refusal here is never wrong.
     """
-    per_sample = reply_bytes_per_sample(outputs)
+    per_sample = reply_bytes_per_sample(outputs, sequence_length)
     if per_sample is None:
         return
-    overhead = REPLY_HEADER_BYTES + REPLY_HEADER_BYTES_PER_OUTPUT * len(outputs)
+    overhead = reply_overhead(len(outputs))
     size = per_sample * batch + overhead
     if size > limit:
         raise PayloadError(

@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import quote
-
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
 
 from triton_mme.client.payloads import EncodedRequest
 from triton_mme.core.errors import UserError
@@ -23,10 +21,19 @@ CONTENT_TYPE_FILE_NAME = "content-type.txt"
 # run InvokeEndpoint's model again after a timeout or a 5xx, and would wait through the 429
 # ModelNotReadyException a multi-model endpoint answers while it loads a model. One attempt, and the
 # first error comes back at once as one line; an explicit Config outranks AWS_MAX_ATTEMPTS and the
-# shared config file. The read timeout covers InvokeEndpoint's own 60 s.
-ONE_ATTEMPT = Config(
-    retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=70
-)
+# shared config file. The read timeout covers InvokeEndpoint's own 60 s. botocore is imported only where a
+# request goes to AWS: a dry run or a local call does not pay for it.
+@cache
+def one_attempt() -> Any:
+    from botocore.config import Config
+
+    return Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=70)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ONE_ATTEMPT":
+        return one_attempt()
+    raise AttributeError(name)
 
 
 class TransportError(UserError, RuntimeError):
@@ -40,15 +47,18 @@ class Reply(NamedTuple):
 
 def runtime_client(region: str | None) -> Any:
     import boto3
+    from botocore.exceptions import BotoCoreError
 
     try:
-        return boto3.client("sagemaker-runtime", region_name=region, config=ONE_ATTEMPT)
+        return boto3.client("sagemaker-runtime", region_name=region, config=one_attempt())
     except BotoCoreError as error:
         raise TransportError(f"sagemaker-runtime: {error}; pass --region or configure AWS") from None
 
 
 def invoke_endpoint(runtime: Any, endpoint: str, target_model: str, request: EncodedRequest) -> Reply:
     """InvokeEndpoint on a multi-model endpoint with a `sagemaker-runtime` client."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     try:
         response = runtime.invoke_endpoint(
             EndpointName=endpoint,

@@ -24,6 +24,8 @@ BUILD_DIR = Path("build/models")
 MODEL_PREFIX = "models/"
 MANIFEST_PREFIX = "manifests/"
 MANIFEST_FILE_NAME = "manifest.json"
+# The serving report beside a build's manifest (core.serving_report reads and writes it).
+SERVING_REPORT_FILE_NAME = "serving-report.json"
 SERVING_REPORT_SUFFIX = ".serving-report.json"
 CANDIDATE_PREFIX = "candidate-"
 BUILDS_FOLDER = "builds/"

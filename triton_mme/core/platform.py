@@ -491,6 +491,10 @@ GUARDRAIL_FALLBACK_INSTANCE_PREFIXES = ("ml.inf1.",)
 # terminates the blue fleet); rolling provisions one batch at a time ("Use rolling deployments").
 # InvokeEndpoint answers within 60 seconds (API reference, InvokeEndpoint): a latency above it is a timeout.
 INVOKE_ENDPOINT_TIMEOUT_SECONDS = 60
+# InvokeEndpoint's Body limit as botocore's sagemaker-runtime model states it (BodyBlob max); the reply's
+# Body is the same shape, and AWS documents 6 MB each way for a multi-model endpoint.
+SAGEMAKER_MAX_REQUEST_BYTES = 6 * 1024 * 1024
+SAGEMAKER_MAX_RESPONSE_BYTES = SAGEMAKER_MAX_REQUEST_BYTES
 
 
 # ======================================================================================================

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from triton_mme.core.bounded import DocumentError, load_json
 from triton_mme.core.errors import UserError
 from triton_mme.core.limits import MAX_REPORT_BYTES
+from triton_mme.core.locations import SERVING_REPORT_FILE_NAME as SERVING_REPORT_FILE_NAME
 
-SERVING_REPORT_FILE_NAME = "serving-report.json"
 SERVING_REPORT_SCHEMA_VERSION = 1
 
 

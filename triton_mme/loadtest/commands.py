@@ -113,6 +113,7 @@ def _loadtest(args: argparse.Namespace) -> int:
     # Locust patches the standard library for gevent when imported: first, before anything opens sockets.
     from triton_mme.loadtest import runner  # noqa: F401
     from triton_mme.loadtest.drive import LoadTestOptions, load_test, write_report
+    from triton_mme.loadtest.live import rate_warning
     from triton_mme.loadtest.summary import render_summary
     from triton_mme.planner.traffic import read_traffic
 
@@ -142,8 +143,11 @@ def _loadtest(args: argparse.Namespace) -> int:
         variant=args.variant,
         binary=not args.json_payloads,
     )
-    report = load_test(options)
+    report = load_test(options, live=True)
     write_report(args.out, report)
     print(render_summary(report), end="")
+    warning = rate_warning(report.measured, options.rate_per_s)
+    if warning:
+        print(warning, file=sys.stderr)
     print(f"Results: {args.out}", file=sys.stderr)
     return 0

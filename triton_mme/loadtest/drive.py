@@ -13,6 +13,7 @@ from typing import Any
 from triton_mme.client.manifest_source import ManifestSource
 from triton_mme.loadtest import runner
 from triton_mme.loadtest.cloudwatch import DEFAULT_VARIANT, wait_for_model_cache_hit
+from triton_mme.loadtest.live import LiveLine
 from triton_mme.loadtest.observe import Recorder
 from triton_mme.loadtest.requests import request_plan
 from triton_mme.loadtest.targets import LocalTarget, SageMakerTarget, TargetError
@@ -51,7 +52,7 @@ def local_counters(url: str) -> dict[str, Any]:
     return answer
 
 
-def load_test(options: LoadTestOptions, *, cloudwatch: Any = None) -> LoadTestReport:
+def load_test(options: LoadTestOptions, *, cloudwatch: Any = None, live: bool = False) -> LoadTestReport:
     """Drive the target with the traffic; the report holds the measurement in the planner's shape."""
     if (options.local_url is None) == (options.endpoint is None):
         raise TargetError("give either --local URL or --endpoint NAME")
@@ -99,7 +100,8 @@ def load_test(options: LoadTestOptions, *, cloudwatch: Any = None) -> LoadTestRe
         stop_timeout_s=options.timeout_s,
     )
     wall_start = dt.datetime.now(dt.UTC)
-    ended = runner.run(plan, target.session, recorder, bounds)
+    tick = LiveLine(recorder, options.rate_per_s).tick if live else None
+    ended = runner.run(plan, target.session, recorder, bounds, tick)
     measured = recorder.outcome(configuration, ended=ended)
     server = None
     if options.local_url is not None:

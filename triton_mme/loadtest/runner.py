@@ -70,9 +70,15 @@ class TrafficUser(User):
         )
 
 
-def run(plan: RequestPlan, make_session: Callable[[], Any], recorder: Recorder, bounds: Bounds) -> float:
+def run(
+    plan: RequestPlan,
+    make_session: Callable[[], Any],
+    recorder: Recorder,
+    bounds: Bounds,
+    tick: Callable[[float], None] | None = None,
+) -> float:
     """Drive the target until the measured time or request count is reached; returns when it ended
-    (time.monotonic())."""
+    (time.monotonic()). `tick` is called with the time at every poll (the live progress line)."""
     pacing = (
         constant(0) if bounds.rate_per_s is None else constant_throughput(bounds.rate_per_s / bounds.users)
     )
@@ -92,6 +98,8 @@ def run(plan: RequestPlan, make_session: Callable[[], Any], recorder: Recorder, 
         while True:
             gevent.sleep(POLL_S)
             now, began = time.monotonic(), recorder.warmup_done_at
+            if tick is not None:
+                tick(now)
             timed_out = began is not None and now - began >= bounds.duration_s
             counted = recorder.full
             if timed_out or counted or now - recorder.started >= bounds.hard_limit_s:

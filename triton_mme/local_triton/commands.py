@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
     measure = subparsers.add_parser(
         "measure-local", help="load time and latency of every archive in the local CPU Triton"
     )
-    measure.add_argument("--models", type=Path, default=BUILD_DIR)
+    measure.add_argument("--models", type=Path, default=BUILD_DIR, help="directory of *.tar.gz archives")
     measure.add_argument("--requests", type=positive_int, default=20, help="timed requests per model")
     measure.set_defaults(handler=_measure)
 

@@ -11,6 +11,7 @@ from triton_mme.cli import add_allow_field, positive_int
 from triton_mme.core.formats import Format, Weights
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.wording import plural
 from triton_mme.model_build.sandbox import DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIME_LIMIT_S
 
 TRITON_TAG_ENV = "TRITON_IMAGE_TAG"
@@ -86,9 +87,13 @@ def register(subparsers: Any) -> None:
 def _build(args: argparse.Namespace) -> int:
     from triton_mme.core.catalog import load_catalog
     from triton_mme.model_build.pipeline import build_catalog
+    from triton_mme.model_build.request_rows import request_row_notes
 
+    catalog = load_catalog(args.catalog)
+    for note in request_row_notes(catalog, only=args.only):
+        print(note)
     manifest = build_catalog(
-        load_catalog(args.catalog),
+        catalog,
         args.out,
         only=args.only,
         weights_override=Weights(args.weights) if args.weights else None,
@@ -96,7 +101,8 @@ def _build(args: argparse.Namespace) -> int:
         triton_tag=args.triton_tag,
         progress=not args.no_progress,
     )
-    print(f"{len(manifest.archives)} archives in {args.out}; manifest: {Path(args.out) / MANIFEST_FILE_NAME}")
+    archives = plural(len(manifest.archives), "archive")
+    print(f"{archives} in {args.out}; manifest: {Path(args.out) / MANIFEST_FILE_NAME}")
     return 0
 
 

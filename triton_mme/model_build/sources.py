@@ -20,6 +20,7 @@ from triton_mme.core.errors import quoted
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
 from triton_mme.core.naming import HF_CONFIG_NAME
 from triton_mme.core.samples import sample_inputs
+from triton_mme.model_build.tokenizer_offline import offline_tokenizer_json
 
 SEED = 0
 HF_CONFIG_DIR = Path(__file__).parent / "hf_configs"
@@ -222,10 +223,12 @@ def _huggingface(entry: ModelEntry, weights: Weights) -> LoadedModel:
         "num_heads": config.num_attention_heads,
         "hidden_size": config.hidden_size,
     }
-    # Only pretrained models have a published tokenizer; a random one is built offline and has none.
-    companions = Companions()
+    # Only pretrained models have a published tokenizer; a random one gets the offline stand-in.
     if weights is Weights.PRETRAINED:
-        companions = Companions(files={"tokenizer": tokenizer_json(entry.source_id, length)})
+        tokenizer = tokenizer_json(entry.source_id, length)
+    else:
+        tokenizer = offline_tokenizer_json(fields, length, name=entry.name)
+    companions = Companions(files={"tokenizer": tokenizer})
     return LoadedModel(
         entry, _TextEncoder(model, with_pooler).eval(), inputs, outputs, transformer, companions
     )

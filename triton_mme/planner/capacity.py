@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from triton_mme.core.platform import HOURS_PER_MONTH
+from triton_mme.core.wording import plural, relative_change
 from triton_mme.planner.candidates import GB, Candidate
 from triton_mme.planner.eviction import Limits, che_hit_rate
 from triton_mme.planner.latency import mixture_quantile
@@ -138,8 +139,8 @@ def plan_candidate(
     lowest = max(options.min_instances, for_gpu_time)
     if lowest > options.max_instances:
         problem = (
-            f"the traffic needs {lowest} instances for its GPU time alone; --max-instances is "
-            f"{options.max_instances}"
+            f"the traffic needs {plural(lowest, 'instance')} for its GPU time alone; the maximum is "
+            f"{options.max_instances} ({options.max_instances_origin})"
         )
         return CandidatePlan(candidate, capacity, None, single, problem)
     tried: dict[int, Evaluation] = {}
@@ -153,12 +154,17 @@ def plan_candidate(
     found = fewest(lowest, options.max_instances, guess, lambda n: at(n).meets_targets)
     if found is None:
         best = at(options.max_instances)
-        problem = f"{'; '.join(best.misses)} even with {best.instances} instances (--max-instances)"
+        most = f"{plural(best.instances, 'instance')} ({options.max_instances_origin})"
+        problem = f"{'; '.join(best.misses)} even with {most}"
         return CandidatePlan(candidate, capacity, best, single, problem)
     if found > lowest:
         sized_by = "; ".join(at(found - 1).misses)
     else:
-        sized_by = "GPU time" if for_gpu_time >= options.min_instances else "--min-instances"
+        sized_by = (
+            "GPU time"
+            if for_gpu_time >= options.min_instances
+            else f"minimum ({options.min_instances_origin})"
+        )
     return CandidatePlan(candidate, capacity, at(found), single, sized_by=sized_by)
 
 
@@ -213,8 +219,9 @@ class Plan:
         if best is None:
             feasible = [c for c in self.candidates if c.feasible]
             if feasible:
-                return (f"{len(feasible)} instance type(s) meet the targets but none has a known price in "
-                        f"{self.region}; pass --price TYPE=USD or --price-list-api")  # fmt: skip
+                meet = "meets" if len(feasible) == 1 else "meet"
+                return (f"{plural(len(feasible), 'instance type')} {meet} the targets but none has a known "
+                        f"price in {self.region}; pass --price TYPE=USD or --price-list-api")  # fmt: skip
             return "no instance type meets the targets: " + "; ".join(
                 f"{c.candidate.name}: {c.problem or '; '.join(c.evaluation.misses if c.evaluation else ())}"
                 for c in self.candidates[:3]
@@ -226,10 +233,11 @@ class Plan:
             f"{best.evaluation.cold_loads_per_hour:,.0f} cold loads/hour"
         )
         if single is not None and single.single.monthly_usd:
-            saving = 1 - best.monthly_usd / single.single.monthly_usd
-            verdict = f"saves {saving:.0%}" if saving > 0 else f"costs {-saving:.0%} more"
+            ratio = best.monthly_usd / single.single.monthly_usd
+            verdict = relative_change(ratio, more="costs {} more", less="saves {}", same="costs the same")
+            separate = plural(single.single.instances, "instance")
             text += (
-                f"; one endpoint per model ({single.candidate.name}, {single.single.instances} instances) "
+                f"; one endpoint per model ({single.candidate.name}, {separate}) "
                 f"would cost ${single.single.monthly_usd:,.0f}/month: the multi-model endpoint {verdict}"
             )
         return text

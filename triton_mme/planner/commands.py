@@ -69,20 +69,44 @@ def register(subparsers: Any) -> None:
         "--region", default=DEFAULT_REGION, help=f"region for prices (default {DEFAULT_REGION})"
     )
     plan.add_argument(
+        "--stack",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="project checkout whose stack the plan is for: its settings (cdk.json, cdk.context.json, "
+        "--context) give the defaults of the instance counts, GPU target, Triton tag and instance types "
+        "(default: %(default)s)",
+    )
+    plan.add_argument(
+        "--context",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting as `cdk -c KEY=VALUE` (or make's CONTEXT) gives it; repeatable",
+    )
+    plan.add_argument(
+        "--no-stack", action="store_true", help="ignore the stack's settings: the planner's own defaults"
+    )
+    plan.add_argument(
         "--triton-tag",
-        default=DEFAULT_TRITON_TAG,
         choices=TRITON_IMAGE_TAGS,
         metavar="TAG",
-        help="serving image tag: instance types whose GPU cannot run it are left out (default %(default)s)",
+        help="serving image tag: instance types whose GPU cannot run it are left out (default: the "
+        f"stack's tritonImageTag, else {DEFAULT_TRITON_TAG})",
     )
-    plan.add_argument("--instance-types", nargs="+", default=(), metavar="TYPE", help="only these types")
+    plan.add_argument(
+        "--instance-types",
+        nargs="+",
+        default=(),
+        metavar="TYPE",
+        help="only these types (default: those `make synth` accepts for the stack's catalog)",
+    )
     plan.add_argument(
         "--gpu-utilization-target",
         type=_percent,
-        default=DEFAULT_GPU_UTILIZATION_TARGET,
         metavar="PERCENT",
-        help="the endpoint's autoscaling target, as the gpuUtilizationTarget setting "
-        f"(default {DEFAULT_GPU_UTILIZATION_TARGET:g})",
+        help="the endpoint's autoscaling target (default: the stack's gpuUtilizationTarget, else "
+        f"{DEFAULT_GPU_UTILIZATION_TARGET:g})",
     )
     plan.add_argument(
         "--min-hit-rate", type=_fraction, metavar="FRACTION", help="overrides the traffic file's"
@@ -90,9 +114,15 @@ def register(subparsers: Any) -> None:
     plan.add_argument(
         "--p99-ms", type=_positive, metavar="MS", help="overrides the traffic file's p99 target"
     )
-    plan.add_argument("--min-instances", type=positive_int, default=1, help="per endpoint (default 1)")
     plan.add_argument(
-        "--max-instances", type=positive_int, default=DEFAULT_MAX_INSTANCES, help="largest count tried"
+        "--min-instances",
+        type=positive_int,
+        help="per endpoint (default: the stack's minInstanceCount, else 1)",
+    )
+    plan.add_argument(
+        "--max-instances",
+        type=positive_int,
+        help=f"largest count tried (default: the stack's maxInstanceCount, else {DEFAULT_MAX_INSTANCES})",
     )
     plan.add_argument(
         "--simulated-requests",
@@ -130,17 +160,34 @@ def register(subparsers: Any) -> None:
     plan.set_defaults(handler=_plan)
 
 
-def _options(args: argparse.Namespace, targets: Any) -> Any:
+def _plan_for(args: argparse.Namespace) -> Any:
+    from triton_mme.planner.stack import plan_for
+
+    return plan_for(
+        None if args.no_stack else args.stack,
+        args.context,
+        min_instances=args.min_instances,
+        max_instances=args.max_instances,
+        gpu_utilization_target=args.gpu_utilization_target,
+        triton_tag=args.triton_tag,
+        instance_types=args.instance_types,
+        default_triton_tag=DEFAULT_TRITON_TAG,
+    )
+
+
+def _options(args: argparse.Namespace, targets: Any, chosen: Any) -> Any:
     from triton_mme.planner.served import PlanOptions
 
     return PlanOptions(
-        gpu_utilization_target=args.gpu_utilization_target,
+        gpu_utilization_target=chosen.gpu_utilization_target.value,
         min_cache_hit_rate=args.min_hit_rate if args.min_hit_rate is not None else targets.min_cache_hit_rate,
         p99_latency_ms=args.p99_ms if args.p99_ms is not None else targets.p99_latency_ms,
-        min_instances=args.min_instances,
-        max_instances=max(args.max_instances, args.min_instances),
+        min_instances=chosen.min_instances.value,
+        max_instances=chosen.max_instances.value,
         simulated_requests=args.simulated_requests,
         disk_gb=args.disk_gb,
+        min_instances_origin=chosen.min_instances.origin,
+        max_instances_origin=chosen.max_instances.origin,
     )
 
 
@@ -157,11 +204,12 @@ def _plan(args: argparse.Namespace) -> int:
     given = read_price_file(args.prices) if args.prices else {}
     given.update(parse_price(text) for text in args.price)
     prices = PriceBook(args.region, given, pricing_client() if args.price_list_api else None)
+    chosen = _plan_for(args)
     if args.compare is not None:
         report = read_load_test(args.compare)
         comparison = compare_with(
             args.compare,
-            _options(args, report.traffic.targets),
+            _options(args, report.traffic.targets, chosen),
             manifest=args.manifest,
             prices=prices,
             warn=warn,
@@ -183,17 +231,19 @@ def _plan(args: argparse.Namespace) -> int:
     plan = plan_from_files(
         traffic,
         manifest,
-        _options(args, traffic.targets),
+        _options(args, traffic.targets, chosen),
         prices,
-        triton_tag=args.triton_tag,
-        instance_types=tuple(args.instance_types),
+        triton_tag=chosen.triton_tag.value,
+        instance_types=tuple(chosen.instance_types.value),
         model_budget=args.model_budget,
         origin=str(args.traffic),
         warn=warn,
     )
+    if args.model_budget is None:
+        print("\n".join(chosen.lines()))
     print(render_plan(plan), end="")
     if args.json:
-        write_json(args.json, plan_json(plan, {"triton_tag": args.triton_tag, "manifest": manifest}))
+        write_json(args.json, plan_json(plan, {"triton_tag": chosen.triton_tag.value, "manifest": manifest}))
     if args.chart:
         render_chart(plan, args.chart)
     return 0

@@ -65,12 +65,13 @@ def read_inputs(
     notes = []
     if report is not None and report.manifest_sha256 != manifest.sha256:
         notes.append("serving-report.json is for another build (manifest digest differs): not used")
+        warn(notes[-1])
         report = None
     elif report is not None and report.gpu is None:
+        # Expected after the offline serving check: kept as a note, not printed on every plan (the plan's
+        # Footprints line says every figure is an estimate).
         notes.append(f"serving-report.json ran on {report.server}, not a GPU: its figures are not used")
         report = None
-    for note in notes:
-        warn(note)
     load = workload(traffic, manifest, origin=origin)
     served = Served(load, archive_estimates(load.records, report), service_seconds(load, report, origin))
     return PlanInputs(manifest, report, served, tuple(notes))

@@ -7,7 +7,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from triton_mme.core.wording import plural
 from triton_mme.planner.capacity import CandidatePlan, Plan
+from triton_mme.planner.caveats import CPU_STAND_IN, caveats, cold_loads_cell, latency_cell, on_cpu_stand_in
 from triton_mme.planner.outcome import Outcome
 
 PLAN_SCHEMA_VERSION = 1
@@ -47,7 +49,7 @@ def _set_by(plan: CandidatePlan) -> str:
 
 
 _SHORT = {"cache-hit rate": "hit rate", "p99": "p99", "GPU utilization": "GPU time", "GPU time": "GPU time",
-          "--min-instances": "--min-instances"}  # fmt: skip
+          "minimum": "minimum"}  # fmt: skip
 
 
 def candidate_row(plan: CandidatePlan) -> list[str]:
@@ -92,7 +94,7 @@ def render_plan(plan: Plan) -> str:
         targets.append(f"p99 <= {options.p99_latency_ms:,.0f} ms (cold starts included)")
     stderr = [c.evaluation.stats.hit_rate_stderr for c in plan.candidates if c.evaluation is not None]
     lines = [
-        f"Traffic: {len(workload.records):,} archives, {workload.total_rate_per_s:,.2f} requests/s "
+        f"Traffic: {plural(len(workload.records), 'archive')}, {workload.total_rate_per_s:,.2f} requests/s "
         f"({workload.total_rate_per_s * workload.duration_s:,.0f} in {workload.duration_s:,.0f} s), "
         f"GPU time {served.total_gpu_seconds_per_s:.3f} s per second.",
         f"Targets: {'; '.join(targets)}.",
@@ -229,17 +231,37 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _usd(value: float, _position: object = None) -> str:
+    """$12k, $1.1M: cost ticks a reader takes in at a glance."""
+    if value >= 1e6:
+        return f"${value / 1e6:g}M"
+    return f"${value / 1e3:g}k" if value >= 1e3 else f"${value:g}"
+
+
+def _hit_axis_start(hits: list[float], target: float | None) -> float:
+    """Where the hit-rate axis starts: below the lowest bar and the target by a third of the span shown,
+    so the target line sits inside the panel, never on its edge."""
+    lowest = min([*hits, *([target] if target is not None else [])], default=90.0)
+    span = max(100 - lowest, 1.0)
+    return max(lowest - span / 2, 0.0)
+
+
 def render_chart(plan: Plan, path: Path) -> None:
-    """Monthly cost (multi-model endpoint and one endpoint per model) and predicted hit rate per type."""
+    """Monthly cost (multi-model endpoint and one endpoint per model) and predicted hit rate per type, the
+    recommended type marked and the targets drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     sized = [c for c in plan.candidates if c.evaluation is not None]
     names = [c.candidate.name for c in sized]
-    figure, (cost_axis, hit_axis) = plt.subplots(1, 2, figsize=(12, 0.45 * len(names) + 2.2))
-    positions = range(len(names))
+    best = plan.cheapest()
+    figure, (cost_axis, hit_axis) = plt.subplots(
+        1, 2, figsize=(12, 0.45 * len(names) + 2.6), sharey=True, gridspec_kw={"width_ratios": [3, 2]}
+    )
+    positions = list(range(len(names)))
     mme = [c.monthly_usd or 0 for c in sized]
     single = [c.single.monthly_usd or 0 for c in sized]
     cost_axis.barh(
@@ -249,28 +271,58 @@ def render_chart(plan: Plan, path: Path) -> None:
         [p + 0.2 for p in positions], single, height=0.4, label="one endpoint per model", color="#C44E52"
     )
     cost_axis.set_xscale("log")
-    cost_axis.set_yticks(list(positions), names, fontsize=8)
+    cost_axis.xaxis.set_major_formatter(FuncFormatter(_usd))
+    cost_axis.xaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+    cost_axis.set_yticks(positions, names, fontsize=8)
     cost_axis.invert_yaxis()
-    cost_axis.set_xlabel(f"USD per month ({plan.region}; log scale)", fontsize=8)
+    cost_axis.set_xlabel(f"USD per month, log scale ({plan.region})", fontsize=8)
     cost_axis.set_title("Cost at the instances each needs", fontsize=10, loc="left")
-    cost_axis.legend(fontsize=7, loc="lower right")
     for position, c in zip(positions, sized, strict=True):
         assert c.evaluation is not None
-        label = f"x{c.evaluation.instances}" + ("" if c.feasible else " (misses targets)")
+        label = f"x{c.evaluation.instances}" + ("" if c.feasible else " misses targets")
         cost_axis.annotate(label, (max(c.monthly_usd or 1, 1), position - 0.2), fontsize=7, va="center",
                            xytext=(3, 0), textcoords="offset points")  # fmt: skip
     hits = [100 * c.evaluation.stats.hit_rate for c in sized if c.evaluation is not None]
-    hit_axis.barh(list(positions), hits, color="#55A868")
-    hit_axis.set_yticks(list(positions), names, fontsize=8)
-    hit_axis.invert_yaxis()
-    hit_axis.set_xlim(min([*hits, 100]) - 5, 100)
-    if plan.options.min_cache_hit_rate is not None:
-        hit_axis.axvline(100 * plan.options.min_cache_hit_rate, color="black", linestyle="--", linewidth=1)
-    hit_axis.set_xlabel("predicted cache-hit rate, % (dashed: target)", fontsize=8)
-    hit_axis.set_title("Requests that find their model loaded", fontsize=10, loc="left")
+    target = None if plan.options.min_cache_hit_rate is None else 100 * plan.options.min_cache_hit_rate
+    start = _hit_axis_start(hits, target)
+    colors = ["#55A868" if c.feasible else "#AAAAAA" for c in sized]
+    hit_axis.hlines(positions, start, hits, color=colors, linewidth=2)
+    hit_axis.scatter(hits, positions, color=colors, zorder=3, s=30)
+    for position, hit in zip(positions, hits, strict=True):
+        hit_axis.annotate(f"{hit:.1f} %", (hit, position), fontsize=7, va="center", ha="right",
+                          xytext=(-6, 7), textcoords="offset points")  # fmt: skip
+    hit_axis.set_xlim(start, 100.5)
+    if target is not None:
+        hit_axis.axvline(target, color="black", linestyle="--", linewidth=1)
+        hit_axis.annotate(
+            f"target {target:g} %",
+            (target, 1.0),
+            xycoords=("data", "axes fraction"),
+            fontsize=7,
+            ha="left",
+            va="bottom",
+            xytext=(3, 2),
+            textcoords="offset points",
+        )
+    hit_axis.set_xlabel("predicted cache-hit rate, % (grey: misses a target)", fontsize=8)
+    hit_axis.set_title("Requests that find their model loaded", fontsize=10, loc="left", pad=14)
+    if best is not None:
+        marked = names.index(best.candidate.name)
+        starred = [f"★ {name}" if index == marked else name for index, name in enumerate(names)]
+        cost_axis.set_yticks(positions, starred, fontsize=8)
+        cost_axis.get_yticklabels()[marked].set_fontweight("bold")
+        for axis in (cost_axis, hit_axis):
+            axis.axhspan(marked - 0.5, marked + 0.5, color="#F2C14E", alpha=0.25, zorder=0)
     for axis in (cost_axis, hit_axis):
         axis.tick_params(labelsize=8)
-    figure.tight_layout()
+    handles, labels = cost_axis.get_legend_handles_labels()
+    if best is not None and best.evaluation is not None:
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(color="#F2C14E", alpha=0.4))
+        labels.append(f"★ recommended: {best.candidate.name} x {best.evaluation.instances}")
+    figure.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
     plt.close(figure)
@@ -281,10 +333,11 @@ def render_comparison(predicted: Outcome, measured: Outcome, *, limit: int = 20)
     overall = [
         ["cache-hit rate", _percent(predicted.cache_hit_rate), _percent(measured.cache_hit_rate),
          _difference(predicted.cache_hit_rate, measured.cache_hit_rate)],
-        ["cold loads per hour", _count(predicted.cold_loads_per_hour),
-         _count(measured.cold_loads_per_hour), ""],
-        ["latency p50 ms", _ms(predicted.latency_ms.p50_ms), _ms(measured.latency_ms.p50_ms), ""],
-        ["latency p99 ms", _ms(predicted.latency_ms.p99_ms), _ms(measured.latency_ms.p99_ms), ""],
+        ["cold loads per hour", _count(predicted.cold_loads_per_hour), cold_loads_cell(measured), ""],
+        ["latency p50 ms", _ms(predicted.latency_ms.p50_ms),
+         latency_cell(_ms(measured.latency_ms.p50_ms), measured), ""],
+        ["latency p99 ms", _ms(predicted.latency_ms.p99_ms),
+         latency_cell(_ms(measured.latency_ms.p99_ms), measured), ""],
         ["requests/s", f"{predicted.request_rate_per_s:,.1f}", f"{measured.request_rate_per_s:,.1f}", ""],
         ["errors (507/4xx/5xx/timeouts/not ready/other)", "—", _errors(measured)],
     ]  # fmt: skip
@@ -311,7 +364,12 @@ def render_comparison(predicted: Outcome, measured: Outcome, *, limit: int = 20)
             ]
         )
     header = ["model", "requests", "hit predicted", "hit measured", "p99 ms predicted", "p99 ms measured"]
+    if on_cpu_stand_in(measured):
+        header[-1] += f" ({CPU_STAND_IN})"
     lines += _rows_to_text(header, rows, right={1, 2, 3, 4, 5})
+    notes = caveats(predicted, measured)
+    if notes:
+        lines += ["", *notes]
     return "\n".join(lines) + "\n"
 
 

@@ -25,6 +25,9 @@ class PlanOptions:
     max_instances: int = DEFAULT_MAX_INSTANCES
     simulated_requests: int = DEFAULT_SIMULATED_REQUESTS
     disk_gb: float | None = None  # overrides every candidate's storage volume
+    # What set the bounds, as the plan names them: the option, or the stack's setting.
+    min_instances_origin: str = "--min-instances"
+    max_instances_origin: str = "--max-instances"
 
     @property
     def utilization(self) -> float:

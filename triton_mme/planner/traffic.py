@@ -8,7 +8,7 @@ YAML or JSON, validated with pydantic; any problem is one line naming the field 
       total_rate_per_s: 40
       exponent: 1.0            # 0: every archive equally popular
       format: onnx             # optional: only archives of this format
-      order: [resnet50, ...]   # optional: model names, most popular first (default: the manifest's order)
+      order: [resnet50, ...]   # optional: these first (most popular first), then the rest in manifest order
     models:                    # ... or a rate per model (with zipf: per-model service times only)
       - model: resnet50
         format: onnx           # when the model has archives in several formats
@@ -31,7 +31,7 @@ from typing import Annotated, Any
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from triton_mme.core.bounded import DocumentError, load_json, load_yaml
 from triton_mme.core.errors import UserError, describe_validation_error, quoted
@@ -44,8 +44,9 @@ MAX_DURATION_S = 31 * 86_400
 MAX_SERVICE_MS = 600_000.0
 DEFAULT_DURATION_S = 3600.0
 
-Rate = Annotated[float, Field(ge=0, le=MAX_RATE_PER_S, allow_inf_nan=False)]
-ServiceMs = Annotated[float, Field(gt=0, le=MAX_SERVICE_MS, allow_inf_nan=False)]
+# Numbers are strict: "1.5" (a quoted YAML string) or true is refused, not read as a number.
+Rate = Annotated[float, Field(ge=0, le=MAX_RATE_PER_S, allow_inf_nan=False), Strict()]
+ServiceMs = Annotated[float, Field(gt=0, le=MAX_SERVICE_MS, allow_inf_nan=False), Strict()]
 
 
 class TrafficError(UserError, ValueError):
@@ -57,8 +58,8 @@ class _Frozen(BaseModel):
 
 
 class Zipf(_Frozen):
-    total_rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE_PER_S, allow_inf_nan=False)]
-    exponent: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 1.0
+    total_rate_per_s: Annotated[float, Field(gt=0, le=MAX_RATE_PER_S, allow_inf_nan=False), Strict()]
+    exponent: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False), Strict()] = 1.0
     format: str | None = None
     order: tuple[str, ...] = ()
 
@@ -71,17 +72,19 @@ class ModelTraffic(_Frozen):
 
 
 class Targets(_Frozen):
-    p99_latency_ms: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    min_cache_hit_rate: Annotated[float, Field(ge=0, le=1)] | None = None
+    p99_latency_ms: Annotated[float, Field(gt=0, allow_inf_nan=False), Strict()] | None = None
+    min_cache_hit_rate: Annotated[float, Field(ge=0, le=1), Strict()] | None = None
 
 
 class TrafficFile(_Frozen):
-    duration_s: Annotated[float, Field(gt=0, le=MAX_DURATION_S, allow_inf_nan=False)] = DEFAULT_DURATION_S
+    duration_s: Annotated[float, Field(gt=0, le=MAX_DURATION_S, allow_inf_nan=False), Strict()] = (
+        DEFAULT_DURATION_S
+    )
     service_ms: ServiceMs | None = None
     zipf: Zipf | None = None
     models: tuple[ModelTraffic, ...] = ()
     targets: Targets = Targets()
-    seed: Annotated[int, Field(ge=0, le=2**32 - 1)] = 0
+    seed: Annotated[int, Field(ge=0, le=2**32 - 1), Strict()] = 0
 
     @model_validator(mode="after")
     def _rates_come_from_one_place(self) -> TrafficFile:
@@ -106,7 +109,25 @@ def parse_traffic(raw: Any, *, origin: str = "traffic") -> TrafficFile:
     try:
         return TrafficFile.model_validate(raw)
     except ValidationError as error:
-        raise TrafficError(f"{origin}: {describe_validation_error(error)}") from None
+        first = error.errors()[0]
+        hint = _allowed_fields(first["loc"][:-1]) if first["type"] == "extra_forbidden" else ""
+        if first["type"] in ("float_type", "int_type") and isinstance(first.get("input"), str):
+            hint = "; allowed: a number, written without quotes"
+        raise TrafficError(f"{origin}: {describe_validation_error(error)}{hint}") from None
+
+
+def _allowed_fields(location: tuple[int | str, ...]) -> str:
+    """`; allowed: a, b, c`: the fields of the mapping an unknown field was found in."""
+    model: Any = TrafficFile
+    for part in location:
+        if isinstance(part, int):
+            continue
+        annotation = model.model_fields[part].annotation
+        nested = [t for t in (annotation, *getattr(annotation, "__args__", ())) if isinstance(t, type)]
+        model = next((t for t in nested if issubclass(t, BaseModel)), None)
+        if model is None:
+            return ""
+    return "; allowed: " + ", ".join(model.model_fields)
 
 
 def read_traffic(path: Path) -> TrafficFile:
@@ -174,13 +195,15 @@ def workload(traffic: TrafficFile, manifest: Manifest, *, origin: str = "traffic
     overrides: dict[str, float | None] = {}
     if traffic.zipf is not None:
         zipf = traffic.zipf
+        records = [a for a in manifest.archives if zipf.format is None or a.format == zipf.format]
         if zipf.order:
-            records = [
+            # `order` only orders: the named archives first, most popular first, then every other archive
+            # of the zipf in the manifest's order.
+            first = [
                 _find(manifest, name, zipf.format, f"{origin}: zipf.order[{i}]")
                 for i, name in enumerate(zipf.order)
             ]
-        else:
-            records = [a for a in manifest.archives if zipf.format is None or a.format == zipf.format]
+            records = first + [record for record in records if record not in first]
         if not records:
             wanted = f" in format {zipf.format}" if zipf.format else ""
             raise TrafficError(f"{origin}: zipf: the manifest has no archives{wanted}")

@@ -29,24 +29,19 @@ from pathlib import Path
 
 import numpy as np
 
-from triton_mme.client.payloads import (
-    REPLY_HEADER_BYTES,
-    REPLY_HEADER_BYTES_PER_OUTPUT,
-    SAGEMAKER_MAX_REQUEST_BYTES,
-    SAGEMAKER_MAX_RESPONSE_BYTES,
-    PayloadError,
-    decode_response,
-    encode_binary_request,
-)
+from triton_mme.client.payloads import PayloadError, decode_response, encode_binary_request
 from triton_mme.core.archive import CONFIG_FILE_NAME, ArchiveError, extract_archive
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256
 from triton_mme.core.golden import GoldenData, GoldenError
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.naming import GOLDEN_ROLE
+from triton_mme.core.platform import SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES
+from triton_mme.core.replies import reply_overhead
 from triton_mme.core.serving_report import ArchiveServing, BatchFigures, ServingReport
 from triton_mme.core.tolerances import FP16, FP32, GPU_FP32, Tolerance, max_abs_error
 from triton_mme.core.triton_config import parse_config
+from triton_mme.core.wording import plural
 from triton_mme.serving_check.targets import LoadRefused, NotRunnableHere, ServingTarget
 
 DEFAULT_REQUESTS = 30
@@ -86,13 +81,17 @@ def check_build(
     *,
     settings: CheckSettings = CheckSettings(),
     progress: Callable[[ArchiveServing], None] | None = None,
+    phase: Callable[[str], None] | None = None,
 ) -> ServingReport:
-    """Check every archive the build directory's manifest names on a started target."""
+    """Check every archive the build directory's manifest names on a started target; `progress` hears of
+    each archive's result, `phase` of each step as it starts (`2/3 <TargetModel>: loading`)."""
     manifest = read_build(directory)
     results = []
+    total = len(manifest.archives)
     with tempfile.TemporaryDirectory(prefix="serving-check-") as scratch:
-        for record in manifest.archives:
-            result = check_archive(directory, record, target, Path(scratch), settings)
+        for index, record in enumerate(manifest.archives, start=1):
+            step = _announcer(phase, f"{index}/{total} {record.target_model}")
+            result = check_archive(directory, record, target, Path(scratch), settings, phase=step)
             results.append(result)
             if progress:
                 progress(result)
@@ -110,19 +109,39 @@ class _Measured:
     tolerance: dict[str, float] = field(default_factory=dict)
 
 
+def _announcer(phase: Callable[[str], None] | None, prefix: str) -> Callable[[str], None]:
+    def announce(what: str) -> None:
+        if phase is not None:
+            phase(f"{prefix}: {what}")
+
+    return announce
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
 def check_archive(
-    directory: Path, record: ArchiveRecord, target: ServingTarget, scratch: Path, settings: CheckSettings
+    directory: Path,
+    record: ArchiveRecord,
+    target: ServingTarget,
+    scratch: Path,
+    settings: CheckSettings,
+    *,
+    phase: Callable[[str], None] = _quiet,
 ) -> ArchiveServing:
     identity = {"target_model": record.target_model, "name": record.name, "format": record.format}
     measured = _Measured()
     # As the platform does (/opt/ml/models/<hash>/model): one directory per TargetModel.
     home = scratch / hashlib.sha256(record.target_model.encode()).hexdigest()[:16]
     try:
+        phase("checking and unpacking the archive")
         golden = _golden(directory, record)
         model_root = home / "model"
         model_dir = _unpack(directory, record, model_root)
         target.prepare(record.target_model, model_dir)
         memory_before = target.memory_used_mib()
+        phase("loading it in Triton")
         started = time.perf_counter()
         reply = target.routes.load(record.target_model, model_root)
         measured.load_seconds = time.perf_counter() - started
@@ -130,7 +149,7 @@ def check_archive(
             raise ArchiveFailed(f"Triton did not load it: {reply.error_line()}")
         try:
             batches = _exercise(
-                record, target, golden, _tolerance(record, model_dir, target), measured, settings
+                record, target, golden, _tolerance(record, model_dir, target), measured, settings, phase
             )
             memory_after = target.memory_used_mib()
         finally:
@@ -190,9 +209,7 @@ def _unpack(directory: Path, record: ArchiveRecord, model_root: Path) -> Path:
 def largest_batch(record: ArchiveRecord, golden: GoldenData) -> int:
     """The largest batch one InvokeEndpoint call can carry both ways (6 MB each), at most max_batch_size."""
     tensors = len(golden.inputs) + len(golden.outputs)
-    room = min(SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES) - (
-        REPLY_HEADER_BYTES + REPLY_HEADER_BYTES_PER_OUTPUT * tensors
-    )
+    room = min(SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES) - reply_overhead(tensors)
     largest = max(record.max_batch_size, 1)
     for arrays in (golden.inputs, golden.outputs):
         per_row = sum(value.nbytes for value in arrays.values()) // golden.rows
@@ -264,12 +281,18 @@ def _exercise(
     tolerance: Tolerance,
     measured: _Measured,
     settings: CheckSettings,
+    phase: Callable[[str], None] = _quiet,
 ) -> tuple[BatchFigures, ...]:
     sizes = sorted({1, largest_batch(record, golden)})
     for size in sizes:
+        phase(f"comparing the reply at batch {size} with the golden data")
         inputs, expected = golden.batch(size)
         _compare(_call(target, record, inputs), expected, tolerance, size, measured)
-    return tuple(_timed(record, target, golden.batch(size)[0], settings) for size in sizes)
+    timed = []
+    for size in sizes:
+        phase(f"timing batch {size}: {settings.warmup} + {plural(settings.requests, 'request')}")
+        timed.append(_timed(record, target, golden.batch(size)[0], settings))
+    return tuple(timed)
 
 
 def _timed(

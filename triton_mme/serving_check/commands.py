@@ -8,10 +8,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import positive_int
-from triton_mme.core.locations import BUILD_DIR
+from triton_mme.cli import non_negative_int, positive_int
+from triton_mme.core.locations import BUILD_DIR, SERVING_REPORT_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
-from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME
+from triton_mme.core.wording import plural
 
 SERVERS = ("local", "sagemaker")
 TRITON_TAG_ENV = "TRITON_IMAGE_TAG"
@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     )
     check.add_argument("--out", type=Path, help=f"report file (default: <from>/{SERVING_REPORT_FILE_NAME})")
     check.add_argument("--requests", type=positive_int, default=30, help="timed requests per batch size")
-    check.add_argument("--warmup", type=positive_int, default=3, help="untimed requests before timing")
+    check.add_argument("--warmup", type=non_negative_int, default=3, help="untimed requests before timing")
     check.add_argument(
         "--triton-tag",
         default=os.environ.get(TRITON_TAG_ENV) or DEFAULT_TRITON_TAG,
@@ -80,13 +80,17 @@ def _serving_check(args: argparse.Namespace) -> int:
         print(f"server  {target.server}", flush=True)
         with target:
             report = check_build(
-                args.source, target, settings=settings, progress=lambda r: print(summary(r), flush=True)
+                args.source,
+                target,
+                settings=settings,
+                progress=lambda r: print(summary(r), flush=True),
+                phase=lambda line: print(f"  {line}", flush=True),
             )
     write_atomically(out, report.to_json())
     print(f"report  {out}")
     if report.failures:
         first = report.failures[0]
-        count = f" ({len(report.failures)} of {len(report.archives)} archives failed)"
+        count = f" ({len(report.failures)} of {plural(len(report.archives), 'archive')} failed)"
         raise CheckError(f"serving check failed: {first.target_model}: {first.error}{count}")
     return 0
 

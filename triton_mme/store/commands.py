@@ -12,6 +12,7 @@ from typing import Any
 
 from triton_mme.cli import add_allow_field, add_unpacked_limit
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
+from triton_mme.core.wording import plural
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -279,7 +280,8 @@ def _fetch_candidate(args: argparse.Namespace, s3: Any) -> int:
         model_prefix=prefixes.models,
         manifest_prefix=prefixes.manifests,
     )
-    print(f"fetched {len(manifest.archives)} archives and {len(manifest.files)} files into {args.to}")
+    fetched = f"{plural(len(manifest.archives), 'archive')} and {plural(len(manifest.files), 'file')}"
+    print(f"fetched {fetched} into {args.to}")
     return 0
 
 

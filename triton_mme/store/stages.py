@@ -24,6 +24,7 @@ from triton_mme.core.locations import build_manifest_key, candidate_manifest_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
 from triton_mme.core.naming import COMPANION_NAME
 from triton_mme.core.serving_report import ServingReport, ServingReportError
+from triton_mme.core.wording import plural
 from triton_mme.store.publish import (
     BuildManifestReport,
     DifferentContentError,
@@ -128,7 +129,7 @@ def require_passing(report: ServingReport, manifest: Manifest, *, where: str) ->
     unchecked = sorted(manifest.target_models - checked)
     if unchecked:
         raise PublishError(
-            f"{where}: {len(unchecked)} archives were not checked in a serving image (first: "
+            f"{where}: {plural(len(unchecked), 'archive')} not checked in a serving image (first: "
             f"{unchecked[0]}); only a report that checked every archive publishes a build"
         )
 

@@ -1,0 +1,60 @@
+"""The context `cdk` gives the app, read the same way for synthesis, `make preflight` and `triton-mme plan`:
+cdk.json's `context`, then cdk.context.json, then `-c key=value` pairs. Imports no aws_cdk."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from infra.context_keys import unknown_context_problem
+from infra.settings import CONTEXT_KEYS, Settings, SettingsError
+
+# Where `cdk` reads project context from, in increasing precedence (before `-c` on its command line).
+CONTEXT_FILES = (("cdk.json", "context"), ("cdk.context.json", None))
+COMMAND_LINE = "-c"
+
+
+def settings_from(context: Mapping[str, Any]) -> Settings:
+    """The settings of a whole context; a key that is neither a setting nor the CDK's is refused."""
+    problem = unknown_context_problem(context)
+    if problem:
+        raise SettingsError(problem)
+    return Settings.from_context({key: context.get(key) for key in CONTEXT_KEYS})
+
+
+def context_layers(pairs: Sequence[str], root: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(origin, values) per layer, lowest precedence first: each context file present, then `-c` pairs."""
+    layers: list[tuple[str, dict[str, Any]]] = []
+    for name, section in CONTEXT_FILES:
+        path = root / name
+        if path.is_file():
+            data = json.loads(path.read_text())
+            layers.append((name, dict(data.get(section, {}) if section else data)))
+    given: dict[str, Any] = {}
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator or not key:
+            raise SettingsError(f"-c {pair} is not a context value; allowed: -c key=value")
+        given[key.strip()] = value
+    layers.append((COMMAND_LINE, given))
+    return layers
+
+
+def project_context(pairs: Sequence[str], root: Path) -> dict[str, Any]:
+    """The context `cdk` gives the app: cdk.json's, then cdk.context.json's, then `-c key=value` pairs."""
+    context: dict[str, Any] = {}
+    for _, values in context_layers(pairs, root):
+        context.update(values)
+    return context
+
+
+def setting_origins(pairs: Sequence[str], root: Path) -> dict[str, str]:
+    """Where each setting's value comes from: the last layer that sets it, else the Settings default."""
+    origins = {key: "default (infra/settings.py)" for key in CONTEXT_KEYS}
+    for origin, values in context_layers(pairs, root):
+        for key, value in values.items():
+            if key in origins and value not in (None, ""):
+                origins[key] = origin
+    return origins

@@ -1,0 +1,94 @@
+"""How large a model's reply can be, and how many rows one InvokeEndpoint call can carry back.
+
+A text encoder's outputs are recorded with a dynamic sequence dimension (`last_hidden_state: [-1, 1024]`),
+but its inputs are fixed at the catalog's `sequence_length` (the manifest records it as the length of
+every text input), so the dynamic dimension is at most that length and the largest reply is known before a
+request is sent. The catalog uses the same arithmetic to say how many rows a request can carry.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from triton_mme.core.manifest import TensorSpec
+from triton_mme.core.platform import SAGEMAKER_MAX_RESPONSE_BYTES
+from triton_mme.core.samples import NUMPY_DTYPES
+
+# The JSON header of a binary reply: model name and version, then name, datatype, shape and size per
+# output. Counted generously so an estimate never says a batch fits when it does not.
+REPLY_HEADER_BYTES = 256
+REPLY_HEADER_BYTES_PER_OUTPUT = 192
+FP32_BYTES = 4
+
+
+def sequence_bound(inputs: Sequence[TensorSpec]) -> int | None:
+    """The fixed length every input of a text model shares (its catalog `sequence_length`); None when
+    the inputs are not all one-dimensional with one fixed length."""
+    lengths = {spec.dims[0] for spec in inputs if len(spec.dims) == 1}
+    if not inputs or len(lengths) != 1 or any(len(spec.dims) != 1 for spec in inputs):
+        return None
+    (length,) = lengths
+    return length if length > 0 else None
+
+
+def reply_bytes_per_sample(outputs: Sequence[TensorSpec], sequence_length: int | None = None) -> int | None:
+    """Raw bytes of one sample's outputs at their largest, a dynamic dimension counted at the sequence
+    bound; None where a size cannot be bounded (no bound, or a datatype without a fixed width)."""
+    total = 0
+    for spec in outputs:
+        if spec.datatype not in NUMPY_DTYPES:
+            return None
+        dims = [sequence_length if d < 0 else d for d in spec.dims]
+        if any(d is None for d in dims):
+            return None
+        total += math.prod(d for d in dims if d is not None) * np.dtype(NUMPY_DTYPES[spec.datatype]).itemsize
+    return total
+
+
+def reply_overhead(output_count: int) -> int:
+    return REPLY_HEADER_BYTES + REPLY_HEADER_BYTES_PER_OUTPUT * output_count
+
+
+def rows_that_fit(per_sample: int, output_count: int, limit: int = SAGEMAKER_MAX_RESPONSE_BYTES) -> int:
+    """The most rows whose reply comes back through InvokeEndpoint (0: not even one)."""
+    if per_sample <= 0:
+        return 1 << 30
+    return max((limit - reply_overhead(output_count)) // per_sample, 0)
+
+
+def text_encoder_reply_bytes(hidden_size: int, sequence_length: int) -> tuple[int, int]:
+    """(bytes per row, outputs) of a Hugging Face encoder as the build exports it: last_hidden_state
+    [sequence_length, hidden_size] and pooler_output [hidden_size], FP32 (counting the pooler even where a
+    model has none keeps the estimate on the safe side)."""
+    return (sequence_length * hidden_size + hidden_size) * FP32_BYTES, 2
+
+
+def request_rows(
+    name: str, *, max_batch_size: int, hidden_size: int, sequence_length: int
+) -> tuple[int, str | None]:
+    """The rows one request of a text model can carry: max_batch_size, or fewer with one line saying what
+    it is clamped to and why. CatalogError when not even one row's reply fits."""
+    from triton_mme.core.catalog import CatalogError
+
+    per_row, outputs = text_encoder_reply_bytes(hidden_size, sequence_length)
+    overhead = reply_overhead(outputs)
+    fits = rows_that_fit(per_row, outputs)
+    limit = f"InvokeEndpoint's {SAGEMAKER_MAX_RESPONSE_BYTES / 2**20:.0f} MiB reply limit"
+    if fits == 0:
+        longest = (SAGEMAKER_MAX_RESPONSE_BYTES - overhead) // (hidden_size * FP32_BYTES) - 1
+        raise CatalogError(
+            f"model {name!r}: one row's reply is {per_row + overhead:,} bytes (sequence_length "
+            f"{sequence_length} x hidden_size {hidden_size}, FP32), over {limit}; allowed: a "
+            f"sequence_length of at most {longest}"
+        )
+    if fits >= max_batch_size:
+        return max_batch_size, None
+    over = per_row * (fits + 1) + overhead
+    return fits, (
+        f"model {name!r}: a request carries at most {fits} of its max_batch_size {max_batch_size} rows: "
+        f"the reply to {fits + 1} would be {over:,} bytes, over {limit} (Triton still batches up to "
+        f"{max_batch_size} rows across requests)"
+    )
