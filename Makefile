@@ -18,7 +18,7 @@ BUILD_DIR := build/models
 # synth, preflight, deploy and diff all read the same settings.
 CONTEXT ?=
 
-.PHONY: install synth test lint typecheck unit preflight deploy diff build-models serve-local bench snapshot-update clean
+.PHONY: install synth test lint typecheck unit preflight deploy diff acceptance build-models serve-local bench snapshot-update clean
 
 $(PY_STAMP): requirements.txt requirements-build.txt requirements-client.txt requirements-loadtest.txt \
 		requirements-torch.txt requirements-dev.txt pyproject.toml
@@ -65,6 +65,12 @@ STACK ?= TritonMultiModelEndpoint
 # With DIFF_TEMPLATE=path/to/saved.template.json the diff needs no credentials (see docs/deploy.md).
 diff: install
 	$(if $(DIFF_TEMPLATE),$(CDK) diff $(STACK) --template $(DIFF_TEMPLATE) $(CONTEXT),$(CDK) diff --all $(CONTEXT))
+
+# After a deploy: the live endpoint of stack STACK against what its template promised (docs/acceptance.md);
+# needs AWS credentials, exits non-zero on a failed check. ACCEPTANCE_ARGS adds options, e.g. --region.
+ACCEPTANCE_ARGS ?=
+acceptance: $(PY_STAMP)
+	$(TRITON_MME) acceptance --stack $(STACK) $(ACCEPTANCE_ARGS)
 
 # Offline by default (random weights, no TensorRT); `make build-models BUILD_ARGS=` builds the catalog
 # as written (pretrained weights download; tensorrt needs a GPU and TensorRT).

@@ -26,7 +26,10 @@ def test_a_store_as_the_deployment_left_it_passes(s3: Any) -> None:
     checks = build_checks(s3)
     assert list(checks) == ["fingerprint", "files", "serving-report"]
     assert all(check.passed for check in checks.values()), [c.line() for c in checks.values()]
-    assert checks["files"].seen == f"all present: 1 archive(s) under s3://{BUCKET}/models/ and 1 companion file(s)"
+    assert (
+        checks["files"].seen
+        == f"all present: 1 archive(s) under s3://{BUCKET}/models/ and 1 companion file(s)"
+    )
 
 
 def test_a_live_manifest_that_is_not_the_builds_fails(s3: Any) -> None:

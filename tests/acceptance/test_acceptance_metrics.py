@@ -33,8 +33,14 @@ QUERY = {"MetricDataQueries": ANY, "StartTime": ANY, "EndTime": ANY}
 
 def test_the_required_metrics_are_the_six_the_dashboard_alarms_and_scaling_read() -> None:
     assert set(REQUIRED_METRICS) == EVERY_METRIC
-    assert REQUIRED_METRICS["GPUUtilization"] == REQUIRED_METRICS["LoadedModelCount"] == INSTANCE_METRICS_NAMESPACE
-    assert REQUIRED_METRICS["ModelCacheHit"] == REQUIRED_METRICS["Invocations"] == INVOCATION_METRICS_NAMESPACE
+    assert (
+        REQUIRED_METRICS["GPUUtilization"]
+        == REQUIRED_METRICS["LoadedModelCount"]
+        == INSTANCE_METRICS_NAMESPACE
+    )
+    assert (
+        REQUIRED_METRICS["ModelCacheHit"] == REQUIRED_METRICS["Invocations"] == INVOCATION_METRICS_NAMESPACE
+    )
 
 
 def test_metrics_that_arrive_after_a_while_pass_without_real_waiting() -> None:
@@ -87,7 +93,9 @@ def test_a_metric_that_never_arrives_fails_after_the_bounded_wait_naming_what_ex
         {"Namespace": INVOCATION_METRICS_NAMESPACE, "MetricName": "ModelCacheHit", "Dimensions": ANY},
     )
     clock = FakeClock()
-    checks = {check.name: check for check in check_metrics_arrive(deployed(), cloudwatch, clock.timing, START, 120)}
+    checks = {
+        check.name: check for check in check_metrics_arrive(deployed(), cloudwatch, clock.timing, START, 120)
+    }
     stubber.assert_no_pending_responses()
     assert sum(clock.sleeps) <= 120
     missing = checks["ModelCacheHit"]

@@ -20,7 +20,9 @@ def run(s3: Any, runtime: Any, clock: FakeClock) -> Any:
     store = publish_store(s3)
     source = ManifestSource(f"s3://{BUCKET}/{live_manifest_key()}", s3)
     manifest = source.manifest()
-    (check,) = check_serving(ENDPOINT, manifest, source, source.serving_report(manifest), runtime, clock.timing)
+    (check,) = check_serving(
+        ENDPOINT, manifest, source, source.serving_report(manifest), runtime, clock.timing
+    )
     assert store.archive.target_model in check.expected
     return check
 

@@ -21,10 +21,14 @@ from triton_mme.acceptance.live import LiveEndpoint
 from triton_mme.acceptance.report import Check
 from triton_mme.acceptance.strategy import FELL_BACK, check_strategy
 
-UPDATED_LIVE = LiveEndpoint(describe_endpoint_response(), describe_config_response(), describe_model_response())
+UPDATED_LIVE = LiveEndpoint(
+    describe_endpoint_response(), describe_config_response(), describe_model_response()
+)
 
 
-def strategy_check(events: list[tuple[str, str]], *, live: LiveEndpoint = UPDATED_LIVE, **settings: object) -> Check:
+def strategy_check(
+    events: list[tuple[str, str]], *, live: LiveEndpoint = UPDATED_LIVE, **settings: object
+) -> Check:
     logs, stubber = stubbed("logs")
     expect_events(stubber, events)
     check = check_strategy(deployed(**settings), live, logs)
@@ -44,7 +48,9 @@ def test_a_canary_update_that_fell_back_to_all_at_once_fails_clearly() -> None:
     assert not check.passed
     assert check.seen.startswith(f"{FELL_BACK}: 0 partial traffic step(s)")
     assert "guardrails excluded this endpoint" in (check.fix or "")
-    assert check.line().startswith("FAIL strategy/last-update: expected CANARY with 600 s bakes; seen SageMaker")
+    assert check.line().startswith(
+        "FAIL strategy/last-update: expected CANARY with 600 s bakes; seen SageMaker"
+    )
 
 
 def test_a_linear_update_needs_several_partial_steps() -> None:
@@ -53,9 +59,15 @@ def test_a_linear_update_needs_several_partial_steps() -> None:
     assert not one_step.passed and one_step.seen.startswith(FELL_BACK)
     steps = [
         ("ActivatingTraffic", "Activating traffic on 1 instance(s)."),
-        ("Baking", "Baking for 600 seconds (TerminationWaitInSeconds) with traffic enabled on 1 instance(s)."),
+        (
+            "Baking",
+            "Baking for 600 seconds (TerminationWaitInSeconds) with traffic enabled on 1 instance(s).",
+        ),
         ("ActivatingTraffic", "Activating traffic on 2 instance(s)."),
-        ("Baking", "Baking for 600 seconds (TerminationWaitInSeconds) with traffic enabled on 2 instance(s)."),
+        (
+            "Baking",
+            "Baking for 600 seconds (TerminationWaitInSeconds) with traffic enabled on 2 instance(s).",
+        ),
     ]
     assert strategy_check(steps, deploymentConfig=linear).passed
 
@@ -78,7 +90,9 @@ def test_events_of_another_update_do_not_count() -> None:
     from botocore.stub import ANY
 
     other = [deployment_event(status, message, config="older-config") for status, message in CANARY_EVENTS]
-    stubber.add_response("filter_log_events", {"events": other}, {"logGroupName": EVENT_LOG_GROUP, "startTime": ANY})
+    stubber.add_response(
+        "filter_log_events", {"events": other}, {"logGroupName": EVENT_LOG_GROUP, "startTime": ANY}
+    )
     assert not check_strategy(deployed(), UPDATED_LIVE, logs).passed
 
 

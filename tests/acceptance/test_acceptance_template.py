@@ -48,7 +48,10 @@ def test_an_endpoint_as_deployed_passes_every_check() -> None:
 def test_a_changed_instance_type_and_ami_fail_with_both_values() -> None:
     found = checks(InstanceType="ml.g4dn.xlarge", InferenceAmiVersion="al2-ami-sagemaker-inference-gpu-2")
     assert not found["instance-type"].passed
-    assert (found["instance-type"].expected, found["instance-type"].seen) == ("ml.g5.xlarge", "ml.g4dn.xlarge")
+    assert (found["instance-type"].expected, found["instance-type"].seen) == (
+        "ml.g5.xlarge",
+        "ml.g4dn.xlarge",
+    )
     assert not found["inference-ami"].passed
     assert "CloudTrail" in (found["instance-type"].fix or "")
     assert found["image"].passed

@@ -50,19 +50,23 @@ def test_the_deployment_config_is_the_endpoints_own(default_synth: Synthesized) 
 
 def test_without_scaling_the_output_says_so(synth_with: SynthWith) -> None:
     facts = rendered(synth_with(autoscaling=False))
-    assert facts["scaling"] is None
+    assert "scaling" not in facts  # CDK leaves out what is None
+    parsed = StackFacts.from_outputs({ACCEPTANCE_SETTINGS_OUTPUT: json.dumps(facts)}, stack_name="S")
+    assert parsed.settings.scaling is None
 
 
 def test_the_acceptance_run_reads_the_output_it_gets(default_synth: Synthesized) -> None:
     facts = rendered(default_synth)
-    parsed = StackFacts.from_outputs(
-        {
-            "EndpointName": "e",
-            "ModelBucketName": "b",
-            "LiveManifestUrl": "s3://b/manifests/manifest.json",
-            ACCEPTANCE_SETTINGS_OUTPUT: json.dumps(facts),
-        },
-        stack_name="S",
-    )
+    parsed = StackFacts.from_outputs({ACCEPTANCE_SETTINGS_OUTPUT: json.dumps(facts)}, stack_name="S")
     assert parsed.settings.variant_name == "AllTraffic"
     assert parsed.settings.strategy == "CANARY"
+    assert parsed.settings.live_manifest_url == "s3://<ref>/manifests/manifest.json"
+    assert parsed.settings.model_data_url == "s3://<ref>/models/"
+
+
+def test_the_deployment_events_are_recorded_before_the_endpoint(default_synth: Synthesized) -> None:
+    stack = default_synth.stack
+    endpoint = default_synth.resources[stack.get_logical_id(stack.endpoint.endpoint)]
+    policy = stack.deployment_events.policy.node.default_child
+    assert stack.get_logical_id(policy) in endpoint["DependsOn"]  # type: ignore[arg-type]
+    assert rendered(default_synth)["deploymentEventLogGroup"] == "<ref>"

@@ -204,7 +204,9 @@ def invoke_params(target_model: str) -> dict[str, Any]:
     return {"EndpointName": ENDPOINT, "TargetModel": target_model, "ContentType": ANY, "Body": ANY}
 
 
-def expect_invocations(runtime: Stubber, target_model: str, *, not_ready: int = 0, shift: float = 0.0) -> None:
+def expect_invocations(
+    runtime: Stubber, target_model: str, *, not_ready: int = 0, shift: float = 0.0
+) -> None:
     """`not_ready` ModelNotReadyException answers, then two replies (cold and warm) with the golden row 0's
     outputs, moved by `shift`."""
     for _ in range(not_ready):
@@ -279,7 +281,9 @@ def expect_describe(sagemaker: Stubber, *, endpoint: dict[str, Any] | None = Non
     endpoint = endpoint or describe_endpoint_response()
     sagemaker.add_response("describe_endpoint", endpoint, {"EndpointName": ENDPOINT})
     config = describe_config_response(**variant) | {"EndpointConfigName": endpoint["EndpointConfigName"]}
-    sagemaker.add_response("describe_endpoint_config", config, {"EndpointConfigName": config["EndpointConfigName"]})
+    sagemaker.add_response(
+        "describe_endpoint_config", config, {"EndpointConfigName": config["EndpointConfigName"]}
+    )
     sagemaker.add_response("describe_model", describe_model_response(), {"ModelName": MODEL})
 
 
@@ -304,17 +308,20 @@ def deployment_event(status: str, message: str, config: str = CONFIG) -> dict[st
     return {"logStreamName": "s", "timestamp": 1, "message": json.dumps(event), "eventId": "1"}
 
 
+BAKING = (
+    "Baking for 600 seconds (TerminationWaitInSeconds) with traffic enabled on {} capacity of {} instance(s)."
+)
 CANARY_EVENTS = [
     ("Creating", "Launching 2 instance(s)."),
     ("ActivatingTraffic", "Activating traffic on canary capacity of 1 instance(s)."),
-    ("Baking", "Baking for 600 seconds (TerminationWaitInSeconds) with traffic enabled on canary capacity of 1 instance(s)."),
+    ("Baking", BAKING.format("canary", 1)),
     ("ActivatingTraffic", "Activating traffic on full capacity of 2 instance(s)."),
-    ("Baking", "Baking for 600 seconds (TerminationWaitInSeconds) with traffic enabled on full capacity of 2 instance(s)."),
+    ("Baking", BAKING.format("full", 2)),
 ]
 ALL_AT_ONCE_EVENTS = [
     ("Creating", "Launching 2 instance(s)."),
     ("ActivatingTraffic", "Activating traffic on full capacity of 2 instance(s)."),
-    ("Baking", "Baking for 600 seconds (TerminationWaitInSeconds) with traffic enabled on full capacity of 2 instance(s)."),
+    ("Baking", BAKING.format("full", 2)),
 ]
 
 
@@ -361,11 +368,16 @@ def alarm(name: str, *, state: str = "OK", actions: bool = True, endpoint: str =
         "ActionsEnabled": True,
         "AlarmActions": [f"arn:aws:sns:{REGION}:123456789012:alarms"] if actions else [],
         "StateValue": state,
-        "StateReason": "Threshold Crossed: 3 datapoints were greater than the threshold" if state == "ALARM" else "ok",
+        "StateReason": "Threshold Crossed: 3 datapoints were greater than the threshold"
+        if state == "ALARM"
+        else "ok",
         "StateUpdatedTimestamp": START,
         "MetricName": "Invocation5XXErrors",
         "Namespace": INVOCATION_METRICS_NAMESPACE,
-        "Dimensions": [{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": VARIANT}],
+        "Dimensions": [
+            {"Name": "EndpointName", "Value": endpoint},
+            {"Name": "VariantName", "Value": VARIANT},
+        ],
     }
 
 
@@ -401,13 +413,18 @@ def expect_scaling(autoscaling: Stubber, *, registered: bool = True, max_capacit
             "CustomizedMetricSpecification": {
                 "MetricName": "GPUUtilization",
                 "Namespace": INSTANCE_METRICS_NAMESPACE,
-                "Dimensions": [{"Name": "EndpointName", "Value": ENDPOINT}, {"Name": "VariantName", "Value": VARIANT}],
+                "Dimensions": [
+                    {"Name": "EndpointName", "Value": ENDPOINT},
+                    {"Name": "VariantName", "Value": VARIANT},
+                ],
                 "Statistic": "Average",
             },
         },
         **where,
     }
-    autoscaling.add_response("describe_scaling_policies", {"ScalingPolicies": [policy]}, {"ResourceId": RESOURCE_ID, **where})
+    autoscaling.add_response(
+        "describe_scaling_policies", {"ScalingPolicies": [policy]}, {"ResourceId": RESOURCE_ID, **where}
+    )
 
 
 def expect_stack(cloudformation: Stubber, **overrides: Any) -> None:
@@ -421,7 +438,10 @@ def expect_stack(cloudformation: Stubber, **overrides: Any) -> None:
                     "StackStatus": "UPDATE_COMPLETE",
                     "Outputs": [
                         {"OutputKey": "EndpointName", "OutputValue": ENDPOINT},
-                        {"OutputKey": ACCEPTANCE_SETTINGS_OUTPUT, "OutputValue": json.dumps(settings_output(**overrides))},
+                        {
+                            "OutputKey": ACCEPTANCE_SETTINGS_OUTPUT,
+                            "OutputValue": json.dumps(settings_output(**overrides)),
+                        },
                     ],
                 }
             ]
@@ -453,3 +473,36 @@ class FakeClock:
     @property
     def timing(self) -> Timing:
         return Timing(now=self.now, sleep=self.sleep, wall=self.wall)
+
+
+# ----- a whole run ----------------------------------------------------------------------------------------
+
+
+def healthy_stack(s3: Any, *, not_ready: int = 2, events: list[tuple[str, str]] | None = None) -> Any:
+    """Clients for a stack whose every check passes (or, with other `events`, whose update fell back)."""
+    from triton_mme.acceptance.runner import AcceptanceClients
+
+    store = publish_store(s3)
+    cloudformation, cloudformation_stub = stubbed("cloudformation")
+    expect_stack(cloudformation_stub)
+    runtime, runtime_stub = stubbed("sagemaker-runtime")
+    expect_invocations(runtime_stub, store.archive.target_model, not_ready=not_ready)
+    sagemaker, sagemaker_stub = stubbed("sagemaker")
+    expect_describe(sagemaker_stub)
+    logs, logs_stub = stubbed("logs")
+    expect_events(logs_stub, CANARY_EVENTS if events is None else events)
+    cloudwatch, cloudwatch_stub = stubbed("cloudwatch")
+    query = {"MetricDataQueries": ANY, "StartTime": ANY, "EndTime": ANY}
+    cloudwatch_stub.add_response("get_metric_data", metric_results(EVERY_METRIC), query)
+    expect_alarms(cloudwatch_stub, [alarm(name) for name in ALARMS])
+    autoscaling, autoscaling_stub = stubbed("application-autoscaling")
+    expect_scaling(autoscaling_stub)
+    return AcceptanceClients(
+        cloudformation=cloudformation,
+        sagemaker=sagemaker,
+        runtime=runtime,
+        s3=s3,
+        cloudwatch=cloudwatch,
+        autoscaling=autoscaling,
+        logs=logs,
+    )
