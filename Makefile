@@ -18,7 +18,7 @@ BUILD_DIR := build/models
 # synth, preflight, deploy and diff all read the same settings.
 CONTEXT ?=
 
-.PHONY: install synth test lint typecheck unit preflight deploy destroy diff build-models serve-local bench snapshot-update clean
+.PHONY: install synth test lint typecheck unit preflight deploy destroy diff acceptance build-models serve-local bench snapshot-update clean
 
 $(PY_STAMP): requirements.txt requirements-build.txt requirements-client.txt requirements-loadtest.txt \
 		requirements-torch.txt requirements-dev.txt pyproject.toml
@@ -78,6 +78,12 @@ else
 		|| { echo "$(NO_CREDENTIALS)" >&2; exit 1; }
 	$(CDK) diff $(CONTEXT)
 endif
+
+# After a deploy: the live endpoint of stack STACK against what its template promised (docs/acceptance.md);
+# needs AWS credentials, exits non-zero on a failed check. ACCEPTANCE_ARGS adds options, e.g. --region.
+ACCEPTANCE_ARGS ?=
+acceptance: $(PY_STAMP)
+	$(TRITON_MME) acceptance --stack $(STACK) $(ACCEPTANCE_ARGS)
 
 # Offline by default (random weights, no TensorRT); `make build-models BUILD_ARGS=` builds the catalog
 # as written (pretrained weights download; tensorrt needs a GPU and TensorRT). ONLY=resnet50 builds one model.

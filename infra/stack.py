@@ -6,8 +6,10 @@ from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from infra.acceptance_settings import ACCEPTANCE_SETTINGS_OUTPUT, acceptance_settings
 from infra.build_target import PROJECT_ROOT, catalog_in_project
 from infra.constructs.build_runner import ModelBuildRunner
+from infra.constructs.deployment_events import DeploymentEvents
 from infra.constructs.deployment_policy import DeploymentPolicy
 from infra.constructs.endpoint_autoscaling import EndpointAutoscaling
 from infra.constructs.endpoint_logs import EndpointLogs
@@ -154,6 +156,15 @@ class TritonMmeStack(Stack):
             ),
             rollback_alarms=self.monitoring.rollback_alarms,
         )
+        # How SageMaker carried out each update, for the acceptance run: recorded from before the endpoint's
+        # first update on (the rule matches the endpoint's fixed name).
+        self.deployment_events = DeploymentEvents(
+            self,
+            "DeploymentEvents",
+            endpoint_name=self.endpoint.name,
+            retention=settings.endpoint_log_retention,
+        )
+        self.endpoint.endpoint.node.add_dependency(self.deployment_events.policy)
         # The live manifest moves to this build only once the endpoint serves this deployment's config.
         self.promotion = ManifestPromotion(
             self,
@@ -177,3 +188,23 @@ class TritonMmeStack(Stack):
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.alarm_topic.topic.topic_arn)
         CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard.dashboard_name)
         CfnOutput(self, "EndpointLogGroup", value=self.endpoint_logs.log_group_name)
+        CfnOutput(
+            self,
+            ACCEPTANCE_SETTINGS_OUTPUT,
+            description="What `triton-mme acceptance` checks the live endpoint against (docs/acceptance.md)",
+            value=acceptance_settings(
+                self,
+                endpoint=self.endpoint,
+                store=self.store,
+                instance_type=settings.instance_type,
+                initial_instance_count=settings.initial_instance_count,
+                inference_ami_version=settings.resolved_inference_ami,
+                network_isolation=settings.network_isolation,
+                image_uri=self.image.image_uri,
+                image_tag=self.image.tag,
+                build_fingerprint=self.serving_check.fingerprint,
+                alarms=list(self.monitoring.alarms.values()),
+                autoscaling=self.autoscaling,
+                deployment_events=self.deployment_events,
+            ),
+        )

@@ -21,6 +21,8 @@ ALLOWED = {
     "serving_check": {"core", "client", "local_triton"},
     "planner": {"core", "client"},
     "loadtest": {"core", "client", "planner"},
+    # client for the manifest, golden replay and InvokeEndpoint.
+    "acceptance": {"core", "client"},
 }
 
 

@@ -64,6 +64,17 @@ def test_main_branch_deploys_with_an_oidc_role_and_never_in_parallel() -> None:
     assert job["steps"].index(credentials) < runs.index("make preflight")
 
 
+def test_the_acceptance_checks_run_right_after_the_deploy_and_can_fail_it() -> None:
+    steps = _load("deploy.yml")["jobs"]["deploy"]["steps"]
+    runs = [step.get("run", "") for step in steps]
+    acceptance = runs.index("make acceptance")
+    assert acceptance == runs.index("make deploy") + 1
+    assert not steps[acceptance].get("continue-on-error"), "a failed check must fail the workflow"
+    (kept,) = _steps_using({"steps": steps}, "actions/upload-artifact")
+    assert kept["if"] == "always()" and kept["with"]["path"] == "acceptance-report.json"
+    assert steps.index(kept) > acceptance
+
+
 @pytest.mark.parametrize(("name", "job"), [("pull-request.yml", "test"), ("deploy.yml", "deploy")])
 def test_unprivileged_user_namespaces_are_allowed_before_the_tests(name: str, job: str) -> None:
     """The local Triton's isolation needs them; Ubuntu 24.04 runners restrict them through AppArmor."""

@@ -6,7 +6,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-INSTANCE_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
+from triton_mme.core.platform import INSTANCE_METRICS_NAMESPACE
+
 SERVICE_LINKED_ROLE = (
     "aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
     "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"

@@ -3,12 +3,13 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-# Where SageMaker publishes a variant's metrics ("SageMaker AI metrics in Amazon CloudWatch"): requests,
-# latencies, errors and the multi-model loading metrics in AWS/SageMaker; per-instance utilization and
-# LoadedModelCount (one datapoint per instance) in /aws/sagemaker/Endpoints. A wrong namespace, name or
-# dimension is not an error anywhere: the graph stays empty and the alarm never fires.
-INVOCATION_NAMESPACE = "AWS/SageMaker"
-INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
+from triton_mme.core.platform import (
+    INSTANCE_METRICS_NAMESPACE,
+    INVOCATION_METRICS_NAMESPACE,
+    VARIANT_METRIC_DIMENSIONS,
+)
+
+# Namespaces and dimensions: core.platform (LoadedModelCount has one datapoint per instance).
 PERIOD = Duration.minutes(1)
 
 LATENCY_METRICS = ("ModelLatency", "OverheadLatency")
@@ -35,7 +36,7 @@ class EndpointMetrics:
     """
 
     def __init__(self, *, endpoint_name: str, variant_name: str) -> None:
-        self.dimensions = {"EndpointName": endpoint_name, "VariantName": variant_name}
+        self.dimensions = dict(zip(VARIANT_METRIC_DIMENSIONS, (endpoint_name, variant_name), strict=True))
 
     def invocations(self) -> cloudwatch.Metric:
         return self._request("Invocations", cloudwatch.Stats.SUM)
@@ -85,10 +86,10 @@ class EndpointMetrics:
         )
 
     def _request(self, name: str, statistic: str, label: str | None = None) -> cloudwatch.Metric:
-        return self._metric(INVOCATION_NAMESPACE, name, statistic, label)
+        return self._metric(INVOCATION_METRICS_NAMESPACE, name, statistic, label)
 
     def _instance(self, name: str, statistic: str, label: str | None = None) -> cloudwatch.Metric:
-        return self._metric(INSTANCE_NAMESPACE, name, statistic, label)
+        return self._metric(INSTANCE_METRICS_NAMESPACE, name, statistic, label)
 
     def _metric(self, namespace: str, name: str, statistic: str, label: str | None) -> cloudwatch.Metric:
         return cloudwatch.Metric(

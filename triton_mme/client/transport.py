@@ -37,7 +37,12 @@ def __getattr__(name: str) -> Any:
 
 
 class TransportError(UserError, RuntimeError):
-    """The request did not get a successful reply; the message is one line."""
+    """The request did not get a successful reply; the message is one line. `code` is the service's error
+    code where one came back (e.g. ModelNotReadyException), for a caller that waits on some of them."""
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class Reply(NamedTuple):
@@ -71,7 +76,9 @@ def invoke_endpoint(runtime: Any, endpoint: str, target_model: str, request: Enc
         status = error.response.get("OriginalStatusCode")
         origin = f" (model status {status})" if status else ""
         message = " ".join(str(details.get("Message", "")).split())
-        raise TransportError(f"endpoint {endpoint}: {details.get('Code')}{origin}: {message}") from None
+        raise TransportError(
+            f"endpoint {endpoint}: {details.get('Code')}{origin}: {message}", code=details.get("Code")
+        ) from None
     except BotoCoreError as error:
         raise TransportError(f"endpoint {endpoint}: {error}") from None
     return Reply(str(response.get("ContentType", "")), response["Body"].read())

@@ -612,6 +612,15 @@ EBS_VOLUME_GB_ASSUMED = 30
 # ModelNotReadyException and continues for up to 360 s.
 INVOKE_ENDPOINT_TIMEOUT_S = 60
 MODEL_LOADING_LIMIT_S = 360
+
+# Where SageMaker publishes a variant's CloudWatch metrics ("SageMaker AI metrics in Amazon CloudWatch" and
+# "CloudWatch metrics for multi-model endpoint deployments"): requests, latencies, errors and the multi-model
+# loading metrics in AWS/SageMaker; per-instance utilization and LoadedModelCount in /aws/sagemaker/Endpoints;
+# both with the dimensions EndpointName and VariantName. A wrong namespace, name or dimension is not an error
+# anywhere: the graph stays empty and the alarm never fires.
+INVOCATION_METRICS_NAMESPACE = "AWS/SageMaker"
+INSTANCE_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
+VARIANT_METRIC_DIMENSIONS = ("EndpointName", "VariantName")
 # Seed figures (REFERENCE.md section 6): a ResNet-50 ONNX cold start of 4.4 s before tuning (1.61 s after).
 SEED_RESNET50_ONNX_LOAD_S = 4.4
 # S3 to instance storage: no AWS figure for a multi-model endpoint's download rate (the ModelDownloadingTime

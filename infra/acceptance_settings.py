@@ -1,0 +1,78 @@
+"""What the deployed stack promises about its endpoint, as one stack output `triton-mme acceptance` reads.
+
+The acceptance run (triton_mme/acceptance, docs/acceptance.md) compares the live endpoint with the template
+that created it. Values the template only knows as references (the endpoint config's and model's names,
+the alarms' names, the image URI's registry and region) resolve at deploy time inside this one JSON output,
+so the run needs no copy of the settings and no read of the template. Keys are the camelCase of CDK's L1
+properties; the deployment configuration is CloudFormation's (the SageMaker API's, first letters lowered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import Stack
+from aws_cdk import aws_applicationautoscaling as applicationautoscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+
+from infra.constructs.deployment_events import DeploymentEvents
+from infra.constructs.endpoint_autoscaling import EndpointAutoscaling
+from infra.constructs.model_store import ModelStore
+from infra.constructs.triton_endpoint import TritonEndpoint
+from triton_mme.acceptance.stack import ACCEPTANCE_SETTINGS_OUTPUT
+
+__all__ = ["ACCEPTANCE_SETTINGS_OUTPUT", "acceptance_settings"]
+
+
+def acceptance_settings(
+    stack: Stack,
+    *,
+    endpoint: TritonEndpoint,
+    store: ModelStore,
+    instance_type: str,
+    initial_instance_count: int,
+    inference_ami_version: str | None,
+    network_isolation: bool,
+    image_uri: str,
+    image_tag: str,
+    build_fingerprint: str,
+    alarms: Sequence[cloudwatch.IAlarm],
+    autoscaling: EndpointAutoscaling | None,
+    deployment_events: DeploymentEvents,
+) -> str:
+    """The output's value: a JSON document, with the references CloudFormation resolves."""
+    scaling: dict[str, Any] | None = None
+    if autoscaling is not None:
+        target = autoscaling.target.node.default_child
+        assert isinstance(target, applicationautoscaling.CfnScalableTarget)
+        policies = [autoscaling.gpu_policy, autoscaling.invocations_policy]
+        scaling = {
+            "serviceNamespace": target.service_namespace,
+            "resourceId": target.resource_id,
+            "scalableDimension": target.scalable_dimension,
+            "minCapacity": target.min_capacity,
+            "maxCapacity": target.max_capacity,
+            "policyCount": sum(policy is not None for policy in policies),
+        }
+    return stack.to_json_string(
+        {
+            "endpointName": endpoint.endpoint_name,
+            "endpointConfigName": endpoint.endpoint_config.attr_endpoint_config_name,
+            "modelName": endpoint.model.attr_model_name,
+            "variantName": endpoint.variant_name,
+            "instanceType": instance_type,
+            "initialInstanceCount": initial_instance_count,
+            "inferenceAmiVersion": inference_ami_version,
+            "networkIsolation": network_isolation,
+            "image": image_uri,
+            "imageTag": image_tag,
+            "modelDataUrl": store.model_prefix_url,
+            "liveManifestUrl": store.bucket.s3_url_for_object(store.live_manifest_key),
+            "deploymentConfig": endpoint.endpoint.deployment_config,
+            "buildFingerprint": build_fingerprint,
+            "alarmNames": [alarm.alarm_name for alarm in alarms],
+            "scaling": scaling,
+            "deploymentEventLogGroup": deployment_events.log_group_name,
+        }
+    )

@@ -1,0 +1,68 @@
+"""A record of how SageMaker updated the endpoint: its deployment events, kept in a log group.
+
+DescribeEndpoint says only which DeploymentConfig an update asked for (LastDeploymentConfig) and, while an
+update runs, its current stage (PendingDeploymentSummary); once the endpoint is InService again nothing in
+the API says whether the canary or linear steps ran. An endpoint that a guardrail excludes is updated all at
+once without an error, and only the "SageMaker Endpoint Deployment State Change" events show it (SageMaker
+developer guide, "Events that Amazon SageMaker AI sends to Amazon EventBridge": each event carries the
+pending deployment's VariantStatus, e.g. Status `Baking` with "Baking for 600 seconds ... on canary capacity
+of 1 instance(s)."). `triton-mme acceptance` reads them back (docs/acceptance.md).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+DEPLOYMENT_EVENT_SOURCE = "aws.sagemaker"
+DEPLOYMENT_EVENT_TYPE = "SageMaker Endpoint Deployment State Change"
+
+
+class DeploymentEvents(Construct):
+    """An EventBridge rule that writes the endpoint's deployment events to `self.log_group`.
+
+    `endpoint_name` is the endpoint's fixed name (the rule matches the events' `detail.EndpointName`), so the
+    rule exists before the endpoint and records its first update too. `retention` (required) bounds how long
+    the events stay. The log group's resource policy lets EventBridge write to this group only, from this
+    group only (an L1 target and an AWS::Logs::ResourcePolicy, as CDK's log-group target writes it, without
+    the custom resource and function that target adds for the same policy). No aws:SourceArn condition:
+    whether EventBridge's delivery to CloudWatch Logs carries one is not documented, and a condition it
+    does not meet would drop every event silently.
+    """
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, endpoint_name: str, retention: logs.RetentionDays
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=retention, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.rule = events.CfnRule(
+            self,
+            "Rule",
+            description=f"Deployment events of SageMaker endpoint {endpoint_name}, for acceptance checks",
+            event_pattern={
+                "source": [DEPLOYMENT_EVENT_SOURCE],
+                "detail-type": [DEPLOYMENT_EVENT_TYPE],
+                "detail": {"EndpointName": [endpoint_name]},
+            },
+            state="ENABLED",
+            targets=[
+                events.CfnRule.TargetProperty(id="DeploymentEventLog", arn=self.log_group.log_group_arn)
+            ],
+        )
+        self.policy = logs.ResourcePolicy(
+            self,
+            "Policy",
+            policy_statements=[
+                iam.PolicyStatement(
+                    principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                    actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                    resources=[self.log_group.log_group_arn],
+                )
+            ],
+        )
+        self.log_group_name = self.log_group.log_group_name

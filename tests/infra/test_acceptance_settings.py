@@ -1,0 +1,72 @@
+"""The stack's AcceptanceSettings output: what `triton-mme acceptance` compares the live endpoint with."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from synth_support import Synthesized
+
+from infra.acceptance_settings import ACCEPTANCE_SETTINGS_OUTPUT
+from triton_mme.acceptance.stack import StackFacts
+
+SynthWith = Callable[..., Synthesized]
+
+
+def rendered(synth: Synthesized) -> dict[str, Any]:
+    """The output as CloudFormation would resolve it, each reference replaced by `<ref>`."""
+    value = synth.template.to_json()["Outputs"][ACCEPTANCE_SETTINGS_OUTPUT]["Value"]
+    parts = value["Fn::Join"][1]
+    return dict(json.loads("".join(part if isinstance(part, str) else "<ref>" for part in parts)))
+
+
+def test_the_output_carries_the_settings_the_endpoint_was_made_with(synth_with: SynthWith) -> None:
+    synth = synth_with(instance_type="ml.g5.2xlarge", initial_instance_count=3, max_instance_count=6)
+    settings = synth.stack.settings
+    facts = rendered(synth)
+    assert facts["instanceType"] == "ml.g5.2xlarge"
+    assert facts["initialInstanceCount"] == 3
+    assert facts["inferenceAmiVersion"] == settings.resolved_inference_ami
+    assert facts["networkIsolation"] is settings.network_isolation
+    assert facts["imageTag"] == settings.triton_image_tag
+    assert facts["image"].endswith(f"/sagemaker-tritonserver:{settings.triton_image_tag}")
+    assert facts["buildFingerprint"] == synth.stack.serving_check.fingerprint
+    assert facts["scaling"]["minCapacity"] == settings.min_instance_count
+    assert facts["scaling"]["maxCapacity"] == 6
+    assert facts["scaling"]["resourceId"] == "endpoint/<ref>/variant/AllTraffic"
+    assert len(facts["alarmNames"]) == len(synth.stack.monitoring.alarms)
+
+
+def test_the_deployment_config_is_the_endpoints_own(default_synth: Synthesized) -> None:
+    facts = rendered(default_synth)
+    endpoint = default_synth.stack.endpoint.endpoint
+    properties = default_synth.resources[default_synth.stack.get_logical_id(endpoint)]["Properties"]
+    deployed = properties["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]
+    recorded = facts["deploymentConfig"]["blueGreenUpdatePolicy"]["trafficRoutingConfiguration"]
+    assert recorded["type"] == deployed["Type"] == "CANARY"
+    assert recorded["waitIntervalInSeconds"] == deployed["WaitIntervalInSeconds"]
+
+
+def test_without_scaling_the_output_says_so(synth_with: SynthWith) -> None:
+    facts = rendered(synth_with(autoscaling=False))
+    assert "scaling" not in facts  # CDK leaves out what is None
+    parsed = StackFacts.from_outputs({ACCEPTANCE_SETTINGS_OUTPUT: json.dumps(facts)}, stack_name="S")
+    assert parsed.settings.scaling is None
+
+
+def test_the_acceptance_run_reads_the_output_it_gets(default_synth: Synthesized) -> None:
+    facts = rendered(default_synth)
+    parsed = StackFacts.from_outputs({ACCEPTANCE_SETTINGS_OUTPUT: json.dumps(facts)}, stack_name="S")
+    assert parsed.settings.variant_name == "AllTraffic"
+    assert parsed.settings.strategy == "CANARY"
+    assert parsed.settings.live_manifest_url == "s3://<ref>/manifests/manifest.json"
+    assert parsed.settings.model_data_url == "s3://<ref>/models/"
+
+
+def test_the_deployment_events_are_recorded_before_the_endpoint(default_synth: Synthesized) -> None:
+    stack = default_synth.stack
+    endpoint = default_synth.resources[stack.get_logical_id(stack.endpoint.endpoint)]
+    policy = stack.deployment_events.policy.node.default_child
+    assert stack.get_logical_id(policy) in endpoint["DependsOn"]  # type: ignore[arg-type]
+    assert rendered(default_synth)["deploymentEventLogGroup"] == "<ref>"

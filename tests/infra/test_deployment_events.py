@@ -1,0 +1,61 @@
+"""The deployment-event record in a bare stack: the rule matches this endpoint's deployment events and
+writes them to its own log group, which EventBridge may write to."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_logs as logs
+from aws_cdk.assertions import Match, Template
+from synth_support import bare_stack, with_nag
+
+from infra.constructs.deployment_events import (
+    DEPLOYMENT_EVENT_SOURCE,
+    DEPLOYMENT_EVENT_TYPE,
+    DeploymentEvents,
+)
+
+
+def events_template(endpoint_name: str = "my-endpoint") -> tuple[Template, DeploymentEvents]:
+    stack = bare_stack()
+    events = DeploymentEvents(
+        stack, "Events", endpoint_name=endpoint_name, retention=logs.RetentionDays.TWO_WEEKS
+    )
+    return with_nag(stack), events  # with_nag raises on any unacknowledged finding
+
+
+def test_the_rule_matches_only_this_endpoints_deployment_events() -> None:
+    template, _ = events_template("my-endpoint")
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": {
+                "source": [DEPLOYMENT_EVENT_SOURCE],
+                "detail-type": [DEPLOYMENT_EVENT_TYPE],
+                "detail": {"EndpointName": ["my-endpoint"]},
+            },
+            "State": "ENABLED",
+        },
+    )
+    assert DEPLOYMENT_EVENT_TYPE == "SageMaker Endpoint Deployment State Change"
+
+
+def test_events_go_to_the_log_group_with_its_retention() -> None:
+    template, events = events_template()
+    ((group_id, group),) = template.find_resources("AWS::Logs::LogGroup").items()
+    assert group["Properties"]["RetentionInDays"] == 14
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {"Targets": [{"Arn": {"Fn::GetAtt": [group_id, "Arn"]}, "Id": Match.any_value()}]},
+    )
+    assert events.log_group_name is not None
+
+
+def test_only_eventbridge_may_write_and_only_to_this_group() -> None:
+    template, _ = events_template()
+    ((group_id, _),) = template.find_resources("AWS::Logs::LogGroup").items()
+    ((_, policy),) = template.find_resources("AWS::Logs::ResourcePolicy").items()
+    document = policy["Properties"]["PolicyDocument"]["Fn::Join"][1]
+    text = "".join(part for part in document if isinstance(part, str))
+    assert '"Principal":{"Service":"events.amazonaws.com"}' in text
+    assert '"Action":["logs:CreateLogStream","logs:PutLogEvents"]' in text
+    assert {"Fn::GetAtt": [group_id, "Arn"]} in document
+    assert template.find_resources("AWS::Lambda::Function") == {}, "no custom resource for the policy"

@@ -1,0 +1,79 @@
+"""The acceptance report: one result per check, each saying what was expected, what was seen and the fix.
+
+Printed one line per check as the run goes, and written whole as JSON (`--report`). Figures carry their
+unit in the key (`cold_s`, `warm_ms`).
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel, ConfigDict
+
+ACCEPTANCE_REPORT_SCHEMA_VERSION = 1
+# The check groups, in the order the run takes them (docs/acceptance.md has a section per group).
+SERVING, TEMPLATE, STRATEGY, MANIFEST, METRICS = "serving", "template", "strategy", "manifest", "metrics"
+GROUPS = (SERVING, TEMPLATE, STRATEGY, MANIFEST, METRICS)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Check(_Frozen):
+    group: str
+    name: str
+    passed: bool
+    expected: str
+    seen: str
+    # What to do about a failure (None when it passed).
+    fix: str | None = None
+    figures: dict[str, float] = {}
+
+    def line(self) -> str:
+        where = f"{self.group}/{self.name}"
+        if self.passed:
+            return f"PASS {where}: {self.seen}"
+        return f"FAIL {where}: expected {self.expected}; seen {self.seen}; fix: {self.fix}"
+
+
+def passed(group: str, name: str, *, expected: str, seen: str, **figures: float) -> Check:
+    return Check(group=group, name=name, passed=True, expected=expected, seen=seen, figures=figures)
+
+
+def failed(group: str, name: str, *, expected: str, seen: str, fix: str, **figures: float) -> Check:
+    return Check(group=group, name=name, passed=False, expected=expected, seen=seen, fix=fix, figures=figures)
+
+
+def compared(group: str, name: str, *, expected: object, seen: object, fix: str) -> Check:
+    """A check that a live value equals the stack's."""
+    if seen == expected:
+        return passed(group, name, expected=str(expected), seen=str(seen))
+    return failed(group, name, expected=str(expected), seen=str(seen), fix=fix)
+
+
+class AcceptanceReport(_Frozen):
+    schema_version: int = ACCEPTANCE_REPORT_SCHEMA_VERSION
+    stack: str
+    endpoint: str
+    region: str | None = None
+    started: str  # ISO 8601, UTC
+    checks: tuple[Check, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and not self.failures
+
+    @property
+    def failures(self) -> tuple[Check, ...]:
+        return tuple(check for check in self.checks if not check.passed)
+
+    def summary(self) -> str:
+        verdict = "accepted" if self.passed else "NOT accepted"
+        return (
+            f"acceptance {self.stack} ({self.endpoint}): {len(self.checks) - len(self.failures)} passed, "
+            f"{len(self.failures)} failed: {verdict}"
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,163 @@
+"""Runs every acceptance check against one deployed stack, in the order their inputs arrive.
+
+The serving check goes first: its invocations are what the request metrics are then waited for. Every call
+reads, except InvokeEndpoint. An AWS error inside a check group fails that group in one line naming the
+refused call; the other groups still run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from triton_mme.acceptance.build import check_build
+from triton_mme.acceptance.live import LiveEndpoint, describe_live
+from triton_mme.acceptance.metrics import check_alarms, check_metrics_arrive, check_scaling
+from triton_mme.acceptance.report import (
+    MANIFEST,
+    METRICS,
+    SERVING,
+    STRATEGY,
+    TEMPLATE,
+    AcceptanceReport,
+    Check,
+    failed,
+)
+from triton_mme.acceptance.serving import check_serving
+from triton_mme.acceptance.stack import StackFacts
+from triton_mme.acceptance.strategy import check_strategy
+from triton_mme.acceptance.template import check_template
+from triton_mme.acceptance.timing import SYSTEM_TIMING, Timing
+from triton_mme.client.manifest_source import ManifestSource
+from triton_mme.core.errors import UserError, first_line
+
+
+@dataclass(frozen=True)
+class AcceptanceClients:
+    cloudformation: Any
+    sagemaker: Any
+    runtime: Any
+    s3: Any
+    cloudwatch: Any
+    autoscaling: Any
+    logs: Any
+
+    @classmethod
+    def from_session(cls, session: Any) -> AcceptanceClients:
+        from triton_mme.client.transport import ONE_ATTEMPT
+
+        return cls(
+            cloudformation=session.client("cloudformation"),
+            sagemaker=session.client("sagemaker"),
+            runtime=session.client("sagemaker-runtime", config=ONE_ATTEMPT),
+            s3=session.client("s3"),
+            cloudwatch=session.client("cloudwatch"),
+            autoscaling=session.client("application-autoscaling"),
+            logs=session.client("logs"),
+        )
+
+
+def _guarded(group: str, run: Callable[[], list[Check]]) -> list[Check]:
+    """The group's checks, or one failed check naming the AWS call or the file that stopped it."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+    try:
+        return run()
+    except ClientError as error:
+        details = error.response.get("Error", {})
+        return [
+            failed(
+                group,
+                "aws",
+                expected=f"{error.operation_name} answers",
+                seen=f"{details.get('Code')}: {details.get('Message')}",
+                fix=f"let the credentials running the acceptance call {error.operation_name} "
+                "(docs/acceptance.md lists the permissions)",
+            )
+        ]
+    except NoCredentialsError:
+        raise
+    except (BotoCoreError, UserError) as error:
+        return [
+            failed(
+                group,
+                "read",
+                expected="its inputs can be read",
+                seen=first_line(error),
+                fix="see the message",
+            )
+        ]
+
+
+def run_acceptance(
+    stack_name: str,
+    clients: AcceptanceClients,
+    *,
+    region: str | None = None,
+    timing: Timing = SYSTEM_TIMING,
+    metrics_wait_s: float,
+    progress: Callable[[Check], None] | None = None,
+) -> AcceptanceReport:
+    facts = StackFacts.read(clients.cloudformation, stack_name)
+    settings = facts.settings
+    started = timing.wall()
+    checks: list[Check] = []
+
+    def emit(check: Check) -> None:
+        checks.append(check)
+        if progress:
+            progress(check)
+
+    def record(group: str, run: Callable[[], list[Check]]) -> None:
+        for check in _guarded(group, run):
+            emit(check)
+
+    source = ManifestSource(settings.live_manifest_url, clients.s3)
+    try:
+        manifest = source.manifest()
+        report = source.serving_report(manifest)
+    except UserError as error:
+        for group in (SERVING, MANIFEST):
+            emit(_unreadable(group, settings.live_manifest_url, first_line(error)))
+        manifest = None
+    if manifest is not None:
+        record(
+            SERVING,
+            lambda: check_serving(facts.endpoint_name, manifest, source, report, clients.runtime, timing),
+        )
+    described: list[LiveEndpoint] = []
+
+    def template() -> list[Check]:
+        described.append(describe_live(clients.sagemaker, facts.endpoint_name, settings.variant_name))
+        return check_template(settings, described[0])
+
+    record(TEMPLATE, template)
+    if described:
+        record(STRATEGY, lambda: [check_strategy(settings, described[0], clients.logs)])
+    if manifest is not None:
+        record(MANIFEST, lambda: check_build(settings, manifest, source, report, clients.s3))
+    record(
+        METRICS, lambda: check_metrics_arrive(settings, clients.cloudwatch, timing, started, metrics_wait_s)
+    )
+    record(METRICS, lambda: check_alarms(settings, clients.cloudwatch))
+    record(METRICS, lambda: check_scaling(settings, clients.autoscaling))
+    return AcceptanceReport(
+        stack=stack_name,
+        endpoint=facts.endpoint_name,
+        region=region,
+        started=started.astimezone(dt.UTC).isoformat(timespec="seconds"),
+        checks=tuple(checks),
+    )
+
+
+def _unreadable(group: str, location: str, problem: str) -> Check:
+    return failed(
+        group,
+        "live-manifest",
+        expected=f"the live manifest {location}",
+        seen=problem,
+        fix="the deployment publishes it after the endpoint update (`make deploy`; "
+        "docs/acceptance.md#manifest)",
+    )

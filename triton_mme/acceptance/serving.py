@@ -1,0 +1,195 @@
+"""Check 1, the endpoint serves every model: each archive of the live manifest called with its golden data.
+
+Per archive, through the client's invoke path (client.transport, one attempt per call): the golden inputs at
+batch 1, the outputs compared with PyTorch's within the tolerance the serving check applied to that archive
+(its serving report records it; core.tolerances by format when the report does not have the archive), then
+the same request again. The first call is timed from its first attempt to its answer (cold: download and
+load included), the second alone (warm). While the model loads, SageMaker answers ModelNotReadyException
+and keeps loading for up to MODEL_LOADING_LIMIT_S (core.platform); the call is retried until then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from triton_mme.acceptance.report import SERVING, Check, failed, passed
+from triton_mme.acceptance.timing import Timing
+from triton_mme.client.manifest_source import ManifestSource
+from triton_mme.client.payloads import EncodedRequest, PayloadError, decode_response, encode_binary_request
+from triton_mme.client.transport import TransportError, invoke_endpoint
+from triton_mme.core.errors import UserError, first_line
+from triton_mme.core.golden import GoldenData
+from triton_mme.core.manifest import ArchiveRecord, Manifest
+from triton_mme.core.naming import GOLDEN_ROLE
+from triton_mme.core.platform import MODEL_LOADING_LIMIT_S
+from triton_mme.core.serving_report import ServingReport
+from triton_mme.core.tolerances import FP16, GPU_FP32, Tolerance, max_abs_error
+
+MODEL_NOT_READY = "ModelNotReadyException"
+RETRY_INTERVAL_S = 5.0
+
+
+class _Refused(Exception):
+    """The archive did not pass; the message says what was seen, `fix` what to do."""
+
+    def __init__(self, seen: str, fix: str) -> None:
+        super().__init__(seen)
+        self.fix = fix
+
+
+def tolerance_for(record: ArchiveRecord, report: ServingReport | None) -> Tolerance:
+    """The serving check's own tolerance for this archive, else the GPU one of its format and precision."""
+    checked = report.find(record.target_model) if report else None
+    if checked is not None and {"atol", "rtol"} <= set(checked.tolerance):
+        return Tolerance(atol=checked.tolerance["atol"], rtol=checked.tolerance["rtol"])
+    if record.format == "tensorrt" and record.details.get("precision") == "fp16":
+        return FP16
+    return GPU_FP32
+
+
+def check_serving(
+    endpoint: str,
+    manifest: Manifest,
+    source: ManifestSource,
+    report: ServingReport | None,
+    runtime: Any,
+    timing: Timing,
+    *,
+    loading_window_s: float = MODEL_LOADING_LIMIT_S,
+) -> list[Check]:
+    if not manifest.archives:
+        return [
+            failed(
+                SERVING,
+                "archives",
+                expected="at least one archive in the live manifest",
+                seen=f"{source.location} names none",
+                fix="publish a build (`make deploy`) before accepting the endpoint",
+            )
+        ]
+    return [
+        _check_archive(endpoint, record, source, report, runtime, timing, loading_window_s)
+        for record in manifest.archives
+    ]
+
+
+def _check_archive(
+    endpoint: str,
+    record: ArchiveRecord,
+    source: ManifestSource,
+    report: ServingReport | None,
+    runtime: Any,
+    timing: Timing,
+    loading_window_s: float,
+) -> Check:
+    name = f"{record.name}/{record.format}"
+    tolerance = tolerance_for(record, report)
+    expected = f"{record.target_model} answers its golden data within {tolerance.describe()}"
+    try:
+        golden = _golden(record, source)
+        inputs, outputs = golden.batch(1)
+        request = encode_binary_request(inputs, [spec.name for spec in record.outputs])
+        started = timing.now()
+        served, retries = _call_while_loading(endpoint, record, request, runtime, timing, loading_window_s)
+        cold_s = timing.now() - started
+        error = _compare(served, outputs, tolerance)
+        started = timing.now()
+        served, _ = _call_while_loading(endpoint, record, request, runtime, timing, 0.0)
+        warm_ms = (timing.now() - started) * 1000
+        error = max(error, _compare(served, outputs, tolerance))
+    except _Refused as refusal:
+        return failed(SERVING, name, expected=expected, seen=str(refusal), fix=refusal.fix)
+    return passed(
+        SERVING,
+        name,
+        expected=expected,
+        seen=f"max error {error:.2g}; cold {cold_s:.2f} s ({retries} ModelNotReady retries), "
+        f"warm {warm_ms:.0f} ms",
+        cold_s=cold_s,
+        warm_ms=warm_ms,
+        max_abs_error=error,
+        not_ready_retries=retries,
+    )
+
+
+def _golden(record: ArchiveRecord, source: ManifestSource) -> GoldenData:
+    file_name = record.files.get(GOLDEN_ROLE)
+    if file_name is None:
+        raise _Refused(
+            "the manifest names no golden data for it",
+            "rebuild it with `triton-mme build` (every build writes golden data) and deploy again",
+        )
+    try:
+        golden = GoldenData.from_bytes(source.companion(file_name), where=file_name)
+        golden.check_against(record.inputs, record.outputs, where=file_name)
+    except UserError as error:
+        raise _Refused(first_line(error), "see manifest/files: publish the build's companion files") from None
+    return golden
+
+
+def _call_while_loading(
+    endpoint: str,
+    record: ArchiveRecord,
+    request: EncodedRequest,
+    runtime: Any,
+    timing: Timing,
+    loading_window_s: float,
+) -> tuple[dict[str, np.ndarray], int]:
+    """The decoded reply and how many ModelNotReadyException answers came before it."""
+    started, retries = timing.now(), 0
+    while True:
+        try:
+            reply = invoke_endpoint(runtime, endpoint, record.target_model, request)
+            break
+        except TransportError as error:
+            waited = timing.now() - started
+            if error.code == MODEL_NOT_READY and waited + RETRY_INTERVAL_S <= loading_window_s:
+                retries += 1
+                timing.sleep(RETRY_INTERVAL_S)
+                continue
+            if error.code == MODEL_NOT_READY:
+                raise _Refused(
+                    f"still {MODEL_NOT_READY} after {waited:.0f} s ({retries} retries)",
+                    f"SageMaker loads a model for up to {MODEL_LOADING_LIMIT_S} s: read the endpoint's log "
+                    "group for the load, and compare its size with the instance's memory "
+                    "(docs/acceptance.md#serving)",
+                ) from None
+            raise _Refused(
+                first_line(error),
+                "read Triton's error in the endpoint's log group (/aws/sagemaker/Endpoints/<endpoint>); a "
+                "model that cannot be downloaded under network isolation fails only here "
+                "(docs/acceptance.md#serving)",
+            ) from None
+    try:
+        return decode_response(reply.content_type, reply.body), retries
+    except PayloadError as error:
+        raise _Refused(f"the reply cannot be read: {error}", "see docs/acceptance.md#serving") from None
+
+
+def _compare(
+    served: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], tolerance: Tolerance
+) -> float:
+    worst = 0.0
+    for name, reference in expected.items():
+        value = served.get(name)
+        if value is None or value.shape != reference.shape:
+            shape = None if value is None else value.shape
+            raise _Refused(
+                f"output '{name}' is {'missing' if value is None else f'shaped {shape}'}, the reference "
+                f"{reference.shape}",
+                "the endpoint serves another model under this key: see manifest/archives",
+            )
+        error = max_abs_error(value, reference)
+        worst = max(worst, error)
+        if not tolerance.holds(value, reference):
+            raise _Refused(
+                f"output '{name}' differs from the reference by up to {error:.3g} "
+                f"(allowed {tolerance.describe()})",
+                "the archive answers differently on the endpoint than in the serving check: compare the "
+                "image tag and InferenceAmiVersion (template/*) with the serving report's server "
+                "(docs/acceptance.md#serving)",
+            )
+    return worst
