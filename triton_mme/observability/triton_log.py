@@ -1,0 +1,146 @@
+"""Triton's log lines that name a model, read from the default log format.
+
+The SageMaker image's entry point (`docker/sagemaker/serve`, r25.04) sets no `--log-format`, so Triton writes
+its default, glog-like format:
+
+    I1201 12:46:23.157547 6220 model_lifecycle.cc:839] "successfully loaded 'resnet50-onnx-....tar.gz'"
+
+(level letter, month and day, time, thread id, source file and line, then the message; Triton 2.4x and later
+quote the message and escape its newlines, older releases write it bare: both are read). The lines a model's
+life writes, at info level (verbose off), as captured from the local Triton (tests/observability/fixtures/):
+
+- `loading: NAME:VERSION`                         a load starts (model_lifecycle.cc)
+- `successfully loaded 'NAME'`                    it ends well (older releases add ` version N`)
+- `failed to load 'NAME' version N: REASON`       one version failed, with Triton's reason
+- `failed to load 'NAME'`                         the load failed (once per attempt; counted)
+- `successfully unloaded 'NAME' version N`        the model left memory (the platform evicts by unloading)
+- `Invoking SageMaker TargetModel: NAME`          one invocation (sagemaker_server.cc, every request)
+
+A line of another shape is not an event; a line that starts like Triton's but cannot be read is `malformed`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+# What Triton's SageMaker server takes for an out-of-memory load error, answering 507 (src/sagemaker_server.cc,
+# SageMakerMMECheckOOMError, r25.04); any other load error is a 400.
+OUT_OF_MEMORY_MARKERS = (
+    "CUDA out of memory",
+    "CUDA_OUT_OF_MEMORY",
+    "Out of memory",
+    "Out Of Memory",
+    "out of memory",
+    "MemoryError",
+    "OutOfMemory",
+    "OOM",
+    "Dst tensor is not initialized",
+    "Src tensor is not initialized",
+    "CNMEM_STATUS_OUT_OF_MEMORY",
+    "CUDNN_STATUS_NOT_INITIALIZED",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "CUBLAS_STATUS_NOT_INITIALIZED",
+    "Failed to allocate memory",
+    "failed to allocate memory",
+    "No space left on device",
+)
+
+LINE = re.compile(
+    r"(?P<level>[IWEF])(?P<month>\d\d)(?P<day>\d\d) (?P<clock>\d\d:\d\d:\d\d\.\d{6}) +\d+ "
+    r"(?P<source>[\w.\-]+:\d+)\] (?P<message>.*)"
+)
+# A line that begins with Triton's level-and-date prefix: read it or call it malformed.
+TRITON_PREFIX = re.compile(r"[IWEF]\d{4} ")
+
+
+class Kind(str, Enum):
+    LOAD_STARTED = "load_started"
+    LOADED = "loaded"
+    LOAD_FAILED = "load_failed"
+    UNLOADED = "unloaded"
+    INVOKED = "invoked"
+    # The per-version failure line: it carries the reason; the attempt's own line follows and is counted.
+    VERSION_FAILED = "version_failed"
+
+
+MESSAGES: tuple[tuple[Kind, re.Pattern[str]], ...] = (
+    (Kind.INVOKED, re.compile(r"Invoking SageMaker TargetModel: (?P<model>\S+)\s*$")),
+    (Kind.LOAD_STARTED, re.compile(r"loading: (?P<model>.+):(?P<version>\d+)$")),
+    (Kind.LOADED, re.compile(r"successfully loaded '(?P<model>.+?)'(?: version (?P<version>\d+))?$")),
+    (Kind.UNLOADED, re.compile(r"successfully unloaded '(?P<model>.+?)' version (?P<version>\d+)$")),
+    (
+        Kind.VERSION_FAILED,
+        re.compile(r"failed to load '(?P<model>.+?)' version (?P<version>\d+): (?P<reason>.*)$", re.S),
+    ),
+    (Kind.LOAD_FAILED, re.compile(r"failed to load '(?P<model>.+?)'$")),
+)
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """One line that names a model. `clock` is Triton's "MMDD HH:MM:SS.ffffff" (the log has no year);
+    `reason` is set on failed loads, where the per-version line gave one."""
+
+    kind: Kind
+    model: str
+    clock: str
+    reason: str = ""
+
+    @property
+    def out_of_memory(self) -> bool:
+        return any(marker in self.reason for marker in OUT_OF_MEMORY_MARKERS)
+
+    def seconds_of_day(self) -> float:
+        hours, minutes, seconds = self.clock.split()[1].split(":")
+        return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A line with Triton's prefix that does not read as one of its log lines."""
+
+    line: str
+
+
+def _unquote(message: str) -> str:
+    message = message.rstrip("\r\n")
+    if len(message) >= 2 and message[0] == message[-1] == '"':
+        message = message[1:-1].replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
+    return message.strip()
+
+
+def parse_line(line: str) -> LogEvent | Malformed | None:
+    """The event a line records, Malformed for a broken Triton line, None for any other line."""
+    # Cheap refusals first: most lines of a busy endpoint are neither Triton's nor about a model.
+    if not TRITON_PREFIX.match(line):
+        return None
+    found = LINE.fullmatch(line.rstrip("\r\n"))
+    if found is None:
+        return Malformed(line.rstrip("\r\n"))
+    message = _unquote(found["message"])
+    clock = f"{found['month']}{found['day']} {found['clock']}"
+    for kind, pattern in MESSAGES:
+        matched = pattern.match(message)
+        if matched is None:
+            continue
+        reason = " ".join(matched["reason"].split()) if kind is Kind.VERSION_FAILED else ""
+        return LogEvent(kind, matched["model"], clock, reason)
+    return None
+
+
+def read_events(lines: Iterable[str]) -> Iterator[LogEvent | Malformed]:
+    """The events of a log, in order; a failed load carries the reason its per-version line gave."""
+    reasons: dict[str, str] = {}
+    for line in lines:
+        parsed = parse_line(line)
+        if parsed is None:
+            continue
+        if isinstance(parsed, LogEvent) and parsed.kind is Kind.VERSION_FAILED:
+            reasons[parsed.model] = parsed.reason
+            continue
+        if isinstance(parsed, LogEvent) and parsed.kind is Kind.LOAD_FAILED:
+            parsed = LogEvent(parsed.kind, parsed.model, parsed.clock, reasons.pop(parsed.model, ""))
+        yield parsed
