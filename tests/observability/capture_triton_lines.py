@@ -1,4 +1,4 @@
-"""Capture the model lines of a real Triton as test fixtures: `python tests/observability/capture_triton_lines.py`.
+"""Capture a real Triton's model lines as fixtures: `python tests/observability/capture_triton_lines.py`.
 
 Runs the local Triton (nvidia-pytriton's tritonserver, SageMaker mode, the endpoint's log flags) on the tiny
 test models and does, through its SageMaker API, what an endpoint does to models: loads (with invocations),
@@ -34,7 +34,8 @@ OOM_MODEL = "oom-python-0000000000000000.tar.gz"
 OOM_MESSAGE = "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)"
 OOM_CONFIG = 'backend: "python"\nmax_batch_size: 0\ninput [{ name: "x" data_type: TYPE_FP32 dims: [1] }]\n'
 OOM_CONFIG += 'output [{ name: "y" data_type: TYPE_FP32 dims: [1] }]\n'
-OOM_SCRIPT = f"class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError({OOM_MESSAGE!r})\n"
+OOM_SCRIPT = "class TritonPythonModel:\n    def initialize(self, args):\n"
+OOM_SCRIPT += f"        raise RuntimeError({OOM_MESSAGE!r})\n"
 
 
 def capture(out: Path) -> None:

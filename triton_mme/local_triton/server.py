@@ -96,7 +96,7 @@ class TritonServer:
     def __init__(self, *, workdir: Path, exit_timeout_s: int = 10, log_path: Path | None = None):
         self.workdir = workdir
         self.exit_timeout_s = exit_timeout_s
-        # Triton's own log, in the endpoint's format (the same log flags): `triton-mme models --local` reads it.
+        # Triton's log, in the endpoint's format (the same log flags); `triton-mme models --local` reads it.
         self.log_path = log_path or workdir / "tritonserver.log"
         self._process: subprocess.Popen[bytes] | None = None
         self._broker: Broker | None = None

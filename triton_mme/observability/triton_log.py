@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
-# What Triton's SageMaker server takes for an out-of-memory load error, answering 507 (src/sagemaker_server.cc,
-# SageMakerMMECheckOOMError, r25.04); any other load error is a 400.
+# What Triton's SageMaker server takes for an out-of-memory load error, answering 507
+# (src/sagemaker_server.cc, SageMakerMMECheckOOMError, r25.04); any other load error is a 400.
 OUT_OF_MEMORY_MARKERS = (
     "CUDA out of memory",
     "CUDA_OUT_OF_MEMORY",
@@ -56,7 +56,7 @@ LINE = re.compile(
 TRITON_PREFIX = re.compile(r"[IWEF]\d{4} ")
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     LOAD_STARTED = "load_started"
     LOADED = "loaded"
     LOAD_FAILED = "load_failed"
