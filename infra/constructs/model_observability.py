@@ -54,6 +54,7 @@ MODEL_LINE_TERMS = (
     "successfully unloaded",
     "failed to load",
     "Invoking SageMaker TargetModel",
+    "All models are stopped",  # a stopping server's unloads are no evictions
 )
 TOP_MODELS = 10
 

@@ -75,6 +75,18 @@ def test_load_times_come_from_the_loading_and_loaded_lines() -> None:
     assert all(0 < s < 120 for s in seconds)
 
 
+def test_the_unloads_of_a_stopping_server_are_no_evictions() -> None:
+    unloaded = "I1201 12:51:00.000000 7 model_lifecycle.cc:624] \"successfully unloaded 'm' version 1\""
+    lines = [
+        unloaded,
+        'I1201 12:51:01.000000 7 server.cc:336] "All models are stopped, unloading models"',
+        unloaded.replace("12:51:00", "12:51:02"),
+    ]
+    kinds = [e.kind for e in read_events(lines) if isinstance(e, LogEvent)]
+    assert kinds == [Kind.UNLOADED, Kind.SHUTDOWN_UNLOADED]
+    assert summarize(read_events(lines)).models["m"].evictions == 1
+
+
 def test_a_load_across_midnight_takes_seconds_not_a_negative_day() -> None:
     lines = [
         'I1231 23:59:59.500000 7 model_lifecycle.cc:472] "loading: m.tar.gz:1"',

@@ -42,6 +42,8 @@ def summarize(events: Iterable[LogEvent | Malformed]) -> LogSummary:
         if isinstance(event, Malformed):
             malformed.append(event.line)
             continue
+        if event.kind is Kind.SHUTDOWN_UNLOADED:
+            continue
         figures = models.setdefault(event.model, ModelFigures(event.model))
         if event.kind is Kind.INVOKED:
             figures.requests = (figures.requests or 0) + 1

@@ -15,6 +15,7 @@ life writes, at info level (verbose off), as captured from the local Triton (tes
 - `failed to load 'NAME'`                         the load failed (once per attempt; counted)
 - `successfully unloaded 'NAME' version N`        the model left memory (the platform evicts by unloading)
 - `Invoking SageMaker TargetModel: NAME`          one invocation (sagemaker_server.cc, every request)
+- `All models are stopped, unloading models`      the server stops (server.cc): later unloads are no eviction
 
 A line of another shape is not an event; a line that starts like Triton's but cannot be read is `malformed`.
 """
@@ -64,6 +65,9 @@ class Kind(StrEnum):
     INVOKED = "invoked"
     # The per-version failure line: it carries the reason; the attempt's own line follows and is counted.
     VERSION_FAILED = "version_failed"
+    # The server is stopping (server.cc); `read_events` turns the unloads after it into SHUTDOWN_UNLOADED.
+    STOPPING = "stopping"
+    SHUTDOWN_UNLOADED = "shutdown_unloaded"
 
 
 MESSAGES: tuple[tuple[Kind, re.Pattern[str]], ...] = (
@@ -76,6 +80,7 @@ MESSAGES: tuple[tuple[Kind, re.Pattern[str]], ...] = (
         re.compile(r"failed to load '(?P<model>.+?)' version (?P<version>\d+): (?P<reason>.*)$", re.S),
     ),
     (Kind.LOAD_FAILED, re.compile(r"failed to load '(?P<model>.+?)'$")),
+    (Kind.STOPPING, re.compile(r"All models are stopped, unloading models$")),
 )
 
 
@@ -127,17 +132,24 @@ def parse_line(line: str) -> LogEvent | Malformed | None:
         if matched is None:
             continue
         reason = " ".join(matched["reason"].split()) if kind is Kind.VERSION_FAILED else ""
-        return LogEvent(kind, matched["model"], clock, reason)
+        return LogEvent(kind, matched.groupdict().get("model") or "", clock, reason)
     return None
 
 
 def read_events(lines: Iterable[str]) -> Iterator[LogEvent | Malformed]:
-    """The events of a log, in order; a failed load carries the reason its per-version line gave."""
+    """The events of a log, in order; a failed load carries the reason its per-version line gave, and the
+    unloads of a stopping server are SHUTDOWN_UNLOADED, not evictions."""
     reasons: dict[str, str] = {}
+    stopping = False
     for line in lines:
         parsed = parse_line(line)
         if parsed is None:
             continue
+        if isinstance(parsed, LogEvent) and parsed.kind is Kind.STOPPING:
+            stopping = True
+            continue
+        if stopping and isinstance(parsed, LogEvent) and parsed.kind is Kind.UNLOADED:
+            parsed = LogEvent(Kind.SHUTDOWN_UNLOADED, parsed.model, parsed.clock)
         if isinstance(parsed, LogEvent) and parsed.kind is Kind.VERSION_FAILED:
             reasons[parsed.model] = parsed.reason
             continue
