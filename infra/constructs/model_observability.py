@@ -66,8 +66,8 @@ class TopModelsWidget(cloudwatch.ConcreteWidget):
         super().__init__(width, height)
         self._title, self._rule_name, self._xy = title, rule_name, (0, 0)
 
-    def position(self, x: int, y: int) -> None:
-        self._xy = (x, y)
+    def position(self, x: float, y: float) -> None:
+        self._xy = (int(x), int(y))
 
     def to_json(self) -> list[Any]:
         properties = {

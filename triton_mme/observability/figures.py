@@ -44,7 +44,9 @@ def summarize(events: Iterable[LogEvent | Malformed]) -> LogSummary:
             continue
         if event.kind is Kind.SHUTDOWN_UNLOADED:
             continue
-        figures = models.setdefault(event.model, ModelFigures(event.model))
+        figures = models.get(event.model)
+        if figures is None:
+            figures = models[event.model] = ModelFigures(event.model)
         if event.kind is Kind.INVOKED:
             figures.requests = (figures.requests or 0) + 1
         elif event.kind is Kind.LOAD_STARTED:

@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 # What Triton's SageMaker server takes for an out-of-memory load error, answering 507
 # (src/sagemaker_server.cc, SageMakerMMECheckOOMError, r25.04); any other load error is a 400.
@@ -49,12 +50,10 @@ OUT_OF_MEMORY_MARKERS = (
     "No space left on device",
 )
 
-LINE = re.compile(
-    r"(?P<level>[IWEF])(?P<month>\d\d)(?P<day>\d\d) (?P<clock>\d\d:\d\d:\d\d\.\d{6}) +\d+ "
-    r"(?P<source>[\w.\-]+:\d+)\] (?P<message>.*)"
-)
-# A line that begins with Triton's level-and-date prefix: read it or call it malformed.
-TRITON_PREFIX = re.compile(r"[IWEF]\d{4} ")
+# Everything before the message: level, month and day, time, thread id, source file and line.
+HEAD = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [\w.\-]+:\d+")
+# A line that begins with a level letter and "MMDD " is Triton's: read it or call it malformed.
+LEVELS = frozenset("IWEF")
 
 
 class Kind(StrEnum):
@@ -82,12 +81,16 @@ MESSAGES: tuple[tuple[Kind, re.Pattern[str]], ...] = (
     (Kind.LOAD_FAILED, re.compile(r"failed to load '(?P<model>.+?)'$")),
     (Kind.STOPPING, re.compile(r"All models are stopped, unloading models$")),
 )
+# The messages above by their first four characters: a line is tried only against those it could be.
+BY_START: dict[str, list[tuple[Kind, re.Pattern[str]]]] = {}
+for _kind, _pattern in MESSAGES:
+    BY_START.setdefault(_pattern.pattern[:4], []).append((_kind, _pattern))
 
 
-@dataclass(frozen=True)
-class LogEvent:
-    """One line that names a model. `clock` is Triton's "MMDD HH:MM:SS.ffffff" (the log has no year);
-    `reason` is set on failed loads, where the per-version line gave one."""
+class LogEvent(NamedTuple):
+    """One line that names a model (a tuple: a day of log makes millions). `clock` is Triton's
+    "MMDD HH:MM:SS.ffffff" (the log has no year); `reason` is set on failed loads, where the per-version
+    line gave one."""
 
     kind: Kind
     model: str
@@ -111,23 +114,31 @@ class Malformed:
 
 
 def _unquote(message: str) -> str:
-    message = message.rstrip("\r\n")
     if len(message) >= 2 and message[0] == message[-1] == '"':
-        message = message[1:-1].replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
+        message = message[1:-1]
+        if "\\" in message:
+            message = message.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
     return message.strip()
 
 
 def parse_line(line: str) -> LogEvent | Malformed | None:
     """The event a line records, Malformed for a broken Triton line, None for any other line."""
     # Cheap refusals first: most lines of a busy endpoint are neither Triton's nor about a model.
-    if not TRITON_PREFIX.match(line):
+    if line[:1] not in LEVELS or line[5:6] != " " or not line[1:5].isdigit():
         return None
-    found = LINE.fullmatch(line.rstrip("\r\n"))
-    if found is None:
-        return Malformed(line.rstrip("\r\n"))
-    message = _unquote(found["message"])
-    clock = f"{found['month']}{found['day']} {found['clock']}"
-    for kind, pattern in MESSAGES:
+    line = line.rstrip("\r\n")
+    head, bracket, message = line.partition("] ")
+    if not bracket:
+        return Malformed(line)
+    quoted = message[:1] == '"'
+    candidates = BY_START.get(message[quoted : quoted + 4])
+    if candidates is None:
+        return None  # not a model line: its head is not checked
+    message = _unquote(message)
+    if HEAD.fullmatch(head) is None:
+        return Malformed(line)
+    clock = head[1:21]
+    for kind, pattern in candidates:
         matched = pattern.match(message)
         if matched is None:
             continue
