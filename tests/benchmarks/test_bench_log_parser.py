@@ -1,4 +1,4 @@
-"""The log parser benchmark parses its synthetic lines and counts every load and eviction (no timing asserted)."""
+"""The log parser benchmark parses its synthetic lines and counts every load and eviction (no timing)."""
 
 from __future__ import annotations
 
