@@ -13,6 +13,7 @@ from benchmarks import (
     gpu,
     hit_rate_validation,
     load_generator,
+    log_parser,
     payloads,
     plan_speed,
     resnet_steady,
@@ -54,6 +55,7 @@ BENCHMARKS = (
         hit_rate_validation.run,
         hit_rate_validation.unavailable,
     ),
+    Benchmark(log_parser.NAME, log_parser.TITLE, log_parser.run),
 )
 
 

@@ -126,6 +126,8 @@ class Settings:
     # serving regression, not a cold start.
     alarm_model_latency_p99_ms: int = 10_000
     alarm_cache_hit_percent: float = 80.0
+    # Thrash: more evictions a minute than this while ModelCacheHit is below 1 (docs/observability.md).
+    alarm_thrash_evictions_per_minute: int = 5
     alarm_evaluation_minutes: int = 5
     alarm_datapoints_to_alarm: int = 3
     # Endpoint updates (see docs/updates.md): how the new fleet takes the traffic, step sizes as a number of
@@ -398,6 +400,12 @@ def _validate_alarms(s: Settings) -> None:
             "alarm_5xx_errors_per_minute",
             s.alarm_5xx_errors_per_minute,
             "is out of range; allowed: 1 or more",
+        )
+    if s.alarm_thrash_evictions_per_minute < 1:
+        raise _fail(
+            "alarm_thrash_evictions_per_minute",
+            s.alarm_thrash_evictions_per_minute,
+            "is out of range; allowed: 1 or more evictions a minute",
         )
     for name in ("alarm_gpu_memory_percent", "alarm_disk_percent", "alarm_cache_hit_percent"):
         percent = getattr(s, name)

@@ -15,6 +15,7 @@ from infra.constructs.endpoint_autoscaling import EndpointAutoscaling
 from infra.constructs.endpoint_logs import EndpointLogs
 from infra.constructs.manifest_promotion import ManifestPromotion
 from infra.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
+from infra.constructs.model_observability import ModelObservability
 from infra.constructs.model_store import ModelStore
 from infra.constructs.monitoring import AlarmThresholds, EndpointMonitoring
 from infra.constructs.serving_check import ServingCheckRunner
@@ -143,6 +144,19 @@ class TritonMmeStack(Stack):
             min_instances=settings.min_instance_count,
             max_instances=settings.max_instance_count,
         )
+        # Loads, evictions, failed loads per TargetModel from the endpoint's own log (docs/observability.md).
+        self.models = ModelObservability(
+            self,
+            "ModelObservability",
+            endpoint_name=self.endpoint.name,
+            endpoint_log_group_name=self.endpoint_logs.log_group_name,
+            log_group_ready=self.endpoint_logs.retention,
+            retention=settings.endpoint_log_retention,
+            cache_hit=self.monitoring.metrics.cache_hit_ratio(),
+            evictions_per_minute=settings.alarm_thrash_evictions_per_minute,
+            alarm_topic=self.monitoring.alarm_topic.topic,
+        )
+        self.monitoring.dashboard.add_section("Per model", self.models.dashboard_widgets())
         # Updates shift traffic step by step and roll back on the monitoring's alarms, which exist before the
         # endpoint: they watch it by its fixed name (guard_updates).
         self.endpoint.guard_updates(

@@ -108,6 +108,11 @@ class EndpointDashboard(Construct):
             cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(alarms.values()), width=24)
         )
 
+    def add_section(self, title: str, widgets: list[cloudwatch.IWidget]) -> None:
+        """A titled row of widgets below the others (e.g. the per-model figures)."""
+        self.dashboard.add_widgets(cloudwatch.TextWidget(markdown=f"## {title}", width=24, height=1))
+        self.dashboard.add_widgets(*widgets)
+
     def _graph(
         self,
         title: str,

@@ -14,11 +14,13 @@ from infra.constructs.hosting_role import HostingRole
 from infra.constructs.model_store import ModelStore
 from infra.constructs.triton_image import TritonImage
 from infra.deployment_rules import variant_count_problem
+from triton_mme.core.triton_logging import LOG_ENVIRONMENT
 
 VARIANT_NAME = "AllTraffic"
-# Triton's SageMaker entry point (docker/sagemaker/serve) logs verbosely unless told otherwise,
-# which writes several lines per request to CloudWatch; 0 keeps info, warnings and errors.
-CONTAINER_ENVIRONMENT = {"SAGEMAKER_TRITON_LOG_VERBOSE": "0"}
+# Triton's SageMaker entry point (docker/sagemaker/serve) logs verbosely unless told otherwise, which writes
+# several lines per request to CloudWatch; verbose off, info on keeps the lines that name a model (every load,
+# unload, failed load and invocation), which the per-model figures read (docs/observability.md).
+CONTAINER_ENVIRONMENT = dict(LOG_ENVIRONMENT)
 
 
 class TritonEndpoint(Construct):

@@ -14,10 +14,22 @@ def test_quick_run_measures_both_clients_and_checks_them_against_the_targets(tmp
 
     run(RunContext(quick=True, scratch=tmp_path), section)
 
-    keys = {figure.key for figure in section.figures}
-    assert {"project.time", "plain.time", "project.peak", "plain.peak"} <= keys
-    assert all(figure.value > 0 and figure.count == 2 for figure in section.figures)
-    assert {ratio.key for ratio in section.ratios} == {"time", "peak"}
-    assert [target.measured_key for target in section.targets] == ["time", "project.peak"]
+    figures = {figure.key: figure for figure in section.figures}
+    processes = {"project.time", "plain.time", "project.peak", "plain.peak"}
+    assert processes <= set(figures)
+    assert all(figures[key].value > 0 and figures[key].count == 2 for key in processes)
+    # Caller metrics: three ways of sending, 3 quick rounds each, and the cost of recording alone.
+    assert all(figures[f"metrics.{way}"].count == 3 for way in ("bare", "off", "on"))
+    assert 0 < figures["metrics.record"].value < figures["metrics.off"].value
+    assert {ratio.key for ratio in section.ratios} == {
+        "time",
+        "peak",
+        "metrics.on_off",
+        "metrics.off_bare",
+        "metrics.cost",
+    }
+    assert sorted(target.measured_key for target in section.targets) == sorted(
+        ["time", "project.peak", "metrics.cost", "metrics.off_bare"]
+    )
     # Both clients printed the same five labels (the benchmark raises otherwise).
     assert section.settings["Top 5 (both)"].startswith("tabby, tiger cat")

@@ -58,7 +58,25 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="send KServe v2 JSON instead of Triton binary")
     parser.add_argument("--region", help="AWS region of the endpoint (default: the AWS configuration's)")
+    add_metrics_arguments(parser)
     parser.set_defaults(handler=invoke)
+
+
+def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
+    """Opt-in per-TargetModel caller metrics (docs/observability.md); off unless one is given."""
+    published = parser.add_argument_group("caller metrics per TargetModel (off unless asked for)")
+    published.add_argument(
+        "--metrics-out", metavar="FILE|-", help="append embedded-metric-format lines to FILE (- for stdout)"
+    )
+    published.add_argument(
+        "--metrics-cloudwatch", action="store_true", help="send them with CloudWatch PutMetricData"
+    )
+    published.add_argument(
+        "--cold-threshold-ms",
+        type=float,
+        metavar="MS",
+        help="count a request this slow as a cold start where the endpoint does not say (SageMaker)",
+    )
 
 
 def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
@@ -95,10 +113,29 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
         size = f"{len(request.body):,} bytes"
         print(f"{kind} request for {target.target_model}: {size} -> {body_path}, {type_path}")
         return 0
-    started = time.perf_counter()
-    reply = calls.send(
-        request, target, endpoint=args.endpoint, local_url=args.local, runtime=runtime, region=args.region
+    from triton_mme.client.caller_metrics import caller_metrics
+
+    metrics = caller_metrics(
+        out=args.metrics_out,
+        cloudwatch=args.metrics_cloudwatch,
+        endpoint=args.endpoint,
+        region=args.region,
+        cold_threshold_ms=args.cold_threshold_ms,
     )
+    started = time.perf_counter()
+    try:
+        reply = calls.send(
+            request,
+            target,
+            endpoint=args.endpoint,
+            local_url=args.local,
+            runtime=runtime,
+            region=args.region,
+            metrics=metrics,
+        )
+    finally:
+        if metrics is not None:
+            metrics.close()
     elapsed_ms = (time.perf_counter() - started) * 1000
     calls.check_reply(target, batch, reply)
     warning = calls.random_weights_warning(target, text=bool(args.text) and args.tokenizer is None)

@@ -10,6 +10,7 @@ The functions here are what the `invoke` command composes; an application can us
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from triton_mme.client.caller_metrics import CallerMetrics
 from triton_mme.client.inputs import image_batch, load_tokenizer, npy_inputs, text_batch
 from triton_mme.client.labels import read_labels
 from triton_mme.client.manifest_source import ManifestSource
@@ -26,7 +28,13 @@ from triton_mme.client.payloads import (
     check_reply_size,
     check_request_size,
 )
-from triton_mme.client.transport import Reply, invoke_endpoint, invoke_local, runtime_client
+from triton_mme.client.transport import (
+    Reply,
+    TransportError,
+    invoke_endpoint,
+    invoke_local,
+    runtime_client,
+)
 from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import ArchiveRecord
 from triton_mme.core.naming import ARCHIVE_NAME
@@ -165,11 +173,34 @@ def send(
     local_url: str | None = None,
     runtime: Any = None,
     region: str | None = None,
+    metrics: CallerMetrics | None = None,
 ) -> Reply:
-    """Send to a SageMaker endpoint (InvokeEndpoint with TargetModel) or a local multi-model server."""
+    """Send to a SageMaker endpoint (InvokeEndpoint with TargetModel) or a local multi-model server;
+    `metrics`, when given, records the request's latency, error and cold start per TargetModel."""
     if (endpoint is None) == (local_url is None):
         raise UsageError("give either --endpoint NAME or --local URL")
     check_request_size(request)
+    if metrics is None:
+        return _send(request, target, endpoint, local_url, runtime, region)
+    started = time.perf_counter()
+    try:
+        reply = _send(request, target, endpoint, local_url, runtime, region)
+    except TransportError:
+        metrics.record(target.target_model, (time.perf_counter() - started) * 1000, error=True)
+        raise
+    cold = None if reply.model_cache is None else reply.model_cache == "miss"
+    metrics.record(target.target_model, (time.perf_counter() - started) * 1000, cold=cold)
+    return reply
+
+
+def _send(
+    request: EncodedRequest,
+    target: Target,
+    endpoint: str | None,
+    local_url: str | None,
+    runtime: Any,
+    region: str | None,
+) -> Reply:
     if local_url is not None:
         return invoke_local(local_url, target.target_model, request)
     assert endpoint is not None

@@ -14,6 +14,8 @@ from triton_mme.client.payloads import EncodedRequest
 from triton_mme.core.errors import UserError
 
 BODY_FILE_NAME = "body.bin"
+# The local endpoint's per-request cache state (triton_mme/local_triton/proxy.py CACHE_HEADER).
+LOCAL_CACHE_HEADER = "X-Local-Model-Cache"
 CONTENT_TYPE_FILE_NAME = "content-type.txt"
 
 
@@ -48,6 +50,8 @@ class TransportError(UserError, RuntimeError):
 class Reply(NamedTuple):
     content_type: str
     body: bytes
+    # The local endpoint's X-Local-Model-Cache ("hit" or "miss"); SageMaker's reply does not say.
+    model_cache: str | None = None
 
 
 def runtime_client(region: str | None) -> Any:
@@ -92,7 +96,8 @@ def invoke_local(url: str, target_model: str, request: EncodedRequest, *, timeou
     )
     try:
         with urllib.request.urlopen(post, timeout=timeout) as response:
-            return Reply(response.headers.get("Content-Type", ""), response.read())
+            cache = response.headers.get(LOCAL_CACHE_HEADER)
+            return Reply(response.headers.get("Content-Type", ""), response.read(), cache)
     except urllib.error.HTTPError as error:
         raise TransportError(f"{address}: HTTP {error.code}: {_error_text(error.read())}") from None
     except (urllib.error.URLError, OSError) as error:

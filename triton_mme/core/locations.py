@@ -21,6 +21,8 @@ import re
 from pathlib import Path
 
 BUILD_DIR = Path("build/models")
+# Where `serve-local` writes its Triton's log, which `triton-mme models --local` reads.
+LOCAL_TRITON_LOG = Path("build/local-triton.log")
 MODEL_PREFIX = "models/"
 MANIFEST_PREFIX = "manifests/"
 MANIFEST_FILE_NAME = "manifest.json"

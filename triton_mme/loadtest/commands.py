@@ -106,6 +106,12 @@ def register(subparsers: Any) -> None:
         "--json", dest="json_payloads", action="store_true", help="send KServe JSON, not binary"
     )
     test.add_argument("--out", type=Path, required=True, metavar="FILE.json", help="where the results go")
+    test.add_argument(
+        "--metrics-out",
+        type=Path,
+        metavar="FILE",
+        help="append the measured requests as per-TargetModel caller records (embedded metric format)",
+    )
     test.set_defaults(handler=_loadtest)
 
 
@@ -142,6 +148,7 @@ def _loadtest(args: argparse.Namespace) -> int:
         cloudwatch_wait_s=args.cloudwatch,
         variant=args.variant,
         binary=not args.json_payloads,
+        metrics_out=args.metrics_out,
     )
     report = load_test(options, live=True)
     write_report(args.out, report)

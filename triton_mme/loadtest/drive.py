@@ -43,6 +43,7 @@ class LoadTestOptions:
     cloudwatch_wait_s: float | None = None  # read ModelCacheHit afterwards, waiting up to this long
     variant: str = DEFAULT_VARIANT
     binary: bool = True
+    metrics_out: Path | None = None  # the callers' per-model records (docs/observability.md)
 
 
 def local_counters(url: str) -> dict[str, Any]:
@@ -103,6 +104,12 @@ def load_test(options: LoadTestOptions, *, cloudwatch: Any = None, live: bool = 
     tick = LiveLine(recorder, options.rate_per_s).tick if live else None
     ended = runner.run(plan, target.session, recorder, bounds, tick)
     measured = recorder.outcome(configuration, ended=ended)
+    if options.metrics_out is not None:
+        from triton_mme.loadtest.caller_records import write_caller_records
+
+        write_caller_records(
+            options.metrics_out, recorder.observations, plan.target_models, endpoint=options.endpoint
+        )
     server = None
     if options.local_url is not None:
         after = local_counters(options.local_url)

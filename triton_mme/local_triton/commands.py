@@ -12,7 +12,7 @@ from types import FrameType
 from typing import Any
 
 from triton_mme.cli import add_unpacked_limit, port_number, positive_int
-from triton_mme.core.locations import BUILD_DIR
+from triton_mme.core.locations import BUILD_DIR, LOCAL_TRITON_LOG
 from triton_mme.local_triton import DEFAULT_MODEL_BUDGET
 
 DEFAULT_PORT = 8080
@@ -40,6 +40,13 @@ def register(subparsers: Any) -> None:
         "--scratch", type=Path, help="where archives are unpacked (default: a temporary directory)"
     )
     serve.add_argument("--access-log", action="store_true", help="print one line per request")
+    serve.add_argument(
+        "--triton-log",
+        type=Path,
+        default=LOCAL_TRITON_LOG,
+        help="where Triton's log goes, started afresh each run; `triton-mme models --local` reads it "
+        "(default %(default)s)",
+    )
     add_unpacked_limit(serve)
     serve.set_defaults(handler=_serve)
 
@@ -70,7 +77,9 @@ def _serve(args: argparse.Namespace) -> int:
         scratch_dir=args.scratch,
         access_log=args.access_log,
         max_unpacked_bytes=args.max_unpacked_bytes,
+        triton_log=args.triton_log,
     )
+    args.triton_log.unlink(missing_ok=True)
     # Ctrl-C and `kill` both stop cleanly, even where the shell started us with SIGINT ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)

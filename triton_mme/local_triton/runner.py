@@ -27,6 +27,7 @@ class LocalTriton:
         report: Callable[[str], None] = print,
         access_log: bool = False,
         max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+        triton_log: Path | None = None,
     ):
         if not models_dir.is_dir():
             raise FileNotFoundError(
@@ -40,7 +41,7 @@ class LocalTriton:
             scratch_dir.mkdir(parents=True, exist_ok=True)
         # A fresh directory per run, removed at stop: nothing of a run survives it.
         self.scratch_dir = Path(tempfile.mkdtemp(prefix="local-triton-", dir=scratch_dir))
-        self.triton = TritonServer(workdir=self.scratch_dir)
+        self.triton = TritonServer(workdir=self.scratch_dir, log_path=triton_log)
         self.cache = ModelCache(
             models_dir=models_dir,
             scratch_dir=self.scratch_dir / "models",

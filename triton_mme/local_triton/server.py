@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from triton_mme.core.errors import UserError
+from triton_mme.core.triton_logging import log_flags
 from triton_mme.local_triton.isolation import ISOLATION_FAILED, Broker
 
 LOOPBACK = "127.0.0.1"
@@ -94,10 +95,11 @@ class TritonServer:
     """One tritonserver process (and its python-backend stubs) in its own process group and its own
     network namespace, with the launcher that hands out connections to it as the group's leader."""
 
-    def __init__(self, *, workdir: Path, exit_timeout_s: int = 10):
+    def __init__(self, *, workdir: Path, exit_timeout_s: int = 10, log_path: Path | None = None):
         self.workdir = workdir
         self.exit_timeout_s = exit_timeout_s
-        self.log_path = workdir / "tritonserver.log"
+        # Triton's log, in the endpoint's format (the same log flags); `triton-mme models --local` reads it.
+        self.log_path = log_path or workdir / "tritonserver.log"
         self._process: subprocess.Popen[bytes] | None = None
         self._broker: Broker | None = None
 
@@ -157,13 +159,14 @@ class TritonServer:
             f"--backend-config=python,shm-region-prefix-name={shm_prefix}",
             f"--exit-timeout-secs={self.exit_timeout_s}",
             "--strict-readiness=true",
-            "--log-verbose=0",
+            *log_flags(),
         ]
 
     def start(self, *, ready_timeout_s: float = 60.0) -> None:
         if self._process is not None:
             raise TritonStartError("this tritonserver is already started")
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         broker = Broker()
         command = broker.launcher_command(SAGEMAKER_PORT, self.command(self._prepare_binaries()))
         with self.log_path.open("ab") as log:

@@ -1,0 +1,52 @@
+"""The endpoint log reader: a delivery of real Triton lines becomes one JSON line per model event."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from infra.constructs.model_events_handler import handler
+
+CAPTURED = (Path(__file__).parents[1] / "observability/fixtures/triton-2.51-sagemaker.log").read_text()
+EXPECTED = json.loads((Path(__file__).parents[1] / "observability/fixtures/expected.json").read_text())
+
+
+def delivery(lines: list[str], message_type: str = "DATA_MESSAGE") -> dict[str, object]:
+    payload = {
+        "messageType": message_type,
+        "logGroup": "/aws/sagemaker/Endpoints/triton-mme",
+        "logStream": "AllTraffic/i-0123",
+        "logEvents": [{"id": str(i), "timestamp": 0, "message": line} for i, line in enumerate(lines)],
+    }
+    return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()}}
+
+
+def test_a_delivery_of_captured_lines_gives_the_events_that_happened(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    answer = handler.main(delivery(CAPTURED.splitlines()), None)
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert answer == {"records": len(records)}
+    for name, done in EXPECTED.items():
+        mine = [r for r in records if r.get("model") == name]
+        assert sum(r["event"] == "load" for r in mine) == done.get("cold_loads", 0), name
+        assert sum(r["event"] == "unload" for r in mine) == done.get("evictions", 0), name
+        assert sum(r["event"] == "failed_load" for r in mine) == done.get("failed_loads", 0), name
+        assert sum(r.get("count", 0) for r in mine if r["event"] == "requests") == done.get("requests", 0)
+    causes = {r["model"].split("-")[0]: r["cause"] for r in records if r["event"] == "failed_load"}
+    assert causes == {"oom": "out_of_memory", "mismatched": "other"}
+    assert all(r["load_s"] > 0 for r in records if r["event"] == "load")
+
+
+def test_malformed_lines_are_counted_not_dropped_silently() -> None:
+    records = handler.model_events(["I1201 12:46:23 broken", "not triton"], "e")
+    assert records == [{"event": "malformed", "endpoint": "e", "count": 1}]
+
+
+def test_the_control_message_on_subscribing_writes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert handler.main(delivery([], "CONTROL_MESSAGE"), None) == {"records": 0}
+    assert capsys.readouterr().out == ""
