@@ -21,7 +21,7 @@ ALLOWED = {
     "serving_check": {"core", "client", "local_triton"},
     "planner": {"core", "client"},
     "loadtest": {"core", "client", "planner"},
-    "observability": {"core", "client"},
+    "observability": {"core"},
 }
 
 
