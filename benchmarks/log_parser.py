@@ -35,9 +35,18 @@ EVICT_LINES = (
     '"UNLOAD for model {m} completed in 1 seconds."',
     '"Model repository unregistered: /opt/ml/models/{h}/model"',
 )
-SOURCES = ("sagemaker_server.cc:360", "model_repository_manager.cc:1717", "model_lifecycle.cc:472")
-SOURCES += ("onnxruntime.cc:2830", "model_lifecycle.cc:839", "sagemaker_server.cc:708")
-SOURCES += ("model_lifecycle.cc:624", "sagemaker_server.cc:763", "model_repository_manager.cc:1749")
+# The source file and line of each of those lines, in the same order.
+SOURCES: tuple[str, ...] = (
+    "sagemaker_server.cc:360",
+    "model_repository_manager.cc:1717",
+    "model_lifecycle.cc:472",
+    "onnxruntime.cc:2830",
+    "model_lifecycle.cc:839",
+    "sagemaker_server.cc:708",
+    "model_lifecycle.cc:624",
+    "sagemaker_server.cc:763",
+    "model_repository_manager.cc:1749",
+)
 
 
 def minute_of_lines(minute: int) -> list[str]:

@@ -23,7 +23,7 @@ ALLOWED = {
     "loadtest": {"core", "client", "planner"},
     # client for the manifest, golden replay and InvokeEndpoint.
     "acceptance": {"core", "client"},
-    "observability": {"core", "client"},
+    "observability": {"core"},
 }
 
 

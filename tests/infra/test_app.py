@@ -292,13 +292,22 @@ def test_scaling_settings_reach_the_target_and_policies(synth_with: SynthWith) -
 def test_alarms_watch_this_endpoint_and_the_dashboard_draws_the_scaling_bounds(synth_with: SynthWith) -> None:
     synth = synth_with(alarm_email="ops@example.com", min_instance_count=2, max_instance_count=7)
     alarms = synth.template.find_resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 6
-    for alarm in alarms.values():
-        [query] = alarm["Properties"]["Metrics"]
-        assert query["MetricStat"]["Metric"]["Dimensions"] == [
-            {"Name": "EndpointName", "Value": "TritonMultiModelEndpoint"},
-            {"Name": "VariantName", "Value": "AllTraffic"},
-        ]
+    assert len(alarms) == 7
+    this_variant = [
+        {"Name": "EndpointName", "Value": "TritonMultiModelEndpoint"},
+        {"Name": "VariantName", "Value": "AllTraffic"},
+    ]
+    for name, alarm in alarms.items():
+        queries = [q for q in alarm["Properties"]["Metrics"] if "MetricStat" in q]
+        if name.startswith("ModelObservabilityThrash"):  # evictions from the log and ModelCacheHit
+            dimensions = [q["MetricStat"]["Metric"]["Dimensions"] for q in queries]
+            assert dimensions == [
+                [{"Name": "EndpointName", "Value": "TritonMultiModelEndpoint"}],
+                this_variant,
+            ]
+            continue
+        [query] = queries
+        assert query["MetricStat"]["Metric"]["Dimensions"] == this_variant
     synth.template.has_resource_properties("AWS::SNS::Subscription", {"Endpoint": "ops@example.com"})
     annotations = widget(synth.template, "Instances")["properties"]["annotations"]["horizontal"]
     assert {a["label"]: a["value"] for a in annotations} == {"min instances": 2, "max instances": 7}

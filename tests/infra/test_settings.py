@@ -333,6 +333,10 @@ def test_alarm_settings_parse_from_command_line_strings() -> None:
         ({"alarmEmail": "ops@example"}, "alarmEmail=ops@example is not an email address"),
         ({"alarmEmail": "ops team@example.com"}, "alarmEmail=ops team@example.com is not an email address"),
         ({"alarm5xxErrorsPerMinute": "0"}, "alarm5xxErrorsPerMinute=0 is out of range; allowed: 1 or more"),
+        (
+            {"alarmThrashEvictionsPerMinute": "0"},
+            "alarmThrashEvictionsPerMinute=0 is out of range; allowed: 1 or more evictions a minute",
+        ),
         ({"alarmGpuMemoryPercent": "0"}, r"alarmGpuMemoryPercent=0 is out of range; allowed: \(0, 100\]"),
         ({"alarmDiskPercent": "101"}, r"alarmDiskPercent=101 is out of range; allowed: \(0, 100\]"),
         ({"alarmCacheHitPercent": "-5"}, r"alarmCacheHitPercent=-5 is out of range"),
