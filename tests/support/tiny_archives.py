@@ -153,6 +153,7 @@ def mismatched_archive(out: Path, source: Path, workdir: Path) -> Path:
     extracted = extract_archive(source, workdir)
     config = extracted.contents.config
     config.input[0].name = "not_in_the_graph"
+    config.name = "mismatched-onnx"
     config.ClearField("model_warmup")
     model_dir = extracted.model_dir
     packed = write_archive(
