@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from tiny_archives import TINY_CATALOG, BuiltArchive, mismatched_archive, tensorrt_archive
+from tiny_archives import TINY_CATALOG, BuiltArchive, mismatched_archive, renamed_archive, tensorrt_archive
 
 from triton_mme.core.catalog import parse_catalog
 from triton_mme.core.manifest import ArchiveRecord
 from triton_mme.model_build.pipeline import build_catalog
-
-# The archive copied under a second TargetModel: the platform caches by name, so it is one more model.
-COPY_TARGET_MODEL = "tiny-cnn-onnx-0000000000000000.tar.gz"
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +27,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Bui
     archives["mismatched/onnx"] = BuiltArchive(
         cnn.record.model_copy(update={"target_model": broken.name}), broken
     )
-    shutil.copyfile(cnn.path, out / COPY_TARGET_MODEL)
-    copy: ArchiveRecord = cnn.record.model_copy(update={"target_model": COPY_TARGET_MODEL})
-    archives["copy/onnx"] = BuiltArchive(copy, out / COPY_TARGET_MODEL)
+    copied = renamed_archive(out, cnn.path, tmp_path_factory.mktemp("copy"), name="copy")
+    copy: ArchiveRecord = cnn.record.model_copy(update={"name": "copy", "target_model": copied.name})
+    archives["copy/onnx"] = BuiltArchive(copy, copied)
     return out, archives

@@ -283,7 +283,8 @@ def test_a_body_over_the_invoke_endpoint_limit_is_413_before_it_is_read(served: 
     # Only the headers are sent: the answer comes without the server waiting for 6 MiB of body.
     with socket.create_connection((str(host), int(port)), timeout=REQUEST_TIMEOUT_S) as connection:
         connection.sendall(
-            f"POST /models/{target}/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 6291457\r\n\r\n".encode()
+            f"POST /models/{target}/invoke HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Content-Length: 6291457\r\n\r\n".encode()
         )
         response = http.client.HTTPResponse(connection)
         response.begin()

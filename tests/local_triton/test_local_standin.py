@@ -12,6 +12,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from triton_mme.core.catalog import Format
 from triton_mme.local_triton.standin import (
     ARTIFACT_PARAMETER,
+    STANDIN_PARAMETERS,
     NotRunnableOnCpu,
     StandInError,
     install_standin,
@@ -25,7 +26,6 @@ KEPT_AS_BUILT = (
     "output",
     "dynamic_batching",
     "model_warmup",
-    "parameters",
 )
 
 
@@ -48,15 +48,20 @@ def test_onnx_config_becomes_a_cpu_python_model_with_everything_else_kept() -> N
     assert not rewritten.default_model_filename
     for field in KEPT_AS_BUILT:
         assert getattr(rewritten, field) == getattr(built, field), field
+    # Only the parameters the stand-in reads stay, as built.
+    assert dict(rewritten.parameters) == {
+        k: v for k, v in built.parameters.items() if k in STANDIN_PARAMETERS
+    }
     text = "\n".join(changes)
     for expected in (
         "backend 'python'",
+        "parameters: arena_extend_strategy, cudnn_conv_algo_search, do_copy_in_default_stream removed",
         "KIND_GPU -> KIND_CPU",
         "removed tensorrt",
         "default_model_filename",
     ):
         assert expected in text
-    assert len(changes) == 4  # nothing else was touched
+    assert len(changes) == 5  # nothing else was touched
 
 
 def test_torchscript_config_is_served_from_model_pt() -> None:

@@ -60,7 +60,8 @@ def test_build_then_verify_through_the_command_line(tmp_path: Path) -> None:
     verified = _run("verify", str(out / record.target_model))
     assert verified.returncode == 0
     assert verified.stdout.startswith(
-        f"{record.target_model}: OK (layout, config.pbtxt round trip, onnxruntime run"
+        f"{record.target_model}: OK (layout, archive policy, config.pbtxt round trip, "
+        "onnx operators in standard domains, onnxruntime run"
     )
     again = _run("build", "--catalog", str(catalog), "--out", str(out), "--no-progress")
     assert again.returncode == 0 and "tiny-cnn/onnx" in again.stderr and ", cached)" in again.stderr

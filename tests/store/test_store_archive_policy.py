@@ -80,7 +80,6 @@ def _add(archive: Path, *arguments: str) -> int:
             'model_repository_agents { agents { name: "checksum" } }\n',
             "field model_repository_agents.agents.name is not one the build writes for onnx",
         ),
-        ('backend: "python"\n', "config platform 'onnxruntime_onnx' does not serve model.onnx"),
     ],
 )
 def test_add_refuses_config_fields_the_build_never_writes(

@@ -15,7 +15,7 @@ from triton_mme.core.files import file_sha256
 from triton_mme.core.manifest import ArchiveRecord, TensorSpec
 from triton_mme.core.naming import MODEL_FILE_NAMES, model_directory
 from triton_mme.core.samples import sample_inputs
-from triton_mme.core.triton_config import build_model_config, render_config
+from triton_mme.core.triton_config import build_model_config, engine_cache_path, render_config
 from triton_mme.model_build import runtimes
 from triton_mme.model_build.packaging import write_archive
 
@@ -148,11 +148,39 @@ def tensorrt_archive(out: Path, like: ArchiveRecord, workdir: Path) -> Path:
     return packed.path
 
 
+def _rename(config: mc.ModelConfig, model_dir: str, model_file: Path) -> None:
+    """The config's name and engine cache path as the build writes them for `model_dir`."""
+    config.name = model_dir
+    for accelerator in config.optimization.execution_accelerators.gpu_execution_accelerator:
+        if "trt_engine_cache_path" in accelerator.parameters:
+            accelerator.parameters["trt_engine_cache_path"] = engine_cache_path(
+                model_dir, file_sha256(model_file)
+            )
+
+
+def renamed_archive(out: Path, source: Path, workdir: Path, *, name: str) -> Path:
+    """The same ONNX model packaged under another model name: one more TargetModel for the platform."""
+    extracted = extract_archive(source, workdir)
+    config = extracted.contents.config
+    _rename(config, model_directory(name, Format.ONNX), extracted.model_dir / "1" / "model.onnx")
+    packed = write_archive(
+        out,
+        name=name,
+        fmt=Format.ONNX,
+        model_dir=config.name,
+        config_text=render_config(config),
+        model_file=extracted.model_dir / "1" / "model.onnx",
+        model_file_name="model.onnx",
+    )
+    return packed.path
+
+
 def mismatched_archive(out: Path, source: Path, workdir: Path) -> Path:
     """An ONNX archive whose config names an input the graph does not have: Triton must refuse to load it."""
     extracted = extract_archive(source, workdir)
     config = extracted.contents.config
     config.input[0].name = "not_in_the_graph"
+    _rename(config, "mismatched-onnx", extracted.model_dir / "1" / "model.onnx")
     config.ClearField("model_warmup")
     model_dir = extracted.model_dir
     packed = write_archive(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from triton_mme.core.archive import read_archive
 from triton_mme.core.catalog import Catalog, CatalogError, Format, ModelEntry, Weights
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256, write_atomically
@@ -181,6 +182,8 @@ def _package(loaded: LoadedModel, exported: ExportedModel, out_dir: Path) -> Arc
         model_file=exported.model_file,
         model_file_name=MODEL_FILE_NAMES[fmt],
     )
+    # What the build writes is what every reader accepts: its own archive passes the archive policy.
+    read_archive(packed.path)
     golden = golden_for(loaded, exported).to_bytes()
     files = _write_companions(companions, out_dir, {GOLDEN_ROLE: golden})
     return _record(entry, exported, packed.path, packed.sha256, packed.size_bytes, companions, files)
