@@ -260,8 +260,9 @@ def test_moto_refuses_a_pointer_write_with_a_stale_etag(s3: Any) -> None:
 
 
 class InterleavedS3:
-    """Runs `meanwhile` right after the first read of the live pointer, before the reader writes it back:
-    the interleaving of two `add`s that lost one of them before pointers were written conditionally."""
+    """Runs `meanwhile` after the reader's last read of the live pointer, right before it writes it back:
+    the interleaving of two `add`s that lost one of them before pointers were written conditionally. (`add`
+    reads the pointer more than once, so the other writer runs at the write, not at the first read.)"""
 
     def __init__(self, client: Any, meanwhile: Any) -> None:
         self._client, self._meanwhile = client, meanwhile
@@ -270,16 +271,11 @@ class InterleavedS3:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
-    def get_object(self, **kwargs: Any) -> Any:
-        try:
-            return self._client.get_object(**kwargs)  # the read, absent or not, is taken before ...
-        finally:
-            if kwargs["Key"] == POINTER and self._meanwhile is not None:
-                meanwhile, self._meanwhile = self._meanwhile, None
-                meanwhile()  # ... the other writer runs
-
     def put_object(self, **kwargs: Any) -> Any:
         if kwargs["Key"] == POINTER:
+            if self._meanwhile is not None:
+                meanwhile, self._meanwhile = self._meanwhile, None
+                meanwhile()  # the reader's ETag is now stale
             try:
                 response = self._client.put_object(**kwargs)
             except ClientError as error:
