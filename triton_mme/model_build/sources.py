@@ -7,6 +7,7 @@ configuration shipped in triton_mme/model_build/hf_configs or given in the catal
 
 from __future__ import annotations
 
+import gc
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,14 @@ class Companions:
     files: dict[str, bytes] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Expectation:
+    """Inputs and PyTorch's outputs for them: what an export must reproduce."""
+
+    feeds: dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray]
+
+
 @dataclass
 class LoadedModel:
     """A model ready to export: the module, its named inputs and the names of its outputs."""
@@ -54,8 +63,29 @@ class LoadedModel:
     transformer: dict[str, Any] = field(default_factory=dict)
     companions: Companions = field(default_factory=Companions)
 
+    # PyTorch's outputs per (batch size, seed), kept once computed: exports are verified after the module
+    # is released (see release()).
+    expectations: dict[tuple[int, int], Expectation] = field(default_factory=dict, repr=False)
+
     def sample(self, batch_size: int, *, seed: int = SEED) -> dict[str, np.ndarray]:
         return sample_inputs(self.inputs, batch_size, seed=seed)
+
+    def expected(self, batch_size: int, *, seed: int = SEED) -> Expectation:
+        """Sample inputs of this batch size and PyTorch's outputs for them (computed once, then kept)."""
+        key = (batch_size, seed)
+        if key not in self.expectations:
+            feeds = self.sample(batch_size, seed=seed)
+            self.expectations[key] = Expectation(feeds, self.reference(feeds))
+        return self.expectations[key]
+
+    def release(self) -> None:
+        """Drop the PyTorch module and its weights; only expected() results computed before stay usable.
+
+        Called once every export that reads the module is written, so that optimisation, verification
+        and packaging of a large model never hold its PyTorch weights next to the exported copy.
+        """
+        del self.module
+        gc.collect()
 
     def example_inputs(self, batch_size: int, *, seed: int = SEED) -> tuple[torch.Tensor, ...]:
         feeds = self.sample(batch_size, seed=seed)
