@@ -83,7 +83,7 @@ def _check_sources(entries: list[ModelEntry]) -> None:
         return
     import torchvision
 
-    from triton_mme.model_build.sources import resolve_hf_config
+    from triton_mme.model_build.hf_config import resolve_hf_config
 
     known = set(torchvision.models.list_models())
     for entry in entries:
@@ -281,7 +281,7 @@ def _remove_leftovers(out_dir: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
-def _report_line(outcome: ArchiveOutcome) -> str:
+def report_line(outcome: ArchiveOutcome) -> str:
     record = outcome.record
     how = "cached" if outcome.cached else f"built in {outcome.seconds:.1f} s"
     if outcome.peak_bytes is not None:
@@ -333,7 +333,7 @@ def build_catalog(
                 bar.write(f"{plan.entry.name}: skipping {', '.join(skipped)} (asked to)", file=sys.stderr)
             for outcome in _build_entry(plan, out_dir, cache, triton_tag, failures, BuildProgress(bar)):
                 records.append(outcome.record)
-                bar.write(_report_line(outcome), file=sys.stderr)
+                bar.write(report_line(outcome), file=sys.stderr)
                 if on_archive:
                     on_archive(outcome)
     if failures:
