@@ -148,12 +148,14 @@ class OnnxExporter:
         plain = export_plain(loaded, context.workdir / "plain.onnx")
         context.exported["onnx-plain"] = plain
         details: dict[str, Any] = {"opset": OPSET, "exporter": "torch.onnx (TorchScript-based)"}
-        inputs, outputs = graph_tensors(plain)
-        return ExportedModel(Format.ONNX, plain, inputs, outputs, details)
+        # Tensors are read from the graph in optimise: reading them here would load the exported weights
+        # next to the module's.
+        return ExportedModel(Format.ONNX, plain, (), (), details)
 
     def optimise(self, loaded: LoadedModel, exported: ExportedModel, context: ExportContext) -> ExportedModel:
         if loaded.transformer.get("model_type") not in TRANSFORMER_OPTIMIZER_TYPES:
-            return exported
+            inputs, outputs = graph_tensors(exported.model_file)
+            return ExportedModel(Format.ONNX, exported.model_file, inputs, outputs, exported.details)
         model_file = context.workdir / "model.onnx"
         fused = optimize_transformer(loaded, exported.model_file, model_file)
         inputs, outputs = graph_tensors(context.workdir / FUSED_GRAPH)  # model_file's graph, no weights

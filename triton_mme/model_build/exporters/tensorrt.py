@@ -140,18 +140,19 @@ class TensorRTExporter:
 
     def export(self, loaded: LoadedModel, context: ExportContext) -> ExportedModel:
         """The ONNX graph the plan is built from (the plan itself needs no PyTorch: see optimise)."""
-        from triton_mme.model_build.exporters.onnx import export_plain, graph_tensors
+        from triton_mme.model_build.exporters.onnx import export_plain
 
         require_tensorrt(context.triton_tag)
         # Built from the unfused export: ONNX Runtime's contrib fusions are not ONNX operators.
         onnx_file = context.exported.get("onnx-plain") or export_plain(loaded, context.workdir / "plain.onnx")
         context.exported["onnx-plain"] = onnx_file
-        inputs, outputs = graph_tensors(onnx_file)
-        return ExportedModel(Format.TENSORRT, onnx_file, inputs, outputs)
+        return ExportedModel(Format.TENSORRT, onnx_file, (), ())  # tensors read in optimise, module released
 
     def optimise(self, loaded: LoadedModel, exported: ExportedModel, context: ExportContext) -> ExportedModel:
+        from triton_mme.model_build.exporters.onnx import graph_tensors
+
         trt = require_tensorrt(context.triton_tag)
-        inputs, outputs = exported.inputs, exported.outputs
+        inputs, outputs = graph_tensors(exported.model_file)
         path = context.workdir / "model.plan"
         path.write_bytes(build_plan(trt, exported.model_file, loaded.entry, inputs))
         details = {
