@@ -57,6 +57,10 @@ def build_command(catalog: Path, out_dir: Path) -> list[str]:
     return command
 
 
+def timed_build(command: list[str]) -> float:
+    return measured_build(command)[0].seconds
+
+
 def measured_build(command: list[str]) -> tuple[TreeRun, float]:
     """The build's run (wall time, peak of its process tree, output) and its CPU seconds (user + system)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
