@@ -7,6 +7,7 @@ from pathlib import Path
 from infra.platform_rules import build_gpu_problem, instance_patterns
 from infra.settings import Settings, SettingsError
 from triton_mme.core.catalog import Catalog, Format
+from triton_mme.core.errors import quoted
 from triton_mme.core.platform import (
     CODEBUILD_GPUS,
     GPU_MME_INSTANCE_TYPES,
@@ -14,6 +15,12 @@ from triton_mme.core.platform import (
     gpu_instance,
     supports_compute_capability,
     triton_image,
+)
+from triton_mme.model_build.build_memory import (
+    BUILD_PEAK_BASE_GIB,
+    BUILD_PEAK_BYTES_PER_PARAMETER,
+    estimated_build_peak_gib,
+    parameter_count,
 )
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +40,9 @@ def catalog_in_project(settings: Settings) -> str:
 def check_build_target(settings: Settings, catalog: Catalog) -> None:
     """Raise SettingsError (one line, naming the fix) when the runner cannot build this catalog here."""
     catalog_in_project(settings)
+    problem = build_memory_problem(catalog, builder_compute_type=settings.builder_compute_type)
+    if problem:
+        raise SettingsError(problem)
     if Format.TENSORRT in catalog.formats:
         problem = tensorrt_problem(
             builder_compute_type=settings.builder_compute_type,
@@ -81,5 +91,32 @@ def tensorrt_problem(*, builder_compute_type: str, instance_type: str, triton_im
         return (
             f"the catalog asks for tensorrt, but the TensorRT of tritonImageTag={triton_image_tag} has no "
             f"known pip pin; use a tritonImageTag with one ({known}), or drop 'tensorrt' from the formats"
+        )
+    return None
+
+
+def build_memory_problem(catalog: Catalog, *, builder_compute_type: str) -> str | None:
+    """The first model whose estimated build peak exceeds the runner's memory (one line), or None.
+
+    Raises CatalogError for a model whose parameters cannot be known before the build.
+    """
+    runner = CODEBUILD_GPUS[builder_compute_type]
+    for entry in catalog.models:
+        peak = estimated_build_peak_gib(entry)
+        if peak <= runner.memory_gib:
+            continue
+        largest = (runner.memory_gib - BUILD_PEAK_BASE_GIB) * 2**30 / BUILD_PEAK_BYTES_PER_PARAMETER
+        roomier = [
+            f"builderComputeType={name} ({gpu.memory_gib} GiB)"
+            for name, gpu in CODEBUILD_GPUS.items()
+            if gpu.memory_gib >= peak
+        ]
+        millions = parameter_count(entry) / 1e6
+        return (
+            f"model {quoted(entry.name)} needs about {peak:.1f} GiB to build ({millions:,.0f} M parameters "
+            f"x {BUILD_PEAK_BYTES_PER_PARAMETER:g} bytes + {BUILD_PEAK_BASE_GIB:g} GiB), more than the "
+            f"{runner.memory_gib} GiB of builderComputeType={builder_compute_type}; allowed: models up to "
+            f"about {int(largest // 1e6):,} M parameters there, "
+            + ", ".join([*roomier, "or build it elsewhere and publish it with triton-mme upload"])
         )
     return None

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks import baselines, build, synthesis
 from benchmarks.payloads import echo_reply
+from benchmarks.process_tree import run_measured
 from triton_mme.client.payloads import decode_response, encode_binary_request, encode_json_request
 from triton_mme.core.catalog import parse_catalog
-from triton_mme.core.manifest import TensorSpec
+from triton_mme.core.manifest import ArchiveRecord, TensorSpec
 from triton_mme.core.triton_config import parse_config
+from triton_mme.model_build import pipeline
+from triton_mme.model_build.pipeline import ArchiveOutcome
 
 
 def test_echo_reply_decodes_to_the_request_tensor_in_both_formats() -> None:
@@ -56,3 +60,32 @@ def test_build_command_skips_tensorrt_without_it(tmp_path: Path) -> None:
     if not build.tensorrt_available():
         assert command[-2:] == ["--skip-format", "tensorrt"]
     assert parse_catalog(build.QUICK_CATALOG).models[0].name == "resnet18"
+
+
+def test_the_tree_peak_sums_a_parent_and_its_children_alive_together() -> None:
+    # Each process holds about 200 MB for a second, together: the tree holds at least 400 MB at once.
+    hold = "import time; b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); time.sleep(1.5)"
+    spawn = (
+        f"import subprocess, sys; c = subprocess.Popen([sys.executable, '-c', {hold!r}]); "
+        f"exec({hold!r}); c.wait()"
+    )
+    run = run_measured([sys.executable, "-c", spawn])
+    assert run.returncode == 0
+    assert run.peak_bytes >= 400 * 2**20
+
+
+def test_the_build_benchmark_reads_the_builds_own_line_per_archive() -> None:
+    record = ArchiveRecord.model_validate(
+        {"name": "roberta-large", "format": "onnx", "sha256": "0" * 64,
+         "target_model": "roberta-large-onnx-0123456789abcdef.tar.gz", "size_bytes": 1_420_800_000,
+         "source": "huggingface:FacebookAI/roberta-large",
+         "weights": "random", "max_batch_size": 32, "inputs": [], "outputs": []}
+    )  # fmt: skip
+    line = pipeline.report_line(ArchiveOutcome(record, cached=False, seconds=312.4, peak_bytes=6 * 2**30))
+    (found,) = build.ARCHIVE_LINE.finditer(f"other output\n{line}\n")
+    assert (found["name"], found["format"], found["seconds"], found["peak"]) == (
+        "roberta-large",
+        "onnx",
+        "312.4",
+        "6.00",
+    )

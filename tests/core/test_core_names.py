@@ -20,7 +20,7 @@ from triton_mme.core.naming import (
     InvalidName,
     NameRule,
 )
-from triton_mme.model_build import sources
+from triton_mme.model_build import hf_config
 from triton_mme.model_build.pipeline import build_catalog
 
 RECORD = {
@@ -109,14 +109,14 @@ def test_a_shipped_config_name_never_leaves_the_shipped_directory(
     (shipped / "roberta-base.json").write_text(json.dumps({"model_type": "roberta"}))
     (tmp_path / "elsewhere.json").write_text(json.dumps({"model_type": "bert"}))
     (shipped / "linked.json").symlink_to(tmp_path / "elsewhere.json")
-    monkeypatch.setattr(sources, "HF_CONFIG_DIR", shipped)
+    monkeypatch.setattr(hf_config, "HF_CONFIG_DIR", shipped)
     catalog = catalog_of(
         tiny_roberta(hf_config="roberta-base"), tiny_roberta(name="other", hf_config="linked")
     )
 
-    assert sources.resolve_hf_config(catalog.entry("tiny-roberta")) == {"model_type": "roberta"}
+    assert hf_config.resolve_hf_config(catalog.entry("tiny-roberta")) == {"model_type": "roberta"}
     with pytest.raises(CatalogError, match=r"^model 'other': hf_config: no shipped config 'linked'"):
-        sources.resolve_hf_config(catalog.entry("other"))
+        hf_config.resolve_hf_config(catalog.entry("other"))
 
 
 def test_the_default_config_name_from_a_model_id_is_checked_too(tmp_path: Path) -> None:

@@ -13,9 +13,10 @@ from onnx import numpy_helper
 
 from triton_mme.core.manifest import TensorSpec
 from triton_mme.model_build.exporters import ExportContext, ExportError
-from triton_mme.model_build.exporters.onnx import OnnxExporter, graph_tensors
+from triton_mme.model_build.exporters.onnx import FUSED_GRAPH, OnnxExporter, graph_tensors
 from triton_mme.model_build.exporters.torchscript import TorchScriptExporter
 from triton_mme.model_build.parity import ParityError
+from triton_mme.model_build.pipeline import record_expectations
 from triton_mme.model_build.sources import LoadedModel, load_model
 
 
@@ -52,7 +53,8 @@ def test_random_weights_are_reproducible(cnn: LoadedModel) -> None:
 
 def test_onnx_image_model_names_types_and_dims_come_from_the_graph(cnn: LoadedModel, tmp_path: Path) -> None:
     exporter = OnnxExporter()
-    exported = exporter.export(cnn, _context(tmp_path))
+    context = _context(tmp_path)
+    exported = exporter.optimise(cnn, exporter.export(cnn, context), context)
     assert exported.inputs == (TensorSpec(name="input", datatype="FP32", dims=(3, 64, 64)),)
     assert exported.outputs == (TensorSpec(name="output", datatype="FP32", dims=(1000,)),)
     graph = onnx.load(str(exported.model_file)).graph
@@ -64,7 +66,8 @@ def test_onnx_image_model_names_types_and_dims_come_from_the_graph(cnn: LoadedMo
 
 def test_onnx_text_model_is_fused_and_still_matches_pytorch(roberta: LoadedModel, tmp_path: Path) -> None:
     exporter = OnnxExporter()
-    exported = exporter.export(roberta, _context(tmp_path))
+    context = _context(tmp_path)
+    exported = exporter.optimise(roberta, exporter.export(roberta, context), context)
     assert [(s.name, s.datatype, s.dims) for s in exported.inputs] == [
         ("input_ids", "INT64", (16,)), ("attention_mask", "INT64", (16,)),
     ]  # fmt: skip
@@ -122,3 +125,24 @@ def test_graph_without_a_dynamic_batch_axis_is_refused(cnn: LoadedModel, tmp_pat
 def test_reference_outputs_are_deterministic(cnn: LoadedModel) -> None:
     feeds = cnn.sample(2)
     np.testing.assert_array_equal(cnn.reference(feeds)["output"], cnn.reference(cnn.sample(2))["output"])
+
+
+def test_exports_are_optimised_and_verified_after_the_module_is_released(tmp_path: Path) -> None:
+    """The build drops the PyTorch weights after exporting; what follows uses PyTorch's recorded outputs."""
+    loaded = load_model(entry_of(tiny_roberta()))
+    record_expectations(loaded)
+    exporter = OnnxExporter()
+    context = _context(tmp_path)
+    exported = exporter.export(loaded, context)
+    loaded.release()
+    assert not hasattr(loaded, "module")
+    fused = exporter.optimise(loaded, exported, context)
+    assert fused.model_file.name == "model.onnx" and (tmp_path / FUSED_GRAPH).is_file()
+    # The packaged file holds its weights itself: it loads with nothing beside it.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "model.onnx").write_bytes(fused.model_file.read_bytes())
+    model = onnx.load(str(alone / "model.onnx"))
+    assert not any(onnx.external_data_helper.uses_external_data(t) for t in model.graph.initializer)
+    parity = exporter.verify(loaded, fused)["parity"]["max_abs_error"]
+    assert parity["last_hidden_state"] < 1e-4

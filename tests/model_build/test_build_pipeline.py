@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -205,3 +206,22 @@ def test_the_engine_cache_path_names_the_packaged_model_files_content(tmp_path: 
     model_sha256 = file_sha256(extracted.model_file)
     assert accelerator.parameters["trt_engine_cache_path"] == engine_cache_path("tiny-cnn-onnx", model_sha256)
     assert accelerator.parameters["trt_engine_cache_path"].endswith(f"/tiny-cnn-onnx-{model_sha256[:16]}")
+
+
+def test_progress_names_each_step_with_its_time_and_peak_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outcomes: list[ArchiveOutcome] = []
+    build_catalog(
+        catalog_of(tiny_cnn(formats=["onnx"])), tmp_path, progress=False, on_archive=outcomes.append
+    )
+    lines = capsys.readouterr().err.splitlines()
+    found = [re.match(r"^(\S+): (\w+) [\d.]+ s, peak ", line) for line in lines]
+    steps = [f"{m[1]}: {m[2]}" for m in found if m]
+    assert steps == [
+        "tiny-cnn: load", "tiny-cnn: reference", "tiny-cnn/onnx: export", "tiny-cnn/onnx: optimise",
+        "tiny-cnn/onnx: verify", "tiny-cnn/onnx: package",
+    ]  # fmt: skip
+    (outcome,) = outcomes
+    assert outcome.peak_bytes is not None and outcome.peak_bytes > 0
+    assert lines[-1].endswith(f"built in {outcome.seconds:.1f} s, peak {outcome.peak_bytes / 2**30:.2f} GiB)")

@@ -178,7 +178,9 @@ def test_plan_is_built_from_the_plain_onnx_with_fp16_profile_and_workspace(
     from triton_mme.model_build.sources import load_model
 
     entry = entry_of(tiny_cnn(formats=["tensorrt"], tensorrt={"workspace_mib": 256}))
-    exported = TensorRTExporter().export(load_model(entry), ExportContext(tmp_path, "25.04-py3"))
+    loaded, context = load_model(entry), ExportContext(tmp_path, "25.04-py3")
+    exporter = TensorRTExporter()
+    exported = exporter.optimise(loaded, exporter.export(loaded, context), context)
     calls = gpu.calls
     assert calls["onnx_file"] == str(tmp_path / "plain.onnx")
     assert calls["flags"] == ["fp16"]
@@ -194,7 +196,9 @@ def test_fp32_precision_sets_no_fp16_flag(gpu: ModuleType, tmp_path: Path) -> No
     from triton_mme.model_build.sources import load_model
 
     entry = entry_of(tiny_cnn(formats=["tensorrt"], tensorrt={"precision": "fp32"}))
-    TensorRTExporter().export(load_model(entry), ExportContext(tmp_path, "25.04-py3"))
+    loaded, context = load_model(entry), ExportContext(tmp_path, "25.04-py3")
+    exporter = TensorRTExporter()
+    exporter.optimise(loaded, exporter.export(loaded, context), context)
     assert gpu.calls["flags"] == []
 
 
@@ -205,8 +209,10 @@ def test_parser_errors_surface_in_one_line(
     from triton_mme.model_build.sources import load_model
 
     monkeypatch.setitem(sys.modules, "tensorrt", fake_tensorrt(parses=False))
+    loaded, context = load_model(entry_of(tiny_cnn())), ExportContext(tmp_path, "25.04-py3")
+    exporter = TensorRTExporter()
     with pytest.raises(ExportError, match="TensorRT cannot parse the ONNX export: Unsupported operator Foo"):
-        TensorRTExporter().export(load_model(entry_of(tiny_cnn())), ExportContext(tmp_path, "25.04-py3"))
+        exporter.optimise(loaded, exporter.export(loaded, context), context)
 
 
 def test_archive_and_manifest_record_version_gpu_and_profile(

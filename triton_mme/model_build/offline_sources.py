@@ -20,10 +20,10 @@ from pathlib import Path
 
 from triton_mme.core.catalog import Catalog, CatalogError, ModelEntry, Weights
 from triton_mme.core.errors import quoted
+from triton_mme.model_build.hf_config import shipped_hf_configs
 
 PACKAGE_DIR = Path(__file__).parent
 TORCHVISION_MODELS_FILE = PACKAGE_DIR / "torchvision_models.txt"
-SHIPPED_HF_CONFIG_DIR = PACKAGE_DIR / "hf_configs"
 # The Hub's repository id rule (huggingface_hub `validate_repo_id`): an optional namespace and a name, each of
 # letters, digits, '-', '_' and '.', neither starting nor ending with '-' or '.', no '--' or '..', at most 96
 # characters.
@@ -37,7 +37,7 @@ def torchvision_models() -> tuple[str, ...]:
 
 
 def shipped_hf_config_names() -> list[str]:
-    return sorted(path.stem for path in SHIPPED_HF_CONFIG_DIR.glob("*.json"))
+    return shipped_hf_configs()
 
 
 def _closest(word: str, choices: list[str] | tuple[str, ...]) -> str:

@@ -13,11 +13,10 @@ import hashlib
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from triton_mme.core.archive import read_archive
 from triton_mme.core.catalog import Catalog, CatalogError, Format, ModelEntry, Weights
@@ -29,8 +28,15 @@ from triton_mme.core.naming import GOLDEN_ROLE, MODEL_FILE_NAMES, companion_file
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
 from triton_mme.core.triton_config import build_model_config, render_config
 from triton_mme.model_build.cache import BuildCache, cache_key, companions_in_place
-from triton_mme.model_build.exporters import ExportContext, ExportedModel, ExportError, exporter_for
+from triton_mme.model_build.exporters import (
+    ExportContext,
+    ExportedModel,
+    ExportError,
+    exporter_for,
+    verification_batches,
+)
 from triton_mme.model_build.packaging import write_archive
+from triton_mme.model_build.progress import ARCHIVE_STEPS, BAR_FORMAT, BuildProgress, gib, steps_for
 
 if TYPE_CHECKING:
     from triton_mme.model_build.sources import Companions, LoadedModel
@@ -45,9 +51,14 @@ class BuildError(UserError, RuntimeError):
 
 @dataclass(frozen=True)
 class ArchiveOutcome:
+    """A built or reused archive; seconds and peak_bytes cover its own steps and its model's shared steps
+    (load, reference: their time split between the model's archives), peak_bytes the build process's
+    peak resident memory over them (None where the platform does not report it)."""
+
     record: ArchiveRecord
     cached: bool
     seconds: float
+    peak_bytes: int | None = None
 
 
 def effective_entry(entry: ModelEntry, weights: Weights | None) -> ModelEntry:
@@ -73,7 +84,7 @@ def _check_sources(entries: list[ModelEntry]) -> None:
         return
     import torchvision
 
-    from triton_mme.model_build.sources import resolve_hf_config
+    from triton_mme.model_build.hf_config import resolve_hf_config
 
     known = set(torchvision.models.list_models())
     for entry in entries:
@@ -107,14 +118,22 @@ def golden_for(loaded: LoadedModel, exported: ExportedModel) -> GoldenData:
                 f"{loaded.entry.name}/{exported.format.value}: input '{served.name}' is {served.datatype}, "
                 f"the model's '{model.name}' is {model.datatype}"
             )
-    feeds = loaded.sample(GOLDEN_ROWS, seed=GOLDEN_SEED)
-    reference = loaded.reference(feeds)
+    expected = loaded.expected(GOLDEN_ROWS, seed=GOLDEN_SEED)
     return GoldenData(
-        inputs={s.name: feeds[m.name] for s, m in zip(exported.inputs, loaded.inputs, strict=True)},
+        inputs={s.name: expected.feeds[m.name] for s, m in zip(exported.inputs, loaded.inputs, strict=True)},
         outputs={
-            s.name: reference[name] for s, name in zip(exported.outputs, loaded.output_names, strict=True)
+            s.name: expected.outputs[name]
+            for s, name in zip(exported.outputs, loaded.output_names, strict=True)
         },
     )
+
+
+def record_expectations(loaded: LoadedModel) -> None:
+    """PyTorch's outputs for every batch the exports are verified at and for the golden data, computed
+    while the module is still loaded."""
+    for batch in verification_batches(loaded.entry.max_batch_size):
+        loaded.expected(batch)
+    loaded.expected(GOLDEN_ROWS, seed=GOLDEN_SEED)
 
 
 def _write_companions(companions: Companions, out_dir: Path, extra: dict[str, bytes]) -> dict[str, str]:
@@ -155,8 +174,9 @@ def _record(
 
 
 def _export_verified(loaded: LoadedModel, fmt: Format, context: ExportContext) -> ExportedModel:
+    """One format on its own: export, release nothing, optimise, verify."""
     exporter = exporter_for(fmt)
-    exported = exporter.export(loaded, context)
+    exported = exporter.optimise(loaded, exporter.export(loaded, context), context)
     exported.details.update(exporter.verify(loaded, exported))
     return exported
 
@@ -264,9 +284,11 @@ def _remove_leftovers(out_dir: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
-def _report_line(outcome: ArchiveOutcome) -> str:
+def report_line(outcome: ArchiveOutcome) -> str:
     record = outcome.record
     how = "cached" if outcome.cached else f"built in {outcome.seconds:.1f} s"
+    if outcome.peak_bytes is not None:
+        how += f", peak {gib(outcome.peak_bytes)}"
     return f"{record.name}/{record.format}: {record.target_model} ({record.size_bytes / 1e6:.1f} MB, {how})"
 
 
@@ -303,14 +325,18 @@ def build_catalog(
     total = sum(len(_jobs(e, skip)) for e in entries)
     records: list[ArchiveRecord] = []
     failures: list[str] = []
-    with tqdm(total=total, unit="archive", file=sys.stderr, disable=not progress, dynamic_ncols=True) as bar:
+    steps = sum(len(plan.hits) * len(ARCHIVE_STEPS) + (steps_for(len(plan.pending)) if plan.pending else 0)
+                for plan in plans)  # fmt: skip
+    with tqdm(
+        total=steps, bar_format=BAR_FORMAT, file=sys.stderr, disable=not progress, dynamic_ncols=True
+    ) as bar:
         for plan in plans:
             skipped = sorted(f.value for f in skip & set(plan.entry.formats))
             if skipped:
                 bar.write(f"{plan.entry.name}: skipping {', '.join(skipped)} (asked to)", file=sys.stderr)
-            for outcome in _build_entry(plan, out_dir, cache, triton_tag, failures, bar):
+            for outcome in _build_entry(plan, out_dir, cache, triton_tag, failures, BuildProgress(bar)):
                 records.append(outcome.record)
-                bar.write(_report_line(outcome), file=sys.stderr)
+                bar.write(report_line(outcome), file=sys.stderr)
                 if on_archive:
                     on_archive(outcome)
     if failures:
@@ -348,41 +374,75 @@ def _plan(entry: ModelEntry, formats: list[Format], cache: BuildCache, triton_ta
     return _Plan(entry, keys, hits)
 
 
+def _fail(failures: list[str], progress: BuildProgress, where: str, error: BaseException, steps: int) -> None:
+    failures.append(f"{where}: {first_line(error)}")
+    progress.bar.write(f"{where}: FAILED: {first_line(error)}", file=sys.stderr)
+    progress.skip(steps)
+
+
 def _build_entry(
     plan: _Plan,
     out_dir: Path,
     cache: BuildCache,
     triton_tag: str,
     failures: list[str],
-    bar: Any,
+    progress: BuildProgress,
 ) -> Iterable[ArchiveOutcome]:
+    """The entry's pending archives: load the model and record PyTorch's outputs once, export every format,
+    release the PyTorch module, then optimise, verify and package each export.
+
+    Only the exports need the module; releasing it first keeps a large model's PyTorch weights out of
+    the fusion, verification and packaging steps, whose own copies of the weights come on top.
+    """
     entry, keys = plan.entry, plan.keys
     for hit in plan.hits.values():
-        bar.update(1)
+        progress.skip(len(ARCHIVE_STEPS))
         yield ArchiveOutcome(hit, cached=True, seconds=0.0)
     pending = plan.pending
     if not pending:
         return
     from triton_mme.model_build.sources import load_model
 
+    ran = 0
     try:
-        loaded = load_model(entry)
+        ran += 1
+        with progress.step(entry.name, "load"):
+            loaded = load_model(entry)
+        ran += 1
+        with progress.step(entry.name, "reference"):
+            record_expectations(loaded)
     except Exception as error:
         for fmt in pending:
             failures.append(f"{entry.name}/{fmt.value}: cannot load the model: {first_line(error)}")
-            bar.update(1)
+        progress.bar.write(f"{entry.name}: FAILED: {first_line(error)}", file=sys.stderr)
+        progress.skip(steps_for(len(pending)) - ran)
         return
     with tempfile.TemporaryDirectory(prefix=".work-", dir=out_dir) as scratch:
         context = ExportContext(Path(scratch), triton_tag)
+        exported: dict[Format, ExportedModel] = {}
         for fmt in pending:
-            started = time.monotonic()
             try:
-                record = _package(loaded, _export_verified(loaded, fmt, context), out_dir)
+                with progress.step(entry.name, "export", fmt):
+                    exported[fmt] = exporter_for(fmt).export(loaded, context)
             except Exception as error:
-                failures.append(f"{entry.name}/{fmt.value}: {first_line(error)}")
-                bar.write(f"{entry.name}/{fmt.value}: FAILED: {first_line(error)}", file=sys.stderr)
-                bar.update(1)
+                _fail(failures, progress, f"{entry.name}/{fmt.value}", error, len(ARCHIVE_STEPS) - 1)
+        loaded.release()
+        for fmt, export in exported.items():
+            exporter = exporter_for(fmt)
+            step = "optimise"
+            try:
+                with progress.step(entry.name, step, fmt):
+                    export = exporter.optimise(loaded, export, context)
+                step = "verify"
+                with progress.step(entry.name, step, fmt):
+                    export.details.update(exporter.verify(loaded, export))
+                step = "package"
+                with progress.step(entry.name, step, fmt):
+                    record = _package(loaded, export, out_dir)
+            except Exception as error:
+                left = len(ARCHIVE_STEPS) - 1 - ARCHIVE_STEPS.index(step)
+                _fail(failures, progress, f"{entry.name}/{fmt.value}", error, left)
                 continue
             cache.store(keys[fmt], record)
-            bar.update(1)
-            yield ArchiveOutcome(record, cached=False, seconds=time.monotonic() - started)
+            cost = progress.archive_cost(entry.name, fmt, len(pending))
+            yield ArchiveOutcome(record, cached=False, seconds=cost.seconds, peak_bytes=cost.peak_bytes)

@@ -7,23 +7,21 @@ configuration shipped in triton_mme/model_build/hf_configs or given in the catal
 
 from __future__ import annotations
 
+import gc
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
-from triton_mme.core.errors import quoted
+from triton_mme.core.catalog import ModelEntry, Weights
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
-from triton_mme.core.naming import HF_CONFIG_NAME
 from triton_mme.core.samples import sample_inputs
+from triton_mme.model_build.hf_config import resolve_hf_config
 from triton_mme.model_build.tokenizer_offline import offline_tokenizer_json
 
 SEED = 0
-HF_CONFIG_DIR = Path(__file__).parent / "hf_configs"
 TEXT_INPUTS = ("input_ids", "attention_mask")
 # Eager attention exports the MatMul/Softmax pattern that ONNX Runtime's transformer optimizer fuses.
 HF_ATTENTION = "eager"
@@ -43,6 +41,14 @@ class Companions:
     files: dict[str, bytes] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Expectation:
+    """Inputs and PyTorch's outputs for them: what an export must reproduce."""
+
+    feeds: dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray]
+
+
 @dataclass
 class LoadedModel:
     """A model ready to export: the module, its named inputs and the names of its outputs."""
@@ -55,8 +61,29 @@ class LoadedModel:
     transformer: dict[str, Any] = field(default_factory=dict)
     companions: Companions = field(default_factory=Companions)
 
+    # PyTorch's outputs per (batch size, seed), kept once computed: exports are verified after the module
+    # is released (see release()).
+    expectations: dict[tuple[int, int], Expectation] = field(default_factory=dict, repr=False)
+
     def sample(self, batch_size: int, *, seed: int = SEED) -> dict[str, np.ndarray]:
         return sample_inputs(self.inputs, batch_size, seed=seed)
+
+    def expected(self, batch_size: int, *, seed: int = SEED) -> Expectation:
+        """Sample inputs of this batch size and PyTorch's outputs for them (computed once, then kept)."""
+        key = (batch_size, seed)
+        if key not in self.expectations:
+            feeds = self.sample(batch_size, seed=seed)
+            self.expectations[key] = Expectation(feeds, self.reference(feeds))
+        return self.expectations[key]
+
+    def release(self) -> None:
+        """Drop the PyTorch module and its weights; only expected() results computed before stay usable.
+
+        Called once every export that reads the module is written, so that optimisation, verification
+        and packaging of a large model never hold its PyTorch weights next to the exported copy.
+        """
+        del self.module
+        gc.collect()
 
     def example_inputs(self, batch_size: int, *, seed: int = SEED) -> tuple[torch.Tensor, ...]:
         feeds = self.sample(batch_size, seed=seed)
@@ -108,41 +135,6 @@ class _TextEncoder(torch.nn.Module):
 
 def _effective(entry: ModelEntry, weights: Weights | None) -> Weights:
     return weights or entry.weights
-
-
-def shipped_hf_configs() -> list[str]:
-    return sorted(p.stem for p in HF_CONFIG_DIR.glob("*.json"))
-
-
-def shipped_hf_config(entry: ModelEntry) -> Path:
-    """The shipped config file named by `hf_config` (or the model id's last part), never a file outside
-    HF_CONFIG_DIR: the name is one file name by the catalog's rule, and the resolved path (symbolic links
-    followed) must still be a file directly in that directory."""
-    name = entry.hf_config if isinstance(entry.hf_config, str) else entry.source_id.rsplit("/", 1)[-1]
-    directory = HF_CONFIG_DIR.resolve()
-    path = (directory / f"{name}.json").resolve() if HF_CONFIG_NAME.match(name) else None
-    if path is None or path.parent != directory or not path.is_file():
-        shipped = ", ".join(shipped_hf_configs())
-        raise CatalogError(
-            f"model {quoted(entry.name)}: hf_config: no shipped config {quoted(name)} for weights: random; "
-            f"allowed a mapping of config fields or one of: {shipped}"
-        )
-    return path
-
-
-def resolve_hf_config(entry: ModelEntry) -> dict[str, Any]:
-    """The architecture for a random Hugging Face model: catalog dict, or a shipped config by name.
-
-    Without `hf_config` the shipped config named like the model id's last part is used
-    (huggingface:FacebookAI/roberta-large -> roberta-large.json).
-    """
-    if isinstance(entry.hf_config, dict):
-        config = dict(entry.hf_config)
-    else:
-        config = json.loads(shipped_hf_config(entry).read_text(encoding="utf-8"))
-    if "model_type" not in config:
-        raise CatalogError(f"model '{entry.name}': hf_config: needs 'model_type' (e.g. roberta)")
-    return config
 
 
 def image_companions(model_name: str, image_shape: tuple[int, ...]) -> Companions:

@@ -1,7 +1,8 @@
 """Exporters: one module per format behind one small interface.
 
-An exporter turns a loaded PyTorch model into a model file (export), then proves that file computes
-what PyTorch computes (verify). Only a verified export is packaged.
+An exporter turns a loaded PyTorch model into a model file (export), improves that file without PyTorch
+(optimise), then proves it computes what PyTorch computed (verify, against outputs recorded before the
+PyTorch module was released). Only a verified export is packaged.
 """
 
 from __future__ import annotations
@@ -43,7 +44,13 @@ class ExportContext:
 class Exporter(Protocol):
     format: Format
 
-    def export(self, loaded: LoadedModel, context: ExportContext) -> ExportedModel: ...
+    def export(self, loaded: LoadedModel, context: ExportContext) -> ExportedModel:
+        """Everything that reads the PyTorch module; the module is released after every format's export."""
+        ...
+
+    def optimise(self, loaded: LoadedModel, exported: ExportedModel, context: ExportContext) -> ExportedModel:
+        """What works from the exported file alone (fusions, a TensorRT plan); the module is gone by now."""
+        ...
 
     def verify(self, loaded: LoadedModel, exported: ExportedModel) -> dict[str, Any]:
         """Run the export at batch 1 and max_batch_size against PyTorch; details to record."""

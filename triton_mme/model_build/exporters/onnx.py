@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import gc
+import os
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,8 @@ OPSET = 20
 BATCH_AXIS = "batch"
 # ONNX Runtime's transformer optimizer knows these architectures' attention patterns.
 TRANSFORMER_OPTIMIZER_TYPES = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "distilbert": "bert"}
+# The fused graph with its weights as external data, beside the one-file model.onnx packaged.
+FUSED_GRAPH = "fused-graph.onnx"
 ONNX_TYPES: dict[int, str] = {
     onnx.TensorProto.FLOAT: "FP32",
     onnx.TensorProto.FLOAT16: "FP16",
@@ -79,23 +84,60 @@ def export_plain(loaded: LoadedModel, path: Path) -> Path:
     return path
 
 
+def with_external_weights(model_file: Path, path: Path) -> Path:
+    """The same model as a small graph file plus one weights file beside it (`<name>.data`)."""
+    model = onnx.load(str(model_file))
+    onnx.save_model(model, str(path), save_as_external_data=True, location=f"{path.name}.data")
+    return path
+
+
+def with_inline_weights(model_file: Path, path: Path) -> Path:
+    """The same model as one file (what the archive packages), its external weights read back in."""
+    model = onnx.load(str(model_file))
+    for tensor in model.graph.initializer:
+        tensor.ClearField("data_location")  # reads as DEFAULT: the file looks as if written in one piece
+    onnx.save_model(model, str(path))
+    return path
+
+
+@contextmanager
+def working_directory(path: Path) -> Iterator[None]:
+    previous = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
 def optimize_transformer(loaded: LoadedModel, plain: Path, path: Path) -> dict[str, int]:
-    """Offline fusions (Attention, SkipLayerNormalization, BiasGelu); returns the fused-op counts."""
+    """Offline fusions (Attention, SkipLayerNormalization, BiasGelu); returns the fused-op counts.
+
+    The optimizer copies the model it is given several times over (loads, shape inference, the fused
+    weights, serialisation), so it is given the graph with its weights as external data: it reads only
+    the few weights a fusion merges. The weights come back into one file only at the end.
+    """
     from onnxruntime.transformers.optimizer import optimize_model
 
+    workdir = path.parent
+    graph = with_external_weights(plain, workdir / "plain-graph.onnx")
+    fused_graph = workdir / FUSED_GRAPH
     facts = loaded.transformer
-    optimized = optimize_model(
-        str(plain),
-        model_type=TRANSFORMER_OPTIMIZER_TYPES[facts["model_type"]],
-        num_heads=facts["num_heads"],
-        hidden_size=facts["hidden_size"],
-        opt_level=0,
-    )
-    optimized.save_model_to_file(str(path), use_external_data_format=False)
+    # The optimizer reads external weights relative to the current directory (numpy_helper.to_array).
+    with working_directory(workdir):
+        optimized = optimize_model(
+            onnx.load(graph.name, load_external_data=False),
+            model_type=TRANSFORMER_OPTIMIZER_TYPES[facts["model_type"]],
+            num_heads=facts["num_heads"],
+            hidden_size=facts["hidden_size"],
+            opt_level=0,
+        )
+        optimized.save_model_to_file(fused_graph.name, use_external_data_format=True)
     fused = {op: count for op, count in optimized.get_fused_operator_statistics().items() if count}
-    del optimized  # a second in-memory copy of the weights; free it before verification
+    del optimized
     gc.collect()
-    onnx.checker.check_model(str(path))
+    onnx.checker.check_model(str(fused_graph))
+    with_inline_weights(fused_graph, path)
     return fused
 
 
@@ -106,11 +148,18 @@ class OnnxExporter:
         plain = export_plain(loaded, context.workdir / "plain.onnx")
         context.exported["onnx-plain"] = plain
         details: dict[str, Any] = {"opset": OPSET, "exporter": "torch.onnx (TorchScript-based)"}
-        model_file = plain
-        if loaded.transformer.get("model_type") in TRANSFORMER_OPTIMIZER_TYPES:
-            model_file = context.workdir / "model.onnx"
-            details["fused_operators"] = optimize_transformer(loaded, plain, model_file)
-        inputs, outputs = graph_tensors(model_file)
+        # Tensors are read from the graph in optimise: reading them here would load the exported weights
+        # next to the module's.
+        return ExportedModel(Format.ONNX, plain, (), (), details)
+
+    def optimise(self, loaded: LoadedModel, exported: ExportedModel, context: ExportContext) -> ExportedModel:
+        if loaded.transformer.get("model_type") not in TRANSFORMER_OPTIMIZER_TYPES:
+            inputs, outputs = graph_tensors(exported.model_file)
+            return ExportedModel(Format.ONNX, exported.model_file, inputs, outputs, exported.details)
+        model_file = context.workdir / "model.onnx"
+        fused = optimize_transformer(loaded, exported.model_file, model_file)
+        inputs, outputs = graph_tensors(context.workdir / FUSED_GRAPH)  # model_file's graph, no weights
+        details = {**exported.details, "fused_operators": fused}
         return ExportedModel(Format.ONNX, model_file, inputs, outputs, details)
 
     def verify(self, loaded: LoadedModel, exported: ExportedModel) -> dict[str, Any]:
@@ -119,9 +168,9 @@ class OnnxExporter:
         session = runtimes.onnx_session(exported.model_file)
         errors: dict[str, float] = {}
         for batch in verification_batches(loaded.entry.max_batch_size):
-            feeds = loaded.sample(batch)
-            produced = runtimes.run_onnx(session, feeds)
-            found = compare(f"onnx batch {batch}", produced, loaded.reference(feeds), FP32)
+            expected = loaded.expected(batch)
+            produced = runtimes.run_onnx(session, expected.feeds)
+            found = compare(f"onnx batch {batch}", produced, expected.outputs, FP32)
             for name, error in found.items():
                 errors[name] = max(errors.get(name, 0.0), error)
         return {"parity": {"runtime": "onnxruntime-cpu", "tolerance": vars(FP32), "max_abs_error": errors}}

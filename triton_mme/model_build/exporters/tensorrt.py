@@ -139,14 +139,22 @@ class TensorRTExporter:
     format = Format.TENSORRT
 
     def export(self, loaded: LoadedModel, context: ExportContext) -> ExportedModel:
-        from triton_mme.model_build.exporters.onnx import export_plain, graph_tensors
+        """The ONNX graph the plan is built from (the plan itself needs no PyTorch: see optimise)."""
+        from triton_mme.model_build.exporters.onnx import export_plain
 
-        trt = require_tensorrt(context.triton_tag)
+        require_tensorrt(context.triton_tag)
         # Built from the unfused export: ONNX Runtime's contrib fusions are not ONNX operators.
         onnx_file = context.exported.get("onnx-plain") or export_plain(loaded, context.workdir / "plain.onnx")
-        inputs, outputs = graph_tensors(onnx_file)
+        context.exported["onnx-plain"] = onnx_file
+        return ExportedModel(Format.TENSORRT, onnx_file, (), ())  # tensors read in optimise, module released
+
+    def optimise(self, loaded: LoadedModel, exported: ExportedModel, context: ExportContext) -> ExportedModel:
+        from triton_mme.model_build.exporters.onnx import graph_tensors
+
+        trt = require_tensorrt(context.triton_tag)
+        inputs, outputs = graph_tensors(exported.model_file)
         path = context.workdir / "model.plan"
-        path.write_bytes(build_plan(trt, onnx_file, loaded.entry, inputs))
+        path.write_bytes(build_plan(trt, exported.model_file, loaded.entry, inputs))
         details = {
             "tensorrt_version": str(trt.__version__),
             "triton_image_tensorrt": check_tensorrt_version(str(trt.__version__), context.triton_tag),
@@ -167,10 +175,10 @@ class TensorRTExporter:
         plan = exported.model_file.read_bytes()
         errors: dict[str, float] = {}
         for batch in verification_batches(loaded.entry.max_batch_size):
-            feeds = loaded.sample(batch)
-            produced = run_plan(trt, plan, feeds, exported.outputs)
+            expected = loaded.expected(batch)
+            produced = run_plan(trt, plan, expected.feeds, exported.outputs)
             for name, error in compare(
-                f"tensorrt batch {batch}", produced, loaded.reference(feeds), tolerance
+                f"tensorrt batch {batch}", produced, expected.outputs, tolerance
             ).items():
                 errors[name] = max(errors.get(name, 0.0), error)
         return {

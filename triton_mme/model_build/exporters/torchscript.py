@@ -105,16 +105,20 @@ class TorchScriptExporter:
         }
         return ExportedModel(Format.TORCHSCRIPT, path, inputs, outputs, details)
 
+    def optimise(self, loaded: LoadedModel, exported: ExportedModel, context: ExportContext) -> ExportedModel:
+        return exported  # Triton's PyTorch backend runs the traced module as saved
+
     def verify(self, loaded: LoadedModel, exported: ExportedModel) -> dict[str, Any]:
         from triton_mme.model_build import runtimes
 
         module = runtimes.load_torchscript(exported.model_file)
         input_order = [s.name for s in loaded.inputs]
+        output_order = list(loaded.output_names)
         errors: dict[str, float] = {}
         for batch in verification_batches(loaded.entry.max_batch_size):
-            feeds = loaded.sample(batch)
-            produced = runtimes.run_torchscript(module, feeds, input_order, list(loaded.output_names))
-            found = compare(f"torchscript batch {batch}", produced, loaded.reference(feeds), FP32)
+            expected = loaded.expected(batch)
+            produced = runtimes.run_torchscript(module, expected.feeds, input_order, output_order)
+            found = compare(f"torchscript batch {batch}", produced, expected.outputs, FP32)
             for name, error in found.items():
                 errors[name] = max(errors.get(name, 0.0), error)
         return {
