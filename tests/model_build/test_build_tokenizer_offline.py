@@ -17,7 +17,7 @@ from triton_mme.core.catalog import CatalogError
 from triton_mme.core.golden import GoldenData
 from triton_mme.core.manifest import Manifest
 from triton_mme.model_build import runtimes
-from triton_mme.model_build.sources import HF_CONFIG_DIR
+from triton_mme.model_build.hf_config import HF_CONFIG_DIR
 from triton_mme.model_build.tokenizer_offline import corpus_lines, offline_tokenizer_json
 
 
