@@ -126,12 +126,12 @@ def notebook_resnet50(ctx: RunContext) -> Path:
             output_names=["output"],
         )
         config = baselines.notebook_config(
-            "resnet50",
+            "resnet50-onnx",
             max_batch_size=resnet50_entry().max_batch_size,
             inputs=[TensorSpec(name="input", datatype="FP32", dims=(3, 224, 224))],
             outputs=[TensorSpec(name="output", datatype="FP32", dims=(1000,))],
         )
-        ctx.cache[key] = baselines.pack_archive(onnx_path, config, folder / "model.tar.gz", name="resnet50")
+        ctx.cache[key] = baselines.pack_archive(onnx_path, config, folder / "model.tar.gz", name="resnet50-onnx")
     path: Path = ctx.cache[key]
     return path
 
@@ -160,7 +160,7 @@ def notebook_text(ctx: RunContext, outputs: tuple[TensorSpec, ...]) -> Path:
             output_names=names,
         )
         config_text = baselines.notebook_config(
-            "roberta",
+            "roberta-onnx",
             max_batch_size=text_entry().max_batch_size,
             inputs=[
                 TensorSpec(name=name, datatype="INT64", dims=(TEXT_SEQUENCE_LENGTH,))
@@ -169,7 +169,7 @@ def notebook_text(ctx: RunContext, outputs: tuple[TensorSpec, ...]) -> Path:
             outputs=list(outputs),
         )
         ctx.cache[key] = baselines.pack_archive(
-            onnx_path, config_text, folder / "model.tar.gz", name="roberta"
+            onnx_path, config_text, folder / "model.tar.gz", name="roberta-onnx"
         )
     path: Path = ctx.cache[key]
     return path

@@ -63,7 +63,8 @@ def notebook_config(
 
 
 def pack_archive(onnx_path: Path, config_text: str, archive: Path, *, name: str) -> Path:
-    """`tar -czf model.tar.gz <name>` over `<name>/config.pbtxt` and `<name>/1/model.onnx`."""
+    """`tar -czf model.tar.gz <name>` over `<name>/config.pbtxt` and `<name>/1/model.onnx` (`<name>` is
+    `<model>-onnx`, the one directory name the archive policy lets an ONNX archive have)."""
     import gzip
 
     archive.parent.mkdir(parents=True, exist_ok=True)

@@ -66,8 +66,8 @@ def tiny_archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             entry, entry.formats[0], model_name="tiny-onnx", model_sha256=file_sha256(model), **SPECS
         )
     )
-    notebook_config = baselines.notebook_config("tiny", max_batch_size=4, **SPECS)
+    notebook_config = baselines.notebook_config("tiny-onnx", max_batch_size=4, **SPECS)
     return {
         "project": baselines.pack_archive(model, project_config, folder / "project.tar.gz", name="tiny-onnx"),
-        "notebook": baselines.pack_archive(model, notebook_config, folder / "notebook.tar.gz", name="tiny"),
+        "notebook": baselines.pack_archive(model, notebook_config, folder / "notebook.tar.gz", name="tiny-onnx"),
     }
