@@ -131,7 +131,9 @@ def notebook_resnet50(ctx: RunContext) -> Path:
             inputs=[TensorSpec(name="input", datatype="FP32", dims=(3, 224, 224))],
             outputs=[TensorSpec(name="output", datatype="FP32", dims=(1000,))],
         )
-        ctx.cache[key] = baselines.pack_archive(onnx_path, config, folder / "model.tar.gz", name="resnet50-onnx")
+        ctx.cache[key] = baselines.pack_archive(
+            onnx_path, config, folder / "model.tar.gz", name="resnet50-onnx"
+        )
     path: Path = ctx.cache[key]
     return path
 

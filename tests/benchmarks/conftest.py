@@ -69,5 +69,7 @@ def tiny_archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     notebook_config = baselines.notebook_config("tiny-onnx", max_batch_size=4, **SPECS)
     return {
         "project": baselines.pack_archive(model, project_config, folder / "project.tar.gz", name="tiny-onnx"),
-        "notebook": baselines.pack_archive(model, notebook_config, folder / "notebook.tar.gz", name="tiny-onnx"),
+        "notebook": baselines.pack_archive(
+            model, notebook_config, folder / "notebook.tar.gz", name="tiny-onnx"
+        ),
     }
