@@ -21,12 +21,12 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk
 
-from infra.build_target import check_build_target
-from infra.composition import compose
-from infra.context import project_context, settings_from
-from infra.settings import Settings, SettingsError
 from triton_mme.core.catalog import CatalogError, load_catalog
 from triton_mme.model_build.offline_sources import check_sources
+from triton_mme_cdk.build_target import check_build_target
+from triton_mme_cdk.composition import compose
+from triton_mme_cdk.context import project_context, settings_from
+from triton_mme_cdk.settings import Settings, SettingsError
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 
@@ -58,7 +58,7 @@ def preflight(argv: Sequence[str], session: Any = None) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError, NoCredentialsError
 
-    from infra.preflight import PreflightClients, run_preflight
+    from triton_mme_cdk.preflight import PreflightClients, run_preflight
 
     parser = argparse.ArgumentParser(prog="make preflight", description=preflight.__doc__)
     parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infra.settings import Settings
 from triton_mme.core.platform import HOURS_PER_MONTH, hourly_price
+from triton_mme_cdk.settings import Settings
 
 PAGE = (Path(__file__).resolve().parents[1] / "docs" / "first-deploy.md").read_text(encoding="utf-8")
 

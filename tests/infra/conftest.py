@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from synth_support import Synthesized, synthesize
 
-from infra.settings import Settings
+from triton_mme_cdk.settings import Settings
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,8 @@ from typing import Any
 
 from synth_support import Synthesized
 
-from infra.acceptance_settings import ACCEPTANCE_SETTINGS_OUTPUT
 from triton_mme.acceptance.stack import StackFacts
+from triton_mme_cdk.acceptance_settings import ACCEPTANCE_SETTINGS_OUTPUT
 
 SynthWith = Callable[..., Synthesized]
 

@@ -23,8 +23,8 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from syrupy.types import PropertyPath
 
 from benchmarks.deploy_order import dependencies, longest_waits, upstream
-from infra.settings import BUILD_DEADLINE_MARGIN_MINUTES
 from triton_mme.core.platform import CDK_MIN_BOOTSTRAP_VERSION, CUSTOM_RESOURCE_TIMEOUT_MINUTES
+from triton_mme_cdk.settings import BUILD_DEADLINE_MARGIN_MINUTES
 
 SynthWith = Callable[..., Synthesized]
 ASSET_HASH = re.compile(r"[0-9a-f]{64}")

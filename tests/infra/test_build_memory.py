@@ -8,8 +8,6 @@ import pytest
 from boundaries import loaded_after
 from synth_support import REPO_ROOT
 
-from infra.build_target import build_memory_problem, check_build_target
-from infra.settings import Settings, SettingsError
 from triton_mme.core.catalog import CatalogError, load_catalog, parse_catalog
 from triton_mme.core.platform import CODEBUILD_GPUS
 from triton_mme.model_build.build_memory import (
@@ -19,6 +17,8 @@ from triton_mme.model_build.build_memory import (
     estimated_build_peak_gib,
     hf_parameters,
 )
+from triton_mme_cdk.build_target import build_memory_problem, check_build_target
+from triton_mme_cdk.settings import Settings, SettingsError
 
 
 def catalog_with(**entry: object) -> object:
@@ -115,7 +115,7 @@ def test_a_model_whose_size_cannot_be_known_before_the_build_is_refused(
 
 def test_the_estimate_imports_no_deep_learning_library() -> None:
     loaded = loaded_after(
-        "from infra.build_target import build_memory_problem\n"
+        "from triton_mme_cdk.build_target import build_memory_problem\n"
         "from triton_mme.core.catalog import load_catalog\n"
         "build_memory_problem(load_catalog('models.yaml'), builder_compute_type='SMALL')"
     )

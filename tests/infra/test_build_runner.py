@@ -18,12 +18,12 @@ from aws_cdk import region_info
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
-from infra.constructs.build_runner import ModelBuildRunner
-from infra.constructs.build_spec import CUDA_COMPAT_SETUP
-from infra.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
-from infra.constructs.model_store import ModelStore
 from triton_mme.core.platform import CODEBUILD_GPU_REGIONS, dlc_registry_account
 from triton_mme.model_build import cache
+from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
+from triton_mme_cdk.constructs.build_spec import CUDA_COMPAT_SETUP
+from triton_mme_cdk.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
+from triton_mme_cdk.constructs.model_store import ModelStore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FLAGS = {

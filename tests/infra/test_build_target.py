@@ -12,9 +12,9 @@ import pytest
 from synth_support import CDK_JSON_CONTEXT, REPO_ROOT
 
 import app
-from infra.build_target import check_build_target, tensorrt_problem
-from infra.settings import Settings, SettingsError
 from triton_mme.core.catalog import load_catalog, parse_catalog
+from triton_mme_cdk.build_target import check_build_target, tensorrt_problem
+from triton_mme_cdk.settings import Settings, SettingsError
 
 CATALOG = load_catalog(REPO_ROOT / "models.yaml")
 WITHOUT_TENSORRT = parse_catalog(

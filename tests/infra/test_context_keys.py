@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from synth_support import CDK_JSON_CONTEXT
 
-from infra.context_keys import unknown_context_problem
-from infra.settings import CONTEXT_KEYS
+from triton_mme_cdk.context_keys import unknown_context_problem
+from triton_mme_cdk.settings import CONTEXT_KEYS
 
 
 def test_every_setting_and_every_cdk_json_flag_is_known() -> None:

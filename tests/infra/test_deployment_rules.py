@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from infra.deployment_rules import (
+from triton_mme.core.platform import (
+    CANARY_PERCENT_RANGE,
+    GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE,
+    GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE,
+    GUARDRAIL_WAIT_SECONDS_RANGE,
+    LINEAR_STEP_PERCENT_RANGE,
+    MAX_ROLLBACK_ALARMS,
+    ROLLING_BATCH_PERCENT_RANGE,
+)
+from triton_mme_cdk.deployment_rules import (
     CapacitySize,
     Fleet,
     Strategy,
@@ -18,16 +27,7 @@ from infra.deployment_rules import (
     total_wait_seconds,
     variant_count_problem,
 )
-from infra.settings import Settings, SettingsError
-from triton_mme.core.platform import (
-    CANARY_PERCENT_RANGE,
-    GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE,
-    GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE,
-    GUARDRAIL_WAIT_SECONDS_RANGE,
-    LINEAR_STEP_PERCENT_RANGE,
-    MAX_ROLLBACK_ALARMS,
-    ROLLING_BATCH_PERCENT_RANGE,
-)
+from triton_mme_cdk.settings import Settings, SettingsError
 
 
 def test_the_ranges_are_the_api_references() -> None:

@@ -11,7 +11,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
 from synth_support import bare_stack
 
-from infra.constructs.endpoint_autoscaling import EndpointAutoscaling
+from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
 
 ENDPOINT_NAME = {"Fn::GetAtt": ["Endpoint", "EndpointName"]}
 

@@ -8,7 +8,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Template
 from synth_support import bare_stack, with_nag
 
-from infra.constructs.endpoint_logs import EndpointLogs
+from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
 
 
 def logs_template(retention: logs.RetentionDays) -> tuple[Template, EndpointLogs]:

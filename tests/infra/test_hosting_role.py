@@ -10,7 +10,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 from synth_support import KEY_ARN, bare_stack
 
-from infra.constructs.hosting_role import HostingRole
+from triton_mme_cdk.constructs.hosting_role import HostingRole
 
 REPOSITORY_ARN = "arn:aws:ecr:eu-west-1:763104351884:repository/sagemaker-tritonserver"
 BUCKET_ARN = {"Fn::GetAtt": [Match.string_like_regexp("^Bucket"), "Arn"]}

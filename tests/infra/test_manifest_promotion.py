@@ -17,11 +17,11 @@ from botocore.stub import Stubber
 from store_support import BUCKET, write_build
 from synth_support import bare_stack, with_nag
 
-from infra.constructs.manifest_promotion import ManifestPromotion
-from infra.constructs.manifest_promotion_handler import handler as promotion
-from infra.constructs.model_store import ModelStore
 from triton_mme.core.manifest import Manifest
 from triton_mme.store.publish import publish_build_manifest, read_published_manifest, upload_build
+from triton_mme_cdk.constructs.manifest_promotion import ManifestPromotion
+from triton_mme_cdk.constructs.manifest_promotion_handler import handler as promotion
+from triton_mme_cdk.constructs.model_store import ModelStore
 
 pytestmark = pytest.mark.usefixtures("fake_archives")
 

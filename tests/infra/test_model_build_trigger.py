@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from infra.constructs.model_build_trigger_handler import handler
+from triton_mme_cdk.constructs.model_build_trigger_handler import handler
 
 PROJECT = "ModelBuildProject"
 BUILD_ID = f"{PROJECT}:0b7c5a4e-1111-2222-3333-444455556666"
@@ -333,7 +333,7 @@ def test_is_complete_stops_a_build_that_outlives_its_time_and_fails_the_resource
 
 
 def test_the_fingerprint_variable_is_the_one_the_buildspec_publishes_under() -> None:
-    from infra.constructs.build_spec import FINGERPRINT_VARIABLE, build_spec
+    from triton_mme_cdk.constructs.build_spec import FINGERPRINT_VARIABLE, build_spec
 
     assert handler.FINGERPRINT_VARIABLE == FINGERPRINT_VARIABLE
     assert (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.constructs.model_events_handler import handler
+from triton_mme_cdk.constructs.model_events_handler import handler
 
 CAPTURED = (Path(__file__).parents[1] / "observability/fixtures/triton-2.51-sagemaker.log").read_text()
 EXPECTED = json.loads((Path(__file__).parents[1] / "observability/fixtures/expected.json").read_text())

@@ -10,7 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 from synth_support import KEY_ARN, bare_stack, with_nag
 
-from infra.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.model_store import ModelStore
 
 BLOCK_ALL = {
     "BlockPublicAcls": True,

@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 from dashboard_support import dashboard_widgets, widget
 
-from infra.constructs.monitoring import AlarmThresholds, EndpointMonitoring
+from triton_mme_cdk.constructs.monitoring import AlarmThresholds, EndpointMonitoring
 
 ENDPOINT = "Endpoint.EndpointName"  # how the endpoint's GetAtt reads once the dashboard body is rendered
 REQUESTS = "AWS/SageMaker"

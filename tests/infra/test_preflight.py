@@ -13,16 +13,16 @@ from botocore.stub import Stubber
 from synth_support import KEY_ARN
 
 import app
-from infra.preflight import PreflightClients, run_preflight
-from infra.preflight.checks import (
+from triton_mme_cdk.preflight import PreflightClients, run_preflight
+from triton_mme_cdk.preflight.checks import (
     check_bootstrap,
     check_codebuild_gpu_quota,
     check_endpoint_quota,
     check_image,
     check_region,
 )
-from infra.preflight.deployed import check_instance_type_change, check_variant_name
-from infra.settings import Settings
+from triton_mme_cdk.preflight.deployed import check_instance_type_change, check_variant_name
+from triton_mme_cdk.settings import Settings
 
 REGION = "eu-west-1"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -259,7 +259,7 @@ def test_endpoint_quota_below_the_peak_fails_with_the_increase_to_ask_for(aws: C
 def test_the_quota_needed_counts_the_instances_an_update_adds(
     overrides: dict[str, Any], needed: int, why: str
 ) -> None:
-    from infra.preflight.run import update_capacity
+    from triton_mme_cdk.preflight.run import update_capacity
 
     settings = Settings(**overrides)
     assert (settings.peak_update_instances, update_capacity(settings)) == (needed, why)

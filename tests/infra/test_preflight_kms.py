@@ -11,7 +11,7 @@ import pytest
 from botocore.stub import Stubber
 from synth_support import KEY_ARN
 
-from infra.preflight.kms_key import check_kms_key, undelegated_actions
+from triton_mme_cdk.preflight.kms_key import check_kms_key, undelegated_actions
 
 ACCOUNT = "123456789012"
 ROOT = f"arn:aws:iam::{ACCOUNT}:root"

@@ -16,11 +16,11 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 from test_build_runner import FLAGS, REPO_ROOT, actions, joined, statements
 
-from infra.constructs.build_spec import CUDA_COMPAT_SETUP
-from infra.constructs.model_store import ModelStore
-from infra.constructs.serving_check import ServingCheckRunner
-from infra.constructs.triton_endpoint import CONTAINER_ENVIRONMENT
-from infra.constructs.triton_image import TritonImage
+from triton_mme_cdk.constructs.build_spec import CUDA_COMPAT_SETUP
+from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
+from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT
+from triton_mme_cdk.constructs.triton_image import TritonImage
 
 BUILD_FINGERPRINT = "b" * 64
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from synth_support import CDK_JSON_CONTEXT, KEY_ARN
 
-from infra.settings import CONTEXT_KEYS, GPU_MME_INSTANCE_TYPES, Settings, SettingsError
+from triton_mme_cdk.settings import CONTEXT_KEYS, GPU_MME_INSTANCE_TYPES, Settings, SettingsError
 
 
 def test_cdk_json_holds_feature_flags_only_so_the_dataclass_is_the_one_place_for_defaults() -> None:

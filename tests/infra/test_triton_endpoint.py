@@ -12,11 +12,11 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Annotations, Match, Template
 from synth_support import KEY_ARN, bare_stack
 
-from infra.constructs.deployment_policy import DeploymentPolicy
-from infra.constructs.model_store import ModelStore
-from infra.constructs.triton_endpoint import TritonEndpoint
-from infra.constructs.triton_image import TritonImage
-from infra.deployment_rules import CapacitySize, Strategy
+from triton_mme_cdk.constructs.deployment_policy import DeploymentPolicy
+from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.triton_endpoint import TritonEndpoint
+from triton_mme_cdk.constructs.triton_image import TritonImage
+from triton_mme_cdk.deployment_rules import CapacitySize, Strategy
 
 ENDPOINT_NAME = "test-endpoint"
 

@@ -8,8 +8,8 @@ from aws_cdk import aws_ssm as ssm
 from aws_cdk.assertions import Template
 from synth_support import bare_stack
 
-from infra.constructs.triton_image import TritonImage
 from triton_mme.core.platform import registry_accounts
+from triton_mme_cdk.constructs.triton_image import TritonImage
 
 
 def image_stack(tag: str) -> tuple[cdk.Stack, TritonImage]:

@@ -8,7 +8,6 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from infra.constructs.triton_endpoint import VARIANT_NAME
 from triton_mme.loadtest import commands
 from triton_mme.loadtest.cloudwatch import (
     DEFAULT_VARIANT,
@@ -16,6 +15,7 @@ from triton_mme.loadtest.cloudwatch import (
     model_cache_hit,
     wait_for_model_cache_hit,
 )
+from triton_mme_cdk.constructs.triton_endpoint import VARIANT_NAME
 
 START = dt.datetime(2026, 12, 1, 10, 0, 30, tzinfo=dt.UTC)
 END = dt.datetime(2026, 12, 1, 10, 2, 10, tzinfo=dt.UTC)

@@ -11,11 +11,11 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from infra.stack import ENDPOINT_NAME_OUTPUT
 from triton_mme.cli import main, parser
 from triton_mme.core.model_metrics import INSIGHT_RULES
 from triton_mme.observability import cloudwatch as figures_from_cloudwatch
 from triton_mme.observability.commands import since_seconds
+from triton_mme_cdk.stack import ENDPOINT_NAME_OUTPUT
 
 ENDPOINT = "triton-mme"
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)

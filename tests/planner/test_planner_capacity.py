@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from planner_support import manifest_of
 
-from infra.settings import MAX_INSTANCES, Settings
 from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES, HOURS_PER_MONTH
 from triton_mme.planner.candidates import instance_limits, local_candidate, sagemaker_candidates
 from triton_mme.planner.capacity import fewest, plan
@@ -18,6 +17,7 @@ from triton_mme.planner.prediction import predict
 from triton_mme.planner.prices import PriceBook
 from triton_mme.planner.served import PlanOptions, Served
 from triton_mme.planner.traffic import parse_traffic, workload
+from triton_mme_cdk.settings import MAX_INSTANCES, Settings
 
 SIMULATED = 20_000
 

@@ -11,10 +11,10 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk.assertions import Template
 
-from infra.composition import compose
-from infra.settings import Settings
-from infra.stack import TritonMmeStack
 from triton_mme.core.catalog import load_catalog
+from triton_mme_cdk.composition import compose
+from triton_mme_cdk.settings import Settings
+from triton_mme_cdk.stack import TritonMmeStack
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_JSON_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]

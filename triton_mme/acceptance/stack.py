@@ -1,4 +1,5 @@
-"""What the deployed stack promised: its AcceptanceSettings output (infra/acceptance_settings.py), read back.
+"""What the deployed stack promised: its AcceptanceSettings output (triton_mme_cdk/acceptance_settings.py),
+read back.
 
 The stack resolves every reference (endpoint config and model names, alarm names, the image URI) into this
 one JSON output at deploy time, so the run needs no settings file and no read of the template.
@@ -14,7 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from triton_mme.core.errors import UserError, describe_validation_error
 
-# The stack output holding the settings; infra/acceptance_settings.py writes it.
+# The stack output holding the settings; triton_mme_cdk/acceptance_settings.py writes it.
 ACCEPTANCE_SETTINGS_OUTPUT = "AcceptanceSettings"
 ROUTING_POLICY = "BlueGreenUpdatePolicy"
 ROLLING_POLICY = "RollingUpdatePolicy"

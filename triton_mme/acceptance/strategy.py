@@ -3,7 +3,8 @@
 DescribeEndpoint says which DeploymentConfig the last update asked for (LastDeploymentConfig, compared in
 check 2) but not what SageMaker did: an endpoint its guardrails exclude is updated all at once without an
 error. The stack's DeploymentEvents rule keeps every "SageMaker Endpoint Deployment State Change" event of
-the endpoint in a log group (infra/constructs/deployment_events.py); each carries the pending deployment's
+the endpoint in a log group (triton_mme_cdk/constructs/deployment_events.py); each carries the pending
+deployment's
 variant status (SageMaker developer guide, "Events that Amazon SageMaker AI sends to Amazon EventBridge"):
 `ActivatingTraffic` "Activating traffic on canary capacity of 1 instance(s).", `Baking` "Baking for 600
 seconds (TerminationWaitInSeconds) with traffic enabled on canary capacity of 1 instance(s).", and the same

@@ -31,7 +31,8 @@ SERVING_REPORT_FILE_NAME = "serving-report.json"
 SERVING_REPORT_SUFFIX = ".serving-report.json"
 CANDIDATE_PREFIX = "candidate-"
 BUILDS_FOLDER = "builds/"
-# A build's fingerprint: the sha256 (hex) of all the build depends on (infra/constructs/build_runner.py and
+# A build's fingerprint: the sha256 (hex) of all the build depends on
+# (triton_mme_cdk/constructs/build_runner.py and
 # serving_check.py); a manifest's digest: the sha256 (hex) of its bytes (Manifest.sha256).
 FINGERPRINT_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 SHA256_PATTERN = FINGERPRINT_PATTERN

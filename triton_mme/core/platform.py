@@ -472,7 +472,8 @@ CDK_MIN_BOOTSTRAP_VERSION = 6
 # - CapacitySize.Value >= 1, as INSTANCE_COUNT or CAPACITY_PERCENT.
 # - AutoRollbackConfig.Alarms: 1..10 alarm names; SageMaker needs cloudwatch:DescribeAlarms on them
 #   (developer guide, "Auto-Rollback Configuration and Monitoring").
-# Not documented (the safe side is taken in infra/deployment_rules.py): how SageMaker rounds a percentage to
+# Not documented (the safe side is taken in triton_mme_cdk/deployment_rules.py): how SageMaker rounds a
+# percentage to
 # whole instances, and whether CreateEndpoint checks that the named alarms exist.
 GUARDRAIL_WAIT_SECONDS_RANGE = (0, 3600)
 GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE = (0, 3600)

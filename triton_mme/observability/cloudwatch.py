@@ -18,7 +18,8 @@ from triton_mme.core.model_metrics import (
 )
 from triton_mme.observability.figures import ModelFigures
 
-# The stack output naming the endpoint (infra/stack.py ENDPOINT_NAME_OUTPUT; a test keeps them equal).
+# The stack output naming the endpoint (triton_mme_cdk/stack.py ENDPOINT_NAME_OUTPUT; a test keeps them
+# equal).
 ENDPOINT_NAME_OUTPUT = "EndpointName"
 # GetInsightRuleReport returns at most 100 contributors per rule; beyond them a model shows no figure.
 MAX_CONTRIBUTORS = 100

@@ -1,10 +1,11 @@
 """The stack a plan is for: by default the settings `cdk deploy` would read in the project checkout.
 
 The instance counts, the GPU utilisation target, the Triton tag and the instance types that synthesis
-accepts for the settings' catalog come from the CDK app's own code (infra.stack_plan, which reads cdk.json,
-cdk.context.json and `-c` pairs through infra.context and validates through infra.settings and
-infra.build_target), imported only when a plan runs in a checkout: the planner never retypes a default or
-a rule of the app. Every value the plan uses is reported with where it came from.
+accepts for the settings' catalog come from the CDK app's own code (triton_mme_cdk.stack_plan, which reads
+cdk.json, cdk.context.json and `-c` pairs through triton_mme_cdk.context and validates through
+triton_mme_cdk.settings and triton_mme_cdk.build_target), imported only when a plan runs in a checkout: the
+planner never retypes a default or a rule of the app.
+Every value the plan uses is reported with where it came from.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from triton_mme.core.errors import UserError
 from triton_mme.planner.defaults import DEFAULT_GPU_UTILIZATION_TARGET, DEFAULT_MAX_INSTANCES
 
-STACK_MODULE = "infra.stack_plan"
+STACK_MODULE = "triton_mme_cdk.stack_plan"
 PLANNER_DEFAULT = "planner default"
 
 
@@ -72,7 +73,7 @@ class PlanFor:
 
 
 def _stack_module(root: Path) -> Any:
-    if not (root / "app.py").is_file() or not (root / "infra" / "stack_plan.py").is_file():
+    if not (root / "app.py").is_file() or not (root / "triton_mme_cdk" / "stack_plan.py").is_file():
         return None
     where = str(root.resolve())
     if where not in sys.path:

@@ -5,7 +5,7 @@ written, must never change its bytes. Every key is checked before anything is up
 manifest, which tells readers which keys to use, is written only after all its archives exist.
 
 Every write is conditional, so two writers cannot silently overwrite each other (S3 conditional writes; the
-model store's bucket policy refuses any other write, infra/constructs/model_store.py):
+model store's bucket policy refuses any other write, triton_mme_cdk/constructs/model_store.py):
 
 - archives, companion files and immutable manifest copies are created with `If-None-Match: *`: written
   only if the key is absent. A writer that loses the race re-reads the key and accepts it only when it holds

@@ -9,12 +9,12 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from infra.constructs.deployment_policy import DeploymentPolicy
-from infra.constructs.hosting_role import HostingRole
-from infra.constructs.model_store import ModelStore
-from infra.constructs.triton_image import TritonImage
-from infra.deployment_rules import variant_count_problem
 from triton_mme.core.triton_logging import LOG_ENVIRONMENT
+from triton_mme_cdk.constructs.deployment_policy import DeploymentPolicy
+from triton_mme_cdk.constructs.hosting_role import HostingRole
+from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.triton_image import TritonImage
+from triton_mme_cdk.deployment_rules import variant_count_problem
 
 VARIANT_NAME = "AllTraffic"
 # Triton's SageMaker entry point (docker/sagemaker/serve) logs verbosely unless told otherwise, which writes

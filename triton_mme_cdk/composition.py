@@ -3,9 +3,9 @@ from __future__ import annotations
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from infra.settings import Settings
-from infra.stack import TritonMmeStack
 from triton_mme.core.catalog import Catalog
+from triton_mme_cdk.settings import Settings
+from triton_mme_cdk.stack import TritonMmeStack
 
 
 def compose(app: cdk.App, settings: Settings, catalog: Catalog) -> TritonMmeStack:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.constructs.build_spec import (
+from triton_mme.core.locations import BUILD_DIR
+from triton_mme_cdk.constructs.build_spec import (
     CANDIDATE_VARIABLE,
     CUDA_COMPAT_SETUP,
     FINGERPRINT_VARIABLE,
     STORE_ARGUMENTS,
 )
-from triton_mme.core.locations import BUILD_DIR
 
 IMAGE_PYTHON = "python3"
 # Where the uv-managed interpreter lives for images whose python3 is too old, and which CPython it is.

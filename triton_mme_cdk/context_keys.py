@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from infra.settings import CONTEXT_KEYS
+from triton_mme_cdk.settings import CONTEXT_KEYS
 
 CDK_CONTEXT_KEYS = frozenset({"acknowledged-issue-numbers"})
 

@@ -1,8 +1,9 @@
 """What `triton-mme plan` needs to plan the stack `cdk deploy` would create: the instance counts and the GPU
 utilisation target of the settings, the instance types synthesis accepts for the settings' catalog, and where
-each value comes from (cdk.json, cdk.context.json, `-c`, or the default in infra/settings.py).
+each value comes from (cdk.json, cdk.context.json, `-c`, or the default in triton_mme_cdk/settings.py).
 
-Read with the same code as synthesis (infra.context, Settings, check_build_target): an instance type is
+Read with the same code as synthesis (triton_mme_cdk.context, Settings, check_build_target): an instance type
+is
 offered only where `make synth` with `-c instanceType=<type>` would pass. Imports no aws_cdk.
 """
 
@@ -13,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.build_target import check_build_target
-from infra.context import project_context, setting_origins, settings_from
-from infra.settings import Settings, SettingsError
 from triton_mme.core.catalog import load_catalog
 from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES
+from triton_mme_cdk.build_target import check_build_target
+from triton_mme_cdk.context import project_context, setting_origins, settings_from
+from triton_mme_cdk.settings import Settings, SettingsError
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class StackPlan:
     origins: dict[str, str]
 
     def origin(self, key: str) -> str:
-        return self.origins.get(key, "default (infra/settings.py)")
+        return self.origins.get(key, "default (triton_mme_cdk/settings.py)")
 
 
 def accepted_instance_types(

@@ -5,7 +5,7 @@ changes the deployed stack cannot take in one deployment.
 PASS or FAIL with the fix, and any FAIL makes the command exit non-zero. Nothing here writes to AWS.
 """
 
-from infra.preflight.checks import CheckResult
-from infra.preflight.run import PreflightClients, run_preflight
+from triton_mme_cdk.preflight.checks import CheckResult
+from triton_mme_cdk.preflight.run import PreflightClients, run_preflight
 
 __all__ = ["CheckResult", "PreflightClients", "run_preflight"]

@@ -16,11 +16,11 @@ from aws_cdk import Stack
 from aws_cdk import aws_applicationautoscaling as applicationautoscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-from infra.constructs.deployment_events import DeploymentEvents
-from infra.constructs.endpoint_autoscaling import EndpointAutoscaling
-from infra.constructs.model_store import ModelStore
-from infra.constructs.triton_endpoint import TritonEndpoint
 from triton_mme.acceptance.stack import ACCEPTANCE_SETTINGS_OUTPUT
+from triton_mme_cdk.constructs.deployment_events import DeploymentEvents
+from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
+from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.triton_endpoint import TritonEndpoint
 
 __all__ = ["ACCEPTANCE_SETTINGS_OUTPUT", "acceptance_settings"]
 

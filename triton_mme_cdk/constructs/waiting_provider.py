@@ -14,7 +14,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from infra.constructs.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
 
 # CDK makes each function and the waiter depend on its role, which the role ARN already implies.
 REDUNDANT_ROLE_DEPENDENCY = ("AWS::Lambda::Function", "AWS::StepFunctions::StateMachine")

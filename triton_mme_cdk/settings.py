@@ -14,25 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from infra.deployment_rules import (
-    STRATEGIES,
-    CapacitySize,
-    Fleet,
-    Strategy,
-    fleet_problem,
-    instance_type_problem,
-    peak_instances,
-    step_problem,
-    total_wait_seconds,
-)
-from infra.platform_rules import (
-    AUTO,
-    build_gpu_problem,
-    compute_capability_problem,
-    inference_ami_problem,
-    region_problem,
-    resolve_inference_ami,
-)
 from triton_mme.core.platform import (
     CODEBUILD_GPUS,
     CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES,
@@ -47,6 +28,25 @@ from triton_mme.core.platform import (
     INVOKE_ENDPOINT_TIMEOUT_SECONDS,
     TRITON_IMAGE_TAGS,
     gpu_instance,
+)
+from triton_mme_cdk.deployment_rules import (
+    STRATEGIES,
+    CapacitySize,
+    Fleet,
+    Strategy,
+    fleet_problem,
+    instance_type_problem,
+    peak_instances,
+    step_problem,
+    total_wait_seconds,
+)
+from triton_mme_cdk.platform_rules import (
+    AUTO,
+    build_gpu_problem,
+    compute_capability_problem,
+    inference_ami_problem,
+    region_problem,
+    resolve_inference_ami,
 )
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class Settings:
     scale_out_cooldown_seconds: int = 200
     triton_image_tag: str = DEFAULT_TRITON_TAG
     # The SageMaker inference AMI (NVIDIA driver) of the variant; `auto` picks the newest one whose driver
-    # runs the tag's CUDA natively on the instance type (infra/platform_rules.py).
+    # runs the tag's CUDA natively on the instance type (triton_mme_cdk/platform_rules.py).
     inference_ami_version: str = AUTO
     # Without network access the container still gets its models: SageMaker downloads them (docs/platform.md).
     network_isolation: bool = True
@@ -115,7 +115,8 @@ class Settings:
     autoscaling: bool = True
     model_catalog: str = "models.yaml"
     kms_key_arn: str | None = None
-    # Alarms (see infra/constructs/monitoring.py): thresholds per 1-minute period; an alarm fires when
+    # Alarms (see triton_mme_cdk/constructs/monitoring.py): thresholds per 1-minute period; an alarm fires
+    # when
     # alarm_datapoints_to_alarm of the last alarm_evaluation_minutes periods cross its threshold.
     alarm_email: str | None = None
     alarm_5xx_errors_per_minute: int = 1
@@ -141,7 +142,8 @@ class Settings:
     deployment_wait_seconds: int = 600
     deployment_termination_wait_seconds: int = 0
     deployment_timeout_seconds: int = 7200
-    # The GPU build runner and the serving check, on the same GPU size (infra/constructs/build_runner.py,
+    # The GPU build runner and the serving check, on the same GPU size
+    # (triton_mme_cdk/constructs/build_runner.py,
     # serving_check.py); `cdk deploy` waits for both, each queueing up to build_queue_timeout_minutes.
     builder_compute_type: str = "SMALL"
     build_timeout_minutes: int = 30
@@ -362,7 +364,7 @@ def _validate(s: Settings) -> None:
 
 
 def _validate_platform(s: Settings) -> None:
-    """The GPU, the driver and the region must serve the tag (infra/platform_rules.py)."""
+    """The GPU, the driver and the region must serve the tag (triton_mme_cdk/platform_rules.py)."""
     if s.region is not None and not REGION_PATTERN.fullmatch(s.region):
         raise _fail("region", s.region, "is not an AWS region name; allowed: e.g. us-east-1")
     for problem in (
@@ -448,7 +450,8 @@ _SIZE_ALLOWED = "a number of instances such as 1, or a percentage of the instanc
 
 
 def _validate_deployment(s: Settings) -> None:
-    """The guardrails' ranges and rules (infra/deployment_rules.py, from the SageMaker API reference)."""
+    """The guardrails' ranges and rules (triton_mme_cdk/deployment_rules.py, from the SageMaker API
+    reference)."""
     if s.deployment_strategy not in STRATEGIES:
         raise _fail(
             "deployment_strategy",

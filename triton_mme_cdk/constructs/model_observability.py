@@ -23,7 +23,6 @@ from aws_cdk import aws_logs_destinations as destinations
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
-from infra.constructs.runner_source import runner_source
 from triton_mme.core.model_metrics import (
     CALLER_LATENCY,
     CALLER_NAMESPACE,
@@ -34,13 +33,14 @@ from triton_mme.core.model_metrics import (
     TOTALS_NAMESPACE,
     insight_rule_name,
 )
+from triton_mme_cdk.constructs.runner_source import runner_source
 
 # What the function runs: its handler and the log parser it shares with `triton-mme models --local`.
 HANDLER_FILES = (
-    "infra/__init__.py",
-    "infra/constructs/__init__.py",
-    "infra/constructs/model_events_handler/__init__.py",
-    "infra/constructs/model_events_handler/handler.py",
+    "triton_mme_cdk/__init__.py",
+    "triton_mme_cdk/constructs/__init__.py",
+    "triton_mme_cdk/constructs/model_events_handler/__init__.py",
+    "triton_mme_cdk/constructs/model_events_handler/handler.py",
     "triton_mme/__init__.py",
     "triton_mme/core/__init__.py",
     "triton_mme/core/model_metrics.py",
@@ -123,7 +123,7 @@ class ModelObservability(Construct):
             self,
             "Reader",
             runtime=lambda_.Runtime.PYTHON_3_14,
-            handler="infra.constructs.model_events_handler.handler.main",
+            handler="triton_mme_cdk.constructs.model_events_handler.handler.main",
             code=lambda_.Code.from_bucket(code.bucket, code.s3_object_key),
             environment={"ENDPOINT_NAME": endpoint_name},
             memory_size=128,

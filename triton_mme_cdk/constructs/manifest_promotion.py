@@ -8,10 +8,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.constructs.model_store import ModelStore
-from infra.constructs.nag import acknowledge_wildcard_resources
-from infra.constructs.waiting_provider import waiting_provider
 from triton_mme.core.locations import build_manifest_key
+from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.waiting_provider import waiting_provider
 
 HANDLER_DIR = Path(__file__).parent / "manifest_promotion_handler"
 # The endpoint update is over when this runs; the wait only covers a short Updating (a scaling activity).

@@ -6,7 +6,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.constructs.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
 
 ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints"
 ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from infra.context_keys import unknown_context_problem
-from infra.settings import CONTEXT_KEYS, Settings, SettingsError
+from triton_mme_cdk.context_keys import unknown_context_problem
+from triton_mme_cdk.settings import CONTEXT_KEYS, Settings, SettingsError
 
 # Where `cdk` reads project context from, in increasing precedence (before `-c` on its command line).
 CONTEXT_FILES = (("cdk.json", "context"), ("cdk.context.json", None))
@@ -52,7 +52,7 @@ def project_context(pairs: Sequence[str], root: Path) -> dict[str, Any]:
 
 def setting_origins(pairs: Sequence[str], root: Path) -> dict[str, str]:
     """Where each setting's value comes from: the last layer that sets it, else the Settings default."""
-    origins = {key: "default (infra/settings.py)" for key in CONTEXT_KEYS}
+    origins = {key: "default (triton_mme_cdk/settings.py)" for key in CONTEXT_KEYS}
     for origin, values in context_layers(pairs, root):
         for key, value in values.items():
             if key in origins and value not in (None, ""):

@@ -11,13 +11,13 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.constructs.build_spec import build_spec
-from infra.constructs.model_store import ModelStore
-from infra.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
-from infra.constructs.runner_source import runner_source
 from triton_mme.core.locations import BUILDS_FOLDER, CANDIDATE_PREFIX
 from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
 from triton_mme.core.platform import build_image, triton_image
+from triton_mme_cdk.constructs.build_spec import build_spec
+from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.runner_source import runner_source
 
 # What the runner runs (`python -m triton_mme gpu-check | build | upload | stage-candidate`), besides the
 # catalog: the entry point, the shared core and the model_build and store packages. Nothing else of the

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from aws_cdk import Duration
 from aws_cdk import aws_sagemaker as sagemaker
 
-from infra.deployment_rules import CapacitySize, Strategy
 from triton_mme.core.platform import MAX_ROLLBACK_ALARMS
+from triton_mme_cdk.deployment_rules import CapacitySize, Strategy
 
 _TRAFFIC_ROUTING = {
     Strategy.CANARY: "CANARY",

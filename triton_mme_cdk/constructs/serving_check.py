@@ -11,14 +11,14 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.constructs.build_runner import COMPUTE_TYPES
-from infra.constructs.model_store import ModelStore
-from infra.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
-from infra.constructs.runner_source import runner_source
-from infra.constructs.serving_check_spec import serving_check_spec
-from infra.constructs.triton_image import TritonImage
 from triton_mme.core.locations import BUILDS_FOLDER, MANIFEST_FILE_NAME, SERVING_REPORT_SUFFIX
 from triton_mme.core.platform import TRITON_REPOSITORY, runs_serving_check, triton_image
+from triton_mme_cdk.constructs.build_runner import COMPUTE_TYPES
+from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.runner_source import runner_source
+from triton_mme_cdk.constructs.serving_check_spec import serving_check_spec
+from triton_mme_cdk.constructs.triton_image import TritonImage
 
 # What the stage runs (`python3 -m triton_mme cuda-check | fetch-candidate | serving-check | publish-report |
 # publish-build`): the entry point, the shared core, the client's payload helpers, the serving check and the

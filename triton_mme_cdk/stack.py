@@ -6,23 +6,23 @@ from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from infra.acceptance_settings import ACCEPTANCE_SETTINGS_OUTPUT, acceptance_settings
-from infra.build_target import PROJECT_ROOT, catalog_in_project
-from infra.constructs.build_runner import ModelBuildRunner
-from infra.constructs.deployment_events import DeploymentEvents
-from infra.constructs.deployment_policy import DeploymentPolicy
-from infra.constructs.endpoint_autoscaling import EndpointAutoscaling
-from infra.constructs.endpoint_logs import EndpointLogs
-from infra.constructs.manifest_promotion import ManifestPromotion
-from infra.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
-from infra.constructs.model_observability import ModelObservability
-from infra.constructs.model_store import ModelStore
-from infra.constructs.monitoring import AlarmThresholds, EndpointMonitoring
-from infra.constructs.serving_check import ServingCheckRunner
-from infra.constructs.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
-from infra.constructs.triton_image import TritonImage
-from infra.settings import Settings
 from triton_mme.core.catalog import Catalog, Format
+from triton_mme_cdk.acceptance_settings import ACCEPTANCE_SETTINGS_OUTPUT, acceptance_settings
+from triton_mme_cdk.build_target import PROJECT_ROOT, catalog_in_project
+from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
+from triton_mme_cdk.constructs.deployment_events import DeploymentEvents
+from triton_mme_cdk.constructs.deployment_policy import DeploymentPolicy
+from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
+from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
+from triton_mme_cdk.constructs.manifest_promotion import ManifestPromotion
+from triton_mme_cdk.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
+from triton_mme_cdk.constructs.model_observability import ModelObservability
+from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.monitoring import AlarmThresholds, EndpointMonitoring
+from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
+from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
+from triton_mme_cdk.constructs.triton_image import TritonImage
+from triton_mme_cdk.settings import Settings
 
 # The output naming the endpoint: clients and the preflight checks find the deployed endpoint through it.
 ENDPOINT_NAME_OUTPUT = "EndpointName"

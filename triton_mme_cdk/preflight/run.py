@@ -5,20 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infra.constructs.triton_endpoint import VARIANT_NAME
-from infra.platform_rules import region_problem
-from infra.preflight.checks import (
-    CheckResult,
-    check_bootstrap,
-    check_codebuild_gpu_quota,
-    check_endpoint_quota,
-    check_image,
-    check_region,
-)
-from infra.preflight.deployed import check_instance_type_change, check_variant_name
-from infra.preflight.kms_key import check_kms_key
-from infra.settings import Settings
-from infra.stack import ENDPOINT_NAME_OUTPUT
 from triton_mme.core.platform import (
     CODEBUILD_GPUS,
     TRITON_REPOSITORY,
@@ -27,6 +13,20 @@ from triton_mme.core.platform import (
     dlc_registry_account,
     endpoint_quota_name,
 )
+from triton_mme_cdk.constructs.triton_endpoint import VARIANT_NAME
+from triton_mme_cdk.platform_rules import region_problem
+from triton_mme_cdk.preflight.checks import (
+    CheckResult,
+    check_bootstrap,
+    check_codebuild_gpu_quota,
+    check_endpoint_quota,
+    check_image,
+    check_region,
+)
+from triton_mme_cdk.preflight.deployed import check_instance_type_change, check_variant_name
+from triton_mme_cdk.preflight.kms_key import check_kms_key
+from triton_mme_cdk.settings import Settings
+from triton_mme_cdk.stack import ENDPOINT_NAME_OUTPUT
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from infra.preflight.checks import CheckResult, reports_aws_errors
+from triton_mme_cdk.preflight.checks import CheckResult, reports_aws_errors
 
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 

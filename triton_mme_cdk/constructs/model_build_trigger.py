@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.constructs.waiting_provider import waiting_provider
+from triton_mme_cdk.constructs.waiting_provider import waiting_provider
 
 HANDLER_DIR = Path(__file__).parent / "model_build_trigger_handler"
 # CloudFormation waits at most one hour for a custom resource (ServiceTimeout 1..3600 s): every stage, its

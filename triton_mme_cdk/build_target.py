@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infra.platform_rules import build_gpu_problem, instance_patterns
-from infra.settings import Settings, SettingsError
 from triton_mme.core.catalog import Catalog, Format
 from triton_mme.core.errors import quoted
 from triton_mme.core.platform import (
@@ -22,6 +20,8 @@ from triton_mme.model_build.build_memory import (
     estimated_build_peak_gib,
     parameter_count,
 )
+from triton_mme_cdk.platform_rules import build_gpu_problem, instance_patterns
+from triton_mme_cdk.settings import Settings, SettingsError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from infra.preflight.checks import CheckResult, reports_aws_errors
+from triton_mme_cdk.preflight.checks import CheckResult, reports_aws_errors
 
 NAME = "kms-key"
 # What the stack's roles do with the key: SSE-KMS reads (Decrypt) and writes (GenerateDataKey).
