@@ -43,10 +43,15 @@ def tiny_catalog() -> Catalog:
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory, tiny_catalog: Catalog) -> tuple[Path, Manifest]:
-    """One real build of both tiny models in both CPU formats, shared by the read-only tests."""
+def tiny_build(tmp_path_factory: pytest.TempPathFactory, tiny_catalog: Catalog) -> tuple[Path, Manifest]:
+    """The session's one real build of both tiny models in both CPU formats; tests only read it."""
     out = tmp_path_factory.mktemp("built")
     return out, build_catalog(tiny_catalog, out, progress=False)
+
+
+@pytest.fixture(scope="session")
+def built(tiny_build: tuple[Path, Manifest]) -> tuple[Path, Manifest]:
+    return tiny_build
 
 
 @pytest.fixture

@@ -1,22 +1,26 @@
-"""Fixtures of the local Triton tests: one build directory, built by the project's build code, per session."""
+"""Fixtures of the local Triton tests: a copy of the session's tiny build, plus hand-made archives."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
-from tiny_archives import TINY_CATALOG, BuiltArchive, mismatched_archive, renamed_archive, tensorrt_archive
+from tiny_archives import BuiltArchive, mismatched_archive, renamed_archive, tensorrt_archive
 
-from triton_mme.core.catalog import parse_catalog
-from triton_mme.core.manifest import ArchiveRecord
-from triton_mme.model_build.pipeline import build_catalog
+from triton_mme.core.manifest import ArchiveRecord, Manifest
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, BuiltArchive]]:
-    """Archives keyed "<name>/<format>": tiny models in onnx and torchscript, tensorrt, copy, mismatched."""
+def built(
+    tmp_path_factory: pytest.TempPathFactory, tiny_build: tuple[Path, Manifest]
+) -> tuple[Path, dict[str, BuiltArchive]]:
+    """Archives keyed "<name>/<format>": tiny models in onnx and torchscript, tensorrt, copy, mismatched.
+
+    The session's build is copied, so the archives added here never show up in other packages' tests."""
     out = tmp_path_factory.mktemp("models")
-    manifest = build_catalog(parse_catalog(TINY_CATALOG), out, progress=False)
+    shared_dir, manifest = tiny_build
+    shutil.copytree(shared_dir, out, dirs_exist_ok=True)
     archives = {f"{r.name}/{r.format}": BuiltArchive(r, out / r.target_model) for r in manifest.archives}
     cnn = archives["tiny-cnn/onnx"]
     plan = tensorrt_archive(out, cnn.record, tmp_path_factory.mktemp("plan"))
