@@ -20,11 +20,13 @@ CONTEXT ?=
 
 .PHONY: install synth test lint typecheck unit preflight deploy destroy diff acceptance build-models serve-local bench snapshot-update clean
 
+# --no-compile: byte-compiling every installed file (PyTorch, transformers, aws-cdk-lib) costs about 100
+# CPU-seconds; Python compiles the modules a run imports on first use instead.
 $(PY_STAMP): requirements.txt requirements-build.txt requirements-client.txt requirements-loadtest.txt \
 		requirements-torch.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-compile -r requirements-dev.txt
 	$(PY) -m pip install -qq --no-deps --editable .
 	touch $@
 
@@ -45,10 +47,13 @@ lint: $(PY_STAMP)
 typecheck: $(PY_STAMP)
 	$(PY) -m mypy
 
+# One pytest worker per core; the longest tests (marked slow) start first (tests/conftest.py).
 unit: install
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist worksteal
 
-test: lint typecheck unit
+# lint and typecheck run beside the tests, each target's output printed whole when it ends.
+test: install
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck unit
 
 snapshot-update: install
 	$(PY) -m pytest tests/infra/test_app.py --snapshot-update

@@ -113,6 +113,7 @@ def serving(trip: RoundTrip) -> Iterator[list[subprocess.Popen[str]]]:
                 os.killpg(server.pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_the_readmes_offline_round_trip_works_as_written(
     trip: RoundTrip, serving: list[subprocess.Popen[str]], isolated: None
 ) -> None:

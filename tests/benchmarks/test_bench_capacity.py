@@ -20,6 +20,7 @@ def test_the_plan_benchmark_times_a_user_run_against_ten_seconds(tmp_path: Path)
     assert section.notes[0].startswith("Recommendation: ml.")
 
 
+@pytest.mark.slow
 def test_the_load_generator_benchmark_measures_requests_per_second_per_user_count(tmp_path: Path) -> None:
     section = Section(load_generator.NAME, load_generator.TITLE)
     load_generator.run(RunContext(quick=True, scratch=tmp_path), section)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks.client_invoke import NAME, TITLE, run
 from benchmarks.context import RunContext
 from benchmarks.results import Section
 
 
+@pytest.mark.slow
 def test_quick_run_measures_both_clients_and_checks_them_against_the_targets(tmp_path: Path) -> None:
     section = Section(name=NAME, title=TITLE)
 

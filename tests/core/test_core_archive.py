@@ -132,6 +132,7 @@ def test_not_an_archive(tmp_path: Path) -> None:
         read_archive(path)
 
 
+@pytest.mark.slow
 def test_verify_runs_every_built_archive(built: tuple[Path, Manifest]) -> None:
     out, manifest = built
     for record in manifest.archives:

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.timeout(420)
 REQUESTS = 16
 
 
+@pytest.mark.slow
 def test_a_load_test_measures_the_local_tritons_own_cache_hits(
     built: tuple[Path, dict[str, BuiltArchive]], isolated: None, tmp_path: Path
 ) -> None:

@@ -19,6 +19,7 @@ from triton_mme.local_triton.server import free_port
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.mark.slow
 def test_serve_local_invoke_and_the_per_model_table(
     built: tuple[Path, dict[str, BuiltArchive]], tmp_path: Path, isolated: None
 ) -> None:

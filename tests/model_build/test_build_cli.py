@@ -50,6 +50,7 @@ def test_help_documents_every_command_and_option() -> None:
         assert option in build
 
 
+@pytest.mark.slow
 def test_build_then_verify_through_the_command_line(tmp_path: Path) -> None:
     catalog = _catalog(tmp_path, tiny_cnn(formats=["onnx"], input_shape=[3, 32, 32]))
     out = tmp_path / "out"

@@ -46,6 +46,7 @@ def test_one_archive_per_model_and_format_and_a_manifest_naming_them(built: tupl
         assert record.details["parity"]["max_abs_error"]
 
 
+@pytest.mark.slow
 def test_two_builds_give_the_same_bytes(
     built: tuple[Path, Manifest], tiny_catalog: Catalog, tmp_path: Path
 ) -> None:
@@ -105,6 +106,7 @@ def test_failed_parity_leaves_no_archive_and_no_manifest(
     assert not list(tmp_path.glob(".work-*")) and not list(tmp_path.glob(".partial-*"))
 
 
+@pytest.mark.slow
 def test_only_and_skip_keep_earlier_archives_in_the_manifest(
     built: tuple[Path, Manifest], tmp_path: Path
 ) -> None:
@@ -208,6 +210,7 @@ def test_the_engine_cache_path_names_the_packaged_model_files_content(tmp_path: 
     assert accelerator.parameters["trt_engine_cache_path"].endswith(f"/tiny-cnn-onnx-{model_sha256[:16]}")
 
 
+@pytest.mark.slow
 def test_progress_names_each_step_with_its_time_and_peak_memory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -27,6 +27,7 @@ def local(isolated: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         yield target
 
 
+@pytest.mark.slow
 def test_every_archive_of_the_build_passes_with_its_figures(
     built: tuple[Path, Manifest], local: LocalCpuTriton
 ) -> None:
@@ -124,6 +125,7 @@ def test_the_command_writes_the_report_and_stops_with_the_first_failure(
     assert report.failures[0].target_model == record.target_model
 
 
+@pytest.mark.slow
 def test_the_command_checks_a_whole_build_and_prints_a_line_per_archive(
     built: tuple[Path, Manifest], isolated: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

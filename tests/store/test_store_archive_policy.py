@@ -127,6 +127,7 @@ def test_allow_field_admits_a_harmless_field_but_never_one_that_loads_code(
     assert _keys(s3, "models/") == [f"models/{archive.name}"]
 
 
+@pytest.mark.slow
 def test_add_refuses_a_torchscript_model_that_writes_files_before_running_it(
     s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
