@@ -12,8 +12,8 @@ from pathlib import Path
 from planner_support import manifest_of, record, write_manifest
 
 from triton_mme.cli import main
-from triton_mme.core.platform import RESNET50_FP32_WEIGHT_BYTES
 from triton_mme.core.serving_report import ArchiveServing, BatchFigures, ServingReport
+from triton_mme.planner.assumptions import RESNET50_FP32_WEIGHT_BYTES
 
 RECORDED = Path(__file__).parent / "data" / "plan_recorded.json"
 TRAFFIC = (

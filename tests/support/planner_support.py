@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from triton_mme.core.manifest import ArchiveRecord, Manifest, TensorSpec
-from triton_mme.core.platform import RESNET50_FP32_WEIGHT_BYTES
+from triton_mme.planner.assumptions import RESNET50_FP32_WEIGHT_BYTES
 
 
 def record(
