@@ -67,6 +67,8 @@ def _plan_json(tmp_path: Path) -> dict[str, object]:
 
 def test_the_plan_json_keeps_its_keys_and_values(tmp_path: Path) -> None:
     written = _plan_json(tmp_path)
+    if os.environ.get("WRITE_PLAN_JSON"):
+        Path(os.environ["WRITE_PLAN_JSON"]).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     if os.environ.get("RECORD_PLAN_JSON"):
         RECORDED.write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     recorded = json.loads(RECORDED.read_text(encoding="utf-8"))

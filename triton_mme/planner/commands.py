@@ -176,7 +176,7 @@ def _plan_for(args: argparse.Namespace) -> Any:
 
 
 def _options(args: argparse.Namespace, targets: Any, chosen: Any) -> Any:
-    from triton_mme.planner.served import PlanOptions
+    from triton_mme.planner.options import PlanOptions
 
     return PlanOptions(
         gpu_utilization_target=chosen.gpu_utilization_target.value,
@@ -193,8 +193,9 @@ def _options(args: argparse.Namespace, targets: Any, chosen: Any) -> Any:
 
 def _plan(args: argparse.Namespace) -> int:
     from triton_mme.core.errors import UserError
+    from triton_mme.planner.plan_document import ComparisonDocument, PlanDocument, write_json
     from triton_mme.planner.prices import PriceBook, parse_price, pricing_client, read_price_file
-    from triton_mme.planner.report import plan_json, render_chart, render_comparison, render_plan, write_json
+    from triton_mme.planner.report import render_chart, render_comparison, render_plan
     from triton_mme.planner.run import compare_with, plan_from_files, read_load_test
     from triton_mme.planner.traffic import read_traffic
 
@@ -217,11 +218,7 @@ def _plan(args: argparse.Namespace) -> int:
         print(render_comparison(comparison.predicted, comparison.measured), end="")
         if args.json:
             write_json(
-                args.json,
-                {
-                    "predicted": comparison.predicted.model_dump(mode="json"),
-                    "measured": comparison.measured.model_dump(mode="json"),
-                },
+                args.json, ComparisonDocument(predicted=comparison.predicted, measured=comparison.measured)
             )
         return 0
     if args.traffic is None:
@@ -243,7 +240,7 @@ def _plan(args: argparse.Namespace) -> int:
         print("\n".join(chosen.lines()))
     print(render_plan(plan), end="")
     if args.json:
-        write_json(args.json, plan_json(plan, {"triton_tag": chosen.triton_tag.value, "manifest": manifest}))
+        write_json(args.json, PlanDocument.of(plan, triton_tag=chosen.triton_tag.value, manifest=manifest))
     if args.chart:
         render_chart(plan, args.chart)
     return 0

@@ -12,8 +12,9 @@ from triton_mme.core.platform import INVOKE_ENDPOINT_TIMEOUT_SECONDS
 from triton_mme.planner.candidates import Candidate
 from triton_mme.planner.eviction import CacheStats, Limits, draw_stream, replicas_needed, simulate
 from triton_mme.planner.latency import cold_mixture, mixture_quantile, per_component_quantile
+from triton_mme.planner.options import PlanOptions
 from triton_mme.planner.outcome import Latency, ModelOutcome, Outcome
-from triton_mme.planner.served import PlanOptions, Served
+from triton_mme.planner.served import Served
 
 WARMUP_SHARE = 0.25  # requests simulated before counting, as a share of the counted ones
 
