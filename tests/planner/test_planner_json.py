@@ -9,10 +9,9 @@ import json
 import os
 from pathlib import Path
 
-from planner_support import manifest_of, record, write_manifest
+from planner_support import manifest_of, serving_report_of, write_manifest
 
 from triton_mme.cli import main
-from triton_mme.core.serving_report import ArchiveServing, BatchFigures, ServingReport
 from triton_mme.planner.assumptions import RESNET50_FP32_WEIGHT_BYTES
 
 RECORDED = Path(__file__).parent / "data" / "plan_recorded.json"
@@ -27,25 +26,7 @@ SIZE = 10 * RESNET50_FP32_WEIGHT_BYTES  # about 15 fit a T4: the hit-rate target
 
 def _plan_json(tmp_path: Path) -> dict[str, object]:
     manifest = write_manifest(tmp_path / "build", manifest_of(40, SIZE))
-    measured = ArchiveServing(
-        target_model=record(0).target_model,
-        name="m0000",
-        format="onnx",
-        passed=True,
-        gpu_memory_mib=900.0,
-        load_seconds=1.5,
-        batches=(
-            BatchFigures(
-                batch_size=1, requests=10, latency_p50_ms=2.0, latency_p99_ms=3.0, throughput_per_s=400
-            ),
-        ),
-    )
-    report = ServingReport(
-        manifest_sha256=manifest_of(40, SIZE).sha256,
-        server="sagemaker-tritonserver:25.04-py3",
-        gpu="NVIDIA T4",
-        archives=(measured,),
-    )
+    report = serving_report_of(manifest_of(40, SIZE))
     manifest.with_name("serving-report.json").write_text(report.model_dump_json())
     traffic = tmp_path / "traffic.yaml"
     traffic.write_text(TRAFFIC)

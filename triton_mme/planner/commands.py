@@ -4,6 +4,7 @@ multi-model instance type; `plan --compare LOADTEST.json` sets the prediction be
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,34 +21,24 @@ from triton_mme.planner.defaults import (
 DEFAULT_REGION = "us-east-1"
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a fraction from 0 to 1, e.g. 0.95")
-    return value
+def _number_in(allowed: str, accepts: Any) -> Any:
+    """An argparse type: a number `accepts` takes, else the one-line `allowed`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; {allowed}")
+        return value
+
+    return parse
 
 
-def _percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 100:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a percentage above 0 and at most 100")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1e9:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a positive number")
-    return value
+_fraction = _number_in("a fraction from 0 to 1, e.g. 0.95", lambda value: 0 <= value <= 1)
+_percent = _number_in("a percentage above 0 and at most 100", lambda value: 0 < value <= 100)
+_positive = _number_in("a positive number", lambda value: 0 < value < 1e9)
 
 
 def register(subparsers: Any) -> None:
