@@ -255,6 +255,9 @@ def test_a_malformed_file_is_refused_in_one_line_naming_file_entry_and_field() -
     assert _malformed("default_tag:\n  value: 25.04-py3", "default_tag:\n  value: 99.99-py3") == (
         "triton_images.yaml: default_tag: '99.99-py3' is not one of the images"
     )
+    assert _malformed("    gpu: T4\n", "    gpu: T5\n", "gpu_instances.yaml").startswith(
+        "gpu_instances.yaml: families[0].gpu: 'T5' is not one of gpus"
+    )
 
 
 def test_limits_read_from_the_data_keep_their_values() -> None:
