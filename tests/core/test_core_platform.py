@@ -96,22 +96,10 @@ def test_releases_from_25_xx_dropped_pascal_and_volta() -> None:
 
 def test_instance_table_matches_the_sagemaker_gpu_mme_table() -> None:
     assert len(GPU_MME_INSTANCE_TYPES) == 12
-    g5 = gpu_instance("ml.g5.2xlarge")
-    assert (g5.gpu, g5.compute_capability, g5.gpu_memory_gib, g5.vcpus, g5.memory_gib) == (
-        "A10G",
-        8.6,
-        24,
-        8,
-        32,
-    )
-    t4 = gpu_instance("ml.g4dn.16xlarge")
-    assert (t4.gpu, t4.compute_capability, t4.gpu_memory_gib, t4.vcpus, t4.memory_gib) == (
-        "T4",
-        7.5,
-        16,
-        64,
-        256,
-    )
+    expected = {"ml.g5.2xlarge": ("A10G", 8.6, 24, 8, 32), "ml.g4dn.16xlarge": ("T4", 7.5, 16, 64, 256)}
+    for name, figures in expected.items():
+        it = gpu_instance(name)
+        assert (it.gpu, it.compute_capability, it.gpu_memory_gib, it.vcpus, it.memory_gib) == figures
     assert (
         gpu_instance("ml.p3.2xlarge").memory_gib == 61
         and not gpu_instance("ml.p3.2xlarge").has_instance_storage
