@@ -9,27 +9,30 @@ from typing import Any
 import yaml
 
 from triton_mme.core.manifest import ArchiveRecord, Manifest, TensorSpec
-from triton_mme.core.platform import RESNET50_FP32_WEIGHT_BYTES
+from triton_mme.planner.assumptions import RESNET50_FP32_WEIGHT_BYTES
+
+
+def synthetic_record(
+    index: int, size_bytes: int = RESNET50_FP32_WEIGHT_BYTES, *, format: str = "onnx"
+) -> ArchiveRecord:
+    """A ResNet-50-sized archive with a small input, named m0000, m0001, ..."""
+    return ArchiveRecord(
+        name=f"m{index:04d}",
+        format=format,
+        target_model=f"m{index:04d}-{format}-{index:016x}.tar.gz",
+        sha256="0" * 64,
+        size_bytes=size_bytes,
+        source="torchvision:resnet50",
+        weights="random",
+        max_batch_size=8,
+        inputs=(TensorSpec(name="input", datatype="FP32", dims=(3, 8, 8)),),
+        outputs=(TensorSpec(name="output", datatype="FP32", dims=(10,)),),
+    )
 
 
 def synthetic_manifest(count: int, *, size_bytes: int = RESNET50_FP32_WEIGHT_BYTES) -> Manifest:
     """`count` ResNet-50-sized ONNX archives with a small input, named m0000, m0001, ..."""
-    records = tuple(
-        ArchiveRecord(
-            name=f"m{i:04d}",
-            format="onnx",
-            target_model=f"m{i:04d}-onnx-{i:016x}.tar.gz",
-            sha256="0" * 64,
-            size_bytes=size_bytes,
-            source="torchvision:resnet50",
-            weights="random",
-            max_batch_size=8,
-            inputs=(TensorSpec(name="input", datatype="FP32", dims=(3, 8, 8)),),
-            outputs=(TensorSpec(name="output", datatype="FP32", dims=(10,)),),
-        )
-        for i in range(count)
-    )
-    return Manifest(archives=records)
+    return Manifest(archives=tuple(synthetic_record(i, size_bytes) for i in range(count)))
 
 
 def write_manifest(directory: Path, manifest: Manifest) -> Path:

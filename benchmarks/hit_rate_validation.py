@@ -75,8 +75,8 @@ def load_test(url: str, manifest: Path, traffic: Path, requests: int, out: Path)
 
 def run(ctx: RunContext, section: Section) -> None:
     from triton_mme.local_triton.runner import LocalTriton
+    from triton_mme.planner.options import PlanOptions
     from triton_mme.planner.run import compare_with
-    from triton_mme.planner.served import PlanOptions
 
     folder = ctx.scratch / "hit-rate"
     manifest = build_archives(folder / "models")

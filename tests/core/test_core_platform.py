@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
+
 import pytest
+import yaml
 
 from triton_mme.core import platform
 from triton_mme.core.platform import (
@@ -24,6 +29,31 @@ from triton_mme.core.platform import (
     triton_image,
     triton_release_of,
 )
+from triton_mme.core.platform_tables import (
+    DATA_FOLDER,
+    CodeBuildTable,
+    GpuInstancesTable,
+    InferenceAmisTable,
+    LimitsTable,
+    PlatformDataError,
+    PricesTable,
+    RegionsTable,
+    TritonImagesTable,
+    parse_table,
+)
+from triton_mme_cdk.constructs.build_runner import SOURCE_FILES as BUILD_RUNNER_SOURCES
+from triton_mme_cdk.constructs.runner_source import LEFT_OUT
+from triton_mme_cdk.constructs.serving_check import SOURCE_FILES as SERVING_CHECK_SOURCES
+
+TABLES = {
+    "triton_images.yaml": TritonImagesTable,
+    "inference_amis.yaml": InferenceAmisTable,
+    "gpu_instances.yaml": GpuInstancesTable,
+    "regions.yaml": RegionsTable,
+    "codebuild.yaml": CodeBuildTable,
+    "limits.yaml": LimitsTable,
+    "prices.yaml": PricesTable,
+}
 
 
 def test_registry_accounts_match_the_sdk_table() -> None:
@@ -66,22 +96,10 @@ def test_releases_from_25_xx_dropped_pascal_and_volta() -> None:
 
 def test_instance_table_matches_the_sagemaker_gpu_mme_table() -> None:
     assert len(GPU_MME_INSTANCE_TYPES) == 12
-    g5 = gpu_instance("ml.g5.2xlarge")
-    assert (g5.gpu, g5.compute_capability, g5.gpu_memory_gib, g5.vcpus, g5.memory_gib) == (
-        "A10G",
-        8.6,
-        24,
-        8,
-        32,
-    )
-    t4 = gpu_instance("ml.g4dn.16xlarge")
-    assert (t4.gpu, t4.compute_capability, t4.gpu_memory_gib, t4.vcpus, t4.memory_gib) == (
-        "T4",
-        7.5,
-        16,
-        64,
-        256,
-    )
+    expected = {"ml.g5.2xlarge": ("A10G", 8.6, 24, 8, 32), "ml.g4dn.16xlarge": ("T4", 7.5, 16, 64, 256)}
+    for name, figures in expected.items():
+        it = gpu_instance(name)
+        assert (it.gpu, it.compute_capability, it.gpu_memory_gib, it.vcpus, it.memory_gib) == figures
     assert (
         gpu_instance("ml.p3.2xlarge").memory_gib == 61
         and not gpu_instance("ml.p3.2xlarge").has_instance_storage
@@ -153,3 +171,100 @@ def test_quota_names_and_prices() -> None:
     assert hourly_price("ml.g5.xlarge", "us-east-1", {("ml.g5.xlarge", "us-east-1"): 1.2}) == 1.2
     assert hourly_price("ml.g5.xlarge", "eu-west-1") is None
     assert not any(price.confirmed for price in platform.HOURLY_PRICES.values()), "the figures are inferred"
+
+
+# ----- the data files behind the table ----------------------------------------------------------------------
+REPO = Path(__file__).resolve().parents[2]
+PLANNER_ASSUMPTIONS = REPO / "triton_mme" / "planner" / "assumptions.yaml"
+DATA_FILES = [*sorted((REPO / "triton_mme" / "core" / DATA_FOLDER).glob("*.yaml")), PLANNER_ASSUMPTIONS]
+
+
+@pytest.mark.parametrize("path", DATA_FILES, ids=lambda path: path.name)
+def test_every_table_or_each_of_its_entries_names_a_source(path: Path) -> None:
+    tables = yaml.safe_load(path.read_text(encoding="utf-8"))
+    sources = []
+    for name, table in tables.items():
+        if isinstance(table, dict) and "source" in table:
+            sources.append(table["source"])
+        else:
+            assert isinstance(table, list) and table, f"{path.name}: {name} has no source and no entries"
+            for index, entry in enumerate(table):
+                assert "source" in entry, f"{path.name}: {name}[{index}] has no source"
+                sources.append(entry["source"])
+    for source in sources:
+        text = " ".join(source.split())
+        assert "https://" in text or text.startswith(("this repository:", "unconfirmed")), text
+
+
+def test_the_data_files_travel_with_the_package_and_the_runners() -> None:
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    for path in DATA_FILES:
+        package = ".".join(path.parent.relative_to(REPO).parts)
+        patterns = [*package_data.get(package, []), *package_data.get(package.rsplit(".", 1)[0], [])]
+        relative = [path.name, f"{path.parent.name}/{path.name}"]
+        assert any(fnmatch(name, pattern) for name in relative for pattern in patterns), path
+    # Both GPU runners ship the core folder whole; nothing they leave out matches a data file.
+    assert "triton_mme/core" in BUILD_RUNNER_SOURCES and "triton_mme/core" in SERVING_CHECK_SOURCES
+    assert not any(fnmatch(path.name, pattern) for path in DATA_FILES for pattern in LEFT_OUT)
+
+
+def _malformed(old: str, new: str, file_name: str = "triton_images.yaml") -> str:
+    text = (REPO / "triton_mme" / "core" / DATA_FOLDER / file_name).read_text(encoding="utf-8")
+    assert old in text
+    with pytest.raises(PlatformDataError) as refused:
+        parse_table(file_name, text.replace(old, new, 1), TABLES[file_name])
+    message = str(refused.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_malformed_file_is_refused_in_one_line_naming_file_entry_and_field() -> None:
+    assert _malformed("min_driver: 550", "min_driver: many") == (
+        "triton_images.yaml: images[2] (24.03-py3).min_driver: Input should be a valid integer, unable to "
+        "parse string as an integer (got 'many')"
+    )
+    # YAML reads an unquoted 3.10 as the number 3.1: refused, not silently turned into "3.1".
+    assert _malformed('python: "3.10"', "python: 3.10").startswith(
+        "triton_images.yaml: images[0] (23.12-py3).python: Input should be a valid string"
+    )
+    ami = "al2023-ami-sagemaker-inference-gpu-4-1"
+    assert _malformed("false\n    source:", "false\n    origin:", "inference_amis.yaml") == (
+        f"inference_amis.yaml: amis[0] ({ami}).source: required field is missing"
+    )
+    assert _malformed("  value: 60\n", "  value: 60\n  unit: s\n", "limits.yaml") == (
+        "limits.yaml: custom_resource_timeout_minutes.unit: unknown field"
+    )
+    assert "images[0] (23.12-py3).source: a source is a document's https:// URL" in _malformed(
+        "source: https://docs.nvidia.com", "source: docs.nvidia.com"
+    )
+    assert _malformed("images:\n", "images:\n  - [", "triton_images.yaml").startswith(
+        "triton_images.yaml: not valid YAML at line"
+    )
+    assert _malformed("default_tag:\n  value: 25.04-py3", "default_tag:\n  value: 99.99-py3") == (
+        "triton_images.yaml: default_tag: '99.99-py3' is not one of the images"
+    )
+    assert _malformed("    gpu: T4\n", "    gpu: T5\n", "gpu_instances.yaml").startswith(
+        "gpu_instances.yaml: families[0].gpu: 'T5' is not one of gpus"
+    )
+
+
+def test_limits_read_from_the_data_keep_their_values() -> None:
+    # Figures no other test pins, each stated in its source.
+    assert platform.INVOKE_ENDPOINT_TIMEOUT_SECONDS == 60 and platform.MODEL_LOADING_LIMIT_S == 360
+    assert platform.SAGEMAKER_MAX_REQUEST_BYTES == platform.SAGEMAKER_MAX_RESPONSE_BYTES == 6 * 1024 * 1024
+    assert platform.CUSTOM_RESOURCE_TIMEOUT_MINUTES == 60
+    assert (platform.CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES, platform.CODEBUILD_QUEUED_TIMEOUT_RANGE) == (
+        5,
+        (5, 480),
+    )
+    assert platform.GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE == (600, 28800)
+    assert (platform.CANARY_PERCENT_RANGE, platform.LINEAR_STEP_PERCENT_RANGE) == ((1, 50), (10, 50))
+    assert platform.ROLLING_BATCH_PERCENT_RANGE == (5, 50) and platform.MAX_ROLLBACK_ALARMS == 10
+    assert platform.SAGEMAKER_MULTI_MODEL_ENVIRONMENT == {
+        "SAGEMAKER_MULTI_MODEL": "true",
+        "SAGEMAKER_BIND_TO_PORT": "8080",
+    }
+    assert (platform.SAGEMAKER_SERVE_COMMAND, platform.SAGEMAKER_PORT) == ("serve", 8080)
+    assert platform.VARIANT_METRIC_DIMENSIONS == ("EndpointName", "VariantName")
+    assert (platform.S3_IF_NONE_MATCH_KEY, platform.S3_IF_MATCH_KEY) == ("s3:if-none-match", "s3:if-match")
+    assert platform.HOURS_PER_MONTH == 730

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from planner_support import manifest_of, record, write_manifest
+from planner_support import manifest_of, record, serving_report_of, write_manifest
 
 from triton_mme.cli import main
-from triton_mme.core.serving_report import ArchiveServing, BatchFigures, ServingReport
 from triton_mme.planner.eviction import che_hit_rate, zipf_popularity
 from triton_mme.planner.outcome import Configuration, Latency, LoadTestReport, ModelOutcome, Outcome
 from triton_mme.planner.traffic import parse_traffic
@@ -63,58 +62,22 @@ def test_a_serving_report_beside_the_manifest_is_used_when_it_is_for_this_build(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     manifest, traffic = files
-    target = record(0).target_model
-    measured = ArchiveServing(
-        target_model=target,
-        name="m0000",
-        format="onnx",
-        passed=True,
-        gpu_memory_mib=900.0,
-        load_seconds=1.5,
-        batches=(
-            BatchFigures(
-                batch_size=1, requests=10, latency_p50_ms=2.0, latency_p99_ms=3.0, throughput_per_s=400
-            ),
-        ),
-    )
-    sha = manifest_of(120).sha256
-    report = ServingReport(
-        manifest_sha256=sha, server="sagemaker-tritonserver:25.04-py3", gpu="NVIDIA T4", archives=(measured,)
-    )
+    report = serving_report_of(manifest_of(120))
     beside = manifest.with_name("serving-report.json")
+    plan = [
+        "plan",
+        "--traffic",
+        str(traffic),
+        "--manifest",
+        str(manifest),
+        "--instance-types",
+        "ml.g4dn.xlarge",
+    ]
     beside.write_text(report.model_dump_json())
-    assert (
-        main(
-            [
-                "plan",
-                "--traffic",
-                str(traffic),
-                "--manifest",
-                str(manifest),
-                "--instance-types",
-                "ml.g4dn.xlarge",
-                *FAST,
-            ]
-        )
-        == 0
-    )
+    assert main([*plan, *FAST]) == 0
     assert "Footprints: 1 from the serving report, 119 estimated" in capsys.readouterr().out
     beside.write_text(report.model_copy(update={"manifest_sha256": "f" * 64}).model_dump_json())
-    assert (
-        main(
-            [
-                "plan",
-                "--traffic",
-                str(traffic),
-                "--manifest",
-                str(manifest),
-                "--instance-types",
-                "ml.g4dn.xlarge",
-                *FAST,
-            ]
-        )
-        == 0
-    )
+    assert main([*plan, *FAST]) == 0
     captured = capsys.readouterr()
     assert (
         "note: serving-report.json is for another build (manifest digest differs): not used" in captured.err

@@ -154,6 +154,6 @@ def _cloudwatch_client(region: str | None) -> Any:
 
 def write_report(path: Path, report: LoadTestReport) -> None:
     """The report as JSON, written whole or not at all."""
-    from triton_mme.planner.report import write_json
+    from triton_mme.planner.plan_document import write_json
 
-    write_json(path, report.model_dump(mode="json"))
+    write_json(path, report)

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triton_mme.core.platform import (
+from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES, GpuInstanceType, supports_compute_capability
+from triton_mme.planner.assumptions import (
     EBS_VOLUME_GB_ASSUMED,
-    GPU_MME_INSTANCE_TYPES,
     GPU_REPORTED_MEMORY_MIB,
     HOST_RESERVED_BYTES,
     TRITON_SERVER_GPU_BYTES,
-    GpuInstanceType,
-    supports_compute_capability,
 )
 from triton_mme.planner.eviction import Limits
 from triton_mme.planner.outcome import Configuration

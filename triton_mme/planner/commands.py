@@ -4,6 +4,7 @@ multi-model instance type; `plan --compare LOADTEST.json` sets the prediction be
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,34 +21,24 @@ from triton_mme.planner.defaults import (
 DEFAULT_REGION = "us-east-1"
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a fraction from 0 to 1, e.g. 0.95")
-    return value
+def _number_in(allowed: str, accepts: Any) -> Any:
+    """An argparse type: a number `accepts` takes, else the one-line `allowed`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; {allowed}")
+        return value
+
+    return parse
 
 
-def _percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 100:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a percentage above 0 and at most 100")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1e9:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a positive number")
-    return value
+_fraction = _number_in("a fraction from 0 to 1, e.g. 0.95", lambda value: 0 <= value <= 1)
+_percent = _number_in("a percentage above 0 and at most 100", lambda value: 0 < value <= 100)
+_positive = _number_in("a positive number", lambda value: 0 < value < 1e9)
 
 
 def register(subparsers: Any) -> None:
@@ -176,7 +167,7 @@ def _plan_for(args: argparse.Namespace) -> Any:
 
 
 def _options(args: argparse.Namespace, targets: Any, chosen: Any) -> Any:
-    from triton_mme.planner.served import PlanOptions
+    from triton_mme.planner.options import PlanOptions
 
     return PlanOptions(
         gpu_utilization_target=chosen.gpu_utilization_target.value,
@@ -193,8 +184,9 @@ def _options(args: argparse.Namespace, targets: Any, chosen: Any) -> Any:
 
 def _plan(args: argparse.Namespace) -> int:
     from triton_mme.core.errors import UserError
+    from triton_mme.planner.plan_document import ComparisonDocument, PlanDocument, write_json
     from triton_mme.planner.prices import PriceBook, parse_price, pricing_client, read_price_file
-    from triton_mme.planner.report import plan_json, render_chart, render_comparison, render_plan, write_json
+    from triton_mme.planner.report import render_chart, render_comparison, render_plan
     from triton_mme.planner.run import compare_with, plan_from_files, read_load_test
     from triton_mme.planner.traffic import read_traffic
 
@@ -217,11 +209,7 @@ def _plan(args: argparse.Namespace) -> int:
         print(render_comparison(comparison.predicted, comparison.measured), end="")
         if args.json:
             write_json(
-                args.json,
-                {
-                    "predicted": comparison.predicted.model_dump(mode="json"),
-                    "measured": comparison.measured.model_dump(mode="json"),
-                },
+                args.json, ComparisonDocument(predicted=comparison.predicted, measured=comparison.measured)
             )
         return 0
     if args.traffic is None:
@@ -243,7 +231,7 @@ def _plan(args: argparse.Namespace) -> int:
         print("\n".join(chosen.lines()))
     print(render_plan(plan), end="")
     if args.json:
-        write_json(args.json, plan_json(plan, {"triton_tag": chosen.triton_tag.value, "manifest": manifest}))
+        write_json(args.json, PlanDocument.of(plan, triton_tag=chosen.triton_tag.value, manifest=manifest))
     if args.chart:
         render_chart(plan, args.chart)
     return 0

@@ -30,7 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from triton_mme.core.manifest import ArchiveRecord
-from triton_mme.core.platform import (
+from triton_mme.core.serving_report import ArchiveServing, ServingReport
+from triton_mme.planner.assumptions import (
     DOWNLOAD_BYTES_PER_S_ASSUMED,
     GPU_REPORTED_MEMORY_MIB,
     RESNET50_FP32_WEIGHT_BYTES,
@@ -40,7 +41,6 @@ from triton_mme.core.platform import (
     SEED_RESNET50_ONNX_LOAD_S,
     TRITON_SERVER_GPU_BYTES,
 )
-from triton_mme.core.serving_report import ArchiveServing, ServingReport
 
 MIB = 2**20
 PRECISION_FACTOR = {"onnx": 1.0, "torchscript": 1.0, "tensorrt": 1.0}

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triton_mme.core.platform import INVOKE_ENDPOINT_TIMEOUT_S
+from triton_mme.core.platform import INVOKE_ENDPOINT_TIMEOUT_SECONDS
 from triton_mme.planner.candidates import Candidate
 from triton_mme.planner.eviction import CacheStats, Limits, draw_stream, replicas_needed, simulate
 from triton_mme.planner.latency import cold_mixture, mixture_quantile, per_component_quantile
+from triton_mme.planner.options import PlanOptions
 from triton_mme.planner.outcome import Latency, ModelOutcome, Outcome
-from triton_mme.planner.served import PlanOptions, Served
+from triton_mme.planner.served import Served
 
 WARMUP_SHARE = 0.25  # requests simulated before counting, as a share of the counted ones
 
@@ -145,7 +146,7 @@ def evaluate(
     slow = tuple(
         labels[i]
         for i in range(len(labels))
-        if cold_s[i] > INVOKE_ENDPOINT_TIMEOUT_S and stats.hits[i] < stats.requests[i]
+        if cold_s[i] > INVOKE_ENDPOINT_TIMEOUT_SECONDS and stats.hits[i] < stats.requests[i]
     )
     return Evaluation(
         served, candidate, instances, stats, utilization, offsets, weights, p50, p99, tuple(misses), slow

@@ -4,11 +4,11 @@ credentials), then the platform table's dated, inferred copy; unknown where none
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 from triton_mme.core.errors import UserError, first_line, quoted
 from triton_mme.core.platform import (
@@ -24,8 +24,11 @@ class PriceError(UserError, ValueError):
     """A price that cannot be read or looked up; one line."""
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(BaseModel):
+    """An hourly price and where it came from (the plan JSON's `price`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     usd_per_hour: float
     source: str
     confirmed: bool
@@ -98,7 +101,7 @@ class PriceBook:
 
     def price(self, instance_type: str) -> Price | None:
         if instance_type in self.given:
-            return Price(self.given[instance_type], "given", confirmed=True)
+            return Price(usd_per_hour=self.given[instance_type], source="given", confirmed=True)
         if self.client is not None:
             if instance_type not in self._fetched:
                 self._fetched[instance_type] = self._from_api(instance_type)
@@ -106,7 +109,8 @@ class PriceBook:
         listed = HOURLY_PRICES.get((instance_type, self.region))
         if listed is None:
             return None
-        return Price(listed.usd, f"{listed.source}, {listed.as_of}, inferred", listed.confirmed)
+        source = f"{listed.source}, {listed.as_of}, inferred"
+        return Price(usd_per_hour=listed.usd, source=source, confirmed=listed.confirmed)
 
     def _from_api(self, instance_type: str) -> Price:
         try:
@@ -117,7 +121,7 @@ class PriceBook:
             details = getattr(error, "response", {}).get("Error", {})
             reason = f"{details.get('Code')}: {details.get('Message')}" if details else first_line(error)
             raise PriceError(f"Price List API, {instance_type} in {self.region}: {reason}") from None
-        return Price(usd, "AWS Price List API", confirmed=True)
+        return Price(usd_per_hour=usd, source="AWS Price List API", confirmed=True)
 
 
 def pricing_client() -> Any:

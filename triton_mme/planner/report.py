@@ -1,18 +1,15 @@
-"""A plan as a table (stdout), as JSON and as a chart; a prediction beside a load test's measurement."""
+"""A plan as a table (stdout) and as a chart; a prediction beside a load test's measurement (the JSON
+documents are plan_document.py)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
-from typing import Any
 
 from triton_mme.core.wording import plural
-from triton_mme.planner.capacity import CandidatePlan, Plan
 from triton_mme.planner.caveats import CPU_STAND_IN, caveats, cold_loads_cell, latency_cell, on_cpu_stand_in
 from triton_mme.planner.outcome import Outcome
-
-PLAN_SCHEMA_VERSION = 1
+from triton_mme.planner.plan import CandidatePlan, Plan
 
 
 def _money(value: float | None) -> str:
@@ -124,111 +121,6 @@ def _price_sources(plan: Plan) -> str:
     unknown = [c.candidate.name for c in plan.candidates if c.candidate.price is None]
     text = f"{plan.region}: " + ("; ".join(sources) or "none known")
     return text + (f"; unknown for {', '.join(unknown)}" if unknown else "")
-
-
-def plan_json(plan: Plan, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Everything the table shows, per-model predictions included, and the inputs behind it."""
-    served, options = plan.served, plan.options
-    workload = served.workload
-    candidates = []
-    for c in plan.candidates:
-        evaluation, price = c.evaluation, c.candidate.price
-        candidates.append(
-            {
-                "instance_type": c.candidate.name,
-                "gpu": c.candidate.gpu,
-                "price": None
-                if price is None
-                else {
-                    "usd_per_hour": price.usd_per_hour,
-                    "source": price.source,
-                    "confirmed": price.confirmed,
-                },
-                "limits_bytes": {
-                    k: (None if math.isinf(v) else v)
-                    for k, v in zip(("gpu", "host", "disk"), c.candidate.limits.as_tuple()[:3], strict=True)
-                },
-                "capacity_models": c.capacity_models,
-                "binding_limit": c.binding_limit,
-                "feasible": c.feasible,
-                "problem": c.problem,
-                "instances_set_by": c.sized_by,
-                "misses": list(evaluation.misses) if evaluation else [],
-                "instances": evaluation.instances if evaluation else None,
-                "resident_models_per_instance": evaluation.stats.resident_per_instance
-                if evaluation
-                else None,
-                "gpu_utilization": evaluation.utilization if evaluation else None,
-                "monthly_usd": c.monthly_usd,
-                "slow_cold_starts": list(evaluation.slow_cold_starts) if evaluation else [],
-                "prediction": evaluation.outcome().model_dump(mode="json") if evaluation else None,
-                "one_endpoint_per_model": {
-                    "instances": c.single.instances,
-                    "monthly_usd": c.single.monthly_usd,
-                    "p99_ms": c.single.p99_ms,
-                    "problem": c.single.problem,
-                },
-            }
-        )
-    return {
-        "schema_version": PLAN_SCHEMA_VERSION,
-        "region": plan.region,
-        **(extra or {}),
-        "traffic": {
-            "archives": len(workload.records),
-            "requests_per_s": workload.total_rate_per_s,
-            "duration_s": workload.duration_s,
-            "gpu_seconds_per_s": served.total_gpu_seconds_per_s,
-            "seed": workload.seed,
-        },
-        "options": {
-            "gpu_utilization_target": options.gpu_utilization_target,
-            "min_cache_hit_rate": options.min_cache_hit_rate,
-            "p99_latency_ms": options.p99_latency_ms,
-            "min_instances": options.min_instances,
-            "max_instances": options.max_instances,
-            "simulated_requests": options.simulated_requests,
-        },
-        "archives": [
-            {
-                "model": label,
-                "target_model": e.target_model,
-                "requests_per_s": float(rate),
-                "service_ms": 1000 * float(service),
-                "gpu_bytes": e.gpu_bytes,
-                "host_bytes": e.host_bytes,
-                "disk_bytes": e.disk_bytes,
-                "load_s": e.load_s,
-                "download_s": e.download_s,
-                "gpu_source": e.gpu_source,
-                "load_source": e.load_source,
-            }
-            for label, e, rate, service in zip(
-                workload.labels, served.estimates, workload.rates_per_s, served.service_s, strict=True
-            )
-        ],
-        "candidates": candidates,
-        "not_candidates": [{"instance_type": name, "reason": reason} for name, reason in plan.skipped],
-        "recommendation": plan.recommendation(),
-    }
-
-
-def write_json(path: Path, payload: dict[str, Any]) -> None:
-    """Strict JSON (an infinite or undefined figure is written as null), written whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(_finite(payload), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    partial.replace(path)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
 
 
 def _usd(value: float, _position: object = None) -> str:

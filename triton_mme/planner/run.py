@@ -19,12 +19,12 @@ from triton_mme.planner.candidates import (
     sagemaker_candidate,
     sagemaker_candidates,
 )
-from triton_mme.planner.capacity import Plan, plan
 from triton_mme.planner.inputs import read_inputs
+from triton_mme.planner.options import PlanOptions
 from triton_mme.planner.outcome import LoadTestReport, Outcome
+from triton_mme.planner.plan import Plan, plan
 from triton_mme.planner.prediction import predict
 from triton_mme.planner.prices import PriceBook
-from triton_mme.planner.served import PlanOptions
 from triton_mme.planner.traffic import TrafficFile
 
 

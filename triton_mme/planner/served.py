@@ -1,4 +1,4 @@
-"""What every plan starts from: the options, and the traffic with each archive's figures resolved."""
+"""The traffic a plan serves, with each archive's figures resolved: service times and footprint estimates."""
 
 from __future__ import annotations
 
@@ -6,32 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triton_mme.planner.defaults import (
-    DEFAULT_GPU_UTILIZATION_TARGET,
-    DEFAULT_MAX_INSTANCES,
-    DEFAULT_SIMULATED_REQUESTS,
-)
 from triton_mme.planner.estimate import ArchiveEstimate
 from triton_mme.planner.eviction import Footprint
 from triton_mme.planner.traffic import Workload
-
-
-@dataclass(frozen=True)
-class PlanOptions:
-    gpu_utilization_target: float = DEFAULT_GPU_UTILIZATION_TARGET  # percent
-    min_cache_hit_rate: float | None = None
-    p99_latency_ms: float | None = None
-    min_instances: int = 1
-    max_instances: int = DEFAULT_MAX_INSTANCES
-    simulated_requests: int = DEFAULT_SIMULATED_REQUESTS
-    disk_gb: float | None = None  # overrides every candidate's storage volume
-    # What set the bounds, as the plan names them: the option, or the stack's setting.
-    min_instances_origin: str = "--min-instances"
-    max_instances_origin: str = "--max-instances"
-
-    @property
-    def utilization(self) -> float:
-        return self.gpu_utilization_target / 100
 
 
 @dataclass(frozen=True)

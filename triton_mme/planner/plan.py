@@ -1,5 +1,5 @@
-"""Per instance type: how many instances the traffic needs, what they hold, how often they start cold, what
-they cost; the same for one endpoint per model; then a recommendation (docs/capacity-planning.md).
+"""The plan: per instance type, how many instances the traffic needs, what they hold, how often they start
+cold, what they cost; the same for one endpoint per model; then a recommendation (docs/capacity-planning.md).
 
 Instances needed: the fewest (at least `min_instances`) that keep the average GPU utilization at or below the
 target (the GPU time of the traffic, sum of rate x service time, spread over the instances) and meet the
@@ -15,19 +15,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from triton_mme.core.platform import HOURS_PER_MONTH
 from triton_mme.core.wording import plural, relative_change
 from triton_mme.planner.candidates import GB, Candidate
 from triton_mme.planner.eviction import Limits, che_hit_rate
 from triton_mme.planner.latency import mixture_quantile
+from triton_mme.planner.options import PlanOptions
 from triton_mme.planner.prediction import Evaluation, Simulator, evaluate
-from triton_mme.planner.served import PlanOptions, Served
+from triton_mme.planner.served import Served
 
 
-@dataclass(frozen=True)
-class SingleModelPlan:
-    """One endpoint per model, all of the candidate's type."""
+class SingleModelPlan(BaseModel):
+    """One endpoint per model, all of the candidate's type (the plan JSON's `one_endpoint_per_model`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     instances: int
     monthly_usd: float | None
@@ -191,7 +194,7 @@ def single_model_plan(served: Served, candidate: Candidate, options: PlanOptions
         problem = f"{served.workload.labels[oversized[0]]} does not fit one {candidate.name}"
     elif options.p99_latency_ms is not None and 1000 * p99 > options.p99_latency_ms:
         problem = f"p99 {1000 * p99:,.0f} ms above {options.p99_latency_ms:,.0f} ms"
-    return SingleModelPlan(total, monthly, 1000 * p99, problem)
+    return SingleModelPlan(instances=total, monthly_usd=monthly, p99_ms=1000 * p99, problem=problem)
 
 
 @dataclass

@@ -1,0 +1,176 @@
+"""The plan as a JSON document (`triton-mme plan --json`): pydantic models whose dump is the file, with the
+prediction, the price and the one-endpoint-per-model figures as the planner's own models; and the comparison
+(`plan --compare --json`). Strict JSON: an infinite or undefined figure is written as null."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from triton_mme.core.files import write_atomically
+from triton_mme.planner.options import PlanOptions
+from triton_mme.planner.outcome import Outcome
+from triton_mme.planner.plan import CandidatePlan, Plan, SingleModelPlan
+from triton_mme.planner.prices import Price
+
+PLAN_SCHEMA_VERSION = 1
+# A figure computed by the planner: kept as it was computed (an int stays an int in the JSON).
+Number = int | float
+
+
+class _Document(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LimitsBytes(_Document):
+    """What one instance offers its models; null where a resource never runs out."""
+
+    gpu: Number | None
+    host: Number | None
+    disk: Number | None
+
+
+class CandidateDocument(_Document):
+    """Everything the table shows for one instance type, per-model predictions included."""
+
+    instance_type: str
+    gpu: str | None
+    price: Price | None
+    limits_bytes: LimitsBytes
+    capacity_models: dict[str, int]
+    binding_limit: str
+    feasible: bool
+    problem: str | None
+    instances_set_by: str | None
+    misses: list[str]
+    instances: int | None
+    resident_models_per_instance: Number | None
+    gpu_utilization: Number | None
+    monthly_usd: Number | None
+    slow_cold_starts: list[str]
+    prediction: Outcome | None
+    one_endpoint_per_model: SingleModelPlan
+
+    @classmethod
+    def of(cls, sized: CandidatePlan) -> CandidateDocument:
+        evaluation, candidate = sized.evaluation, sized.candidate
+        gpu, host, disk = (None if math.isinf(v) else v for v in candidate.limits.as_tuple()[:3])
+        return cls(
+            instance_type=candidate.name,
+            gpu=candidate.gpu,
+            price=candidate.price,
+            limits_bytes=LimitsBytes(gpu=gpu, host=host, disk=disk),
+            capacity_models=sized.capacity_models,
+            binding_limit=sized.binding_limit,
+            feasible=sized.feasible,
+            problem=sized.problem,
+            instances_set_by=sized.sized_by,
+            misses=list(evaluation.misses) if evaluation else [],
+            instances=evaluation.instances if evaluation else None,
+            resident_models_per_instance=evaluation.stats.resident_per_instance if evaluation else None,
+            gpu_utilization=evaluation.utilization if evaluation else None,
+            monthly_usd=sized.monthly_usd,
+            slow_cold_starts=list(evaluation.slow_cold_starts) if evaluation else [],
+            prediction=evaluation.outcome() if evaluation else None,
+            one_endpoint_per_model=sized.single,
+        )
+
+
+class TrafficDocument(_Document):
+    archives: int
+    requests_per_s: Number
+    duration_s: Number
+    gpu_seconds_per_s: Number
+    seed: int
+
+
+class ArchiveDocument(_Document):
+    """One archive: its traffic, service time and footprint, with where each figure came from."""
+
+    model: str
+    target_model: str
+    requests_per_s: Number
+    service_ms: Number
+    gpu_bytes: Number
+    host_bytes: Number
+    disk_bytes: Number
+    load_s: Number
+    download_s: Number
+    gpu_source: str
+    load_source: str
+
+
+class NotCandidate(_Document):
+    instance_type: str
+    reason: str
+
+
+class PlanDocument(_Document):
+    """The plan and the inputs behind it."""
+
+    schema_version: int = PLAN_SCHEMA_VERSION
+    region: str
+    triton_tag: str
+    manifest: str
+    traffic: TrafficDocument
+    options: PlanOptions
+    archives: list[ArchiveDocument]
+    candidates: list[CandidateDocument]
+    not_candidates: list[NotCandidate]
+    recommendation: str
+
+    @classmethod
+    def of(cls, plan: Plan, *, triton_tag: str, manifest: str) -> PlanDocument:
+        served = plan.served
+        workload = served.workload
+        archives = [
+            ArchiveDocument(model=label, requests_per_s=rate, service_ms=1000 * service, **asdict(estimate))
+            for label, estimate, rate, service in zip(
+                workload.labels, served.estimates, workload.rates_per_s, served.service_s, strict=True
+            )
+        ]
+        return cls(
+            region=plan.region,
+            triton_tag=triton_tag,
+            manifest=manifest,
+            traffic=TrafficDocument(
+                archives=len(workload.records),
+                requests_per_s=workload.total_rate_per_s,
+                duration_s=workload.duration_s,
+                gpu_seconds_per_s=served.total_gpu_seconds_per_s,
+                seed=workload.seed,
+            ),
+            options=plan.options,
+            archives=archives,
+            candidates=[CandidateDocument.of(sized) for sized in plan.candidates],
+            not_candidates=[NotCandidate(instance_type=name, reason=reason) for name, reason in plan.skipped],
+            recommendation=plan.recommendation(),
+        )
+
+
+class ComparisonDocument(_Document):
+    """`plan --compare`: the prediction beside the load test's measurement."""
+
+    predicted: Outcome
+    measured: Outcome
+
+
+def write_json(path: Path, document: BaseModel | dict[str, Any]) -> None:
+    """Strict JSON (an infinite or undefined figure is written as null), written whole or not at all."""
+    payload = document.model_dump(mode="json") if isinstance(document, BaseModel) else document
+    write_atomically(path, json.dumps(_finite(payload), indent=2, allow_nan=False) + "\n")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
