@@ -25,11 +25,11 @@ import sys
 import time
 from pathlib import Path
 
+from triton_mme.client.triton_routes import LOOPBACK
 from triton_mme.core.errors import UserError
 from triton_mme.core.triton_logging import log_flags
 from triton_mme.local_triton.isolation import ISOLATION_FAILED, Broker
 
-LOOPBACK = "127.0.0.1"
 STUB_NAME = "triton_python_backend_stub"
 # The SageMaker container's own port; inside the private namespace nothing else can hold it.
 SAGEMAKER_PORT = 8080
