@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 import triton_mme
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, describe_aws_error
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 
 PROG = "triton-mme"
@@ -145,10 +145,9 @@ def _cloud_error(error: Exception) -> str | None:
     if exceptions is None:
         return None
     if isinstance(error, exceptions.ClientError):
-        details = error.response.get("Error", {})
-        return f"AWS {error.operation_name}: {details.get('Code')}: {details.get('Message')}"
+        return f"AWS {error.operation_name}: {describe_aws_error(error)}"
     if isinstance(error, exceptions.BotoCoreError):
-        return f"AWS: {error}"
+        return f"AWS: {describe_aws_error(error)}"
     return None
 
 

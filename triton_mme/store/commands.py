@@ -174,18 +174,13 @@ def _s3_command(command: Callable[[argparse.Namespace, Any], int]) -> Handler:
         from boto3.exceptions import Boto3Error
         from botocore.exceptions import BotoCoreError, ClientError
 
-        from triton_mme.core.errors import first_line
+        from triton_mme.core.errors import describe_aws_error, first_line
         from triton_mme.store.publish import PublishError
 
         try:
             return command(args, boto3.client("s3"))
-        except ClientError as error:
-            details = error.response.get("Error", {})
-            raise PublishError(
-                f"s3://{args.bucket}: {details.get('Code')}: {details.get('Message')}"
-            ) from None
-        except BotoCoreError as error:
-            raise PublishError(f"s3://{args.bucket}: {error}") from None
+        except (ClientError, BotoCoreError) as error:
+            raise PublishError(f"s3://{args.bucket}: {describe_aws_error(error)}") from None
         except Boto3Error as error:  # the transfer manager's S3UploadFailedError, after its retries
             raise PublishError(
                 f"s3://{args.bucket}: {first_line(error)}; the manifest was not changed"

@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from triton_mme.core.archive import read_archive
 from triton_mme.core.archive_policy import check_identity
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, aws_error_code, first_line
 from triton_mme.core.files import file_sha256, private_copy, private_directory
 from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX, build_manifest_key, live_manifest_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
@@ -116,8 +116,7 @@ def read_local_manifest(directory: Path) -> Manifest:
     except OSError as error:
         raise PublishError(f"{path}: cannot read the build manifest ({error.strerror})") from None
     except (ValueError, ValidationError) as error:
-        reason = str(error).splitlines()[0]
-        raise PublishError(f"{path}: not a valid build manifest ({reason})") from None
+        raise PublishError(f"{path}: not a valid build manifest ({first_line(error)})") from None
 
 
 def _copied(path: Path, private: Path | None, what: str) -> Path:
@@ -190,13 +189,14 @@ def error_code(error: BaseException) -> str | None:
     """S3's error code for a failed call, also when boto3's transfer manager wrapped the ClientError (it
     raises S3UploadFailedError while handling it)."""
     for candidate in (error, error.__cause__, error.__context__):
-        if isinstance(candidate, ClientError):
-            return str(candidate.response.get("Error", {}).get("Code"))
+        code = aws_error_code(candidate) if candidate is not None else None
+        if code is not None:
+            return code
     return None
 
 
 def _is_missing(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") in _GONE
+    return aws_error_code(error) in _GONE
 
 
 def head(s3: S3Client, bucket: str, key: str) -> dict[str, Any] | None:
@@ -415,8 +415,7 @@ def _parse_manifest(bucket: str, key: str, body: bytes) -> Manifest:
     try:
         return Manifest.from_json(body.decode("utf-8"))
     except (ValueError, ValidationError) as error:
-        reason = str(error).splitlines()[0]
-        raise PublishError(f"s3://{bucket}/{key}: not a valid manifest ({reason})") from None
+        raise PublishError(f"s3://{bucket}/{key}: not a valid manifest ({first_line(error)})") from None
 
 
 @dataclass(frozen=True)
