@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from triton_mme.cli import add_allow_field, add_unpacked_limit
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
+from triton_mme.core.runner_environment import FINGERPRINT_ENV
 from triton_mme.core.wording import plural
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ def _add_fingerprint(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fingerprint",
         required=True,
-        help="the build's fingerprint (64 hex digits; the runners have it as MODEL_BUILD_FINGERPRINT)",
+        help=f"the build's fingerprint (64 hex digits; the runners have it as {FINGERPRINT_ENV})",
     )
 
 

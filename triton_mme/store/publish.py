@@ -36,6 +36,7 @@ from triton_mme.core.files import file_sha256, private_copy, private_directory
 from triton_mme.core.locations import build_manifest_key, live_manifest_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.naming import COMPANION_NAME, model_directory
+from triton_mme.core.runner_environment import FINGERPRINT_ENV
 from triton_mme.store.errors import DifferentContentError, PublishError
 from triton_mme.store.location import ModelStoreClient
 
@@ -476,6 +477,14 @@ class BuildManifestReport:
     written: bool  # False: the same manifest, or an earlier build's of this fingerprint, was already there
 
 
+def build_manifest_key_of(store: ModelStoreClient, fingerprint: str) -> str:
+    """Where a build's manifest goes; refuses a fingerprint that is not one."""
+    try:
+        return build_manifest_key(fingerprint, store.prefixes.manifests)
+    except ValueError as error:
+        raise PublishError(f"--fingerprint: {error} (the build trigger sets {FINGERPRINT_ENV})") from None
+
+
 def publish_build_manifest(
     store: ModelStoreClient, manifest: Manifest, fingerprint: str
 ) -> BuildManifestReport:
@@ -485,12 +494,7 @@ def publish_build_manifest(
     earlier build of the same inputs published first), that one is kept as long as everything it names is
     still there: the key is written once and never changes.
     """
-    try:
-        key = build_manifest_key(fingerprint, store.prefixes.manifests)
-    except ValueError as error:
-        raise PublishError(
-            f"--fingerprint: {error} (the build trigger sets MODEL_BUILD_FINGERPRINT)"
-        ) from None
+    key = build_manifest_key_of(store, fingerprint)
     check_named_objects(store, manifest)
     body = manifest.to_json().encode("utf-8")
     try:

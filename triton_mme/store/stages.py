@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triton_mme.core.files import file_sha256, write_atomically
-from triton_mme.core.locations import build_manifest_key, candidate_manifest_key, serving_report_key
+from triton_mme.core.locations import candidate_manifest_key, serving_report_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
 from triton_mme.core.naming import COMPANION_NAME
 from triton_mme.core.serving_report import ServingReport, ServingReportError
@@ -30,6 +30,7 @@ from triton_mme.store.publish import (
     BuildManifestReport,
     DifferentContentError,
     PublishError,
+    build_manifest_key_of,
     check_named_objects,
     create_json,
     head,
@@ -160,12 +161,7 @@ def publish_checked_build(
     store: ModelStoreClient, manifest: Manifest, fingerprint: str
 ) -> BuildManifestReport:
     """The build's manifest under its fingerprint, only beside a published, passing serving report of it."""
-    try:
-        build_manifest_key(fingerprint, store.prefixes.manifests)
-    except ValueError as error:
-        raise PublishError(
-            f"--fingerprint: {error} (the build trigger sets MODEL_BUILD_FINGERPRINT)"
-        ) from None
+    build_manifest_key_of(store, fingerprint)
     key = serving_report_key(manifest.sha256, store.prefixes.manifests)
     require_passing(_published_report(store, key), manifest, where=store.url(key))
     return publish_build_manifest(store, manifest, fingerprint)
