@@ -16,7 +16,7 @@ import boto3
 import numpy as np
 import pytest
 from botocore.stub import Stubber
-from client_support import RESNET_KEY
+from client_support import RESNET_KEY, triton_binary_reply
 
 from triton_mme.cli import main as triton_mme_main
 from triton_mme.client.manifest_source import ManifestError, ManifestSource
@@ -26,7 +26,6 @@ from triton_mme.core.manifest import ArchiveRecord, Manifest, TensorSpec
 from triton_mme.core.naming import companion_file_name
 
 ENDPOINT = "triton-mme"
-BINARY_PREFIX = "application/vnd.sagemaker-triton.binary+json;json-header-size="
 ROBERTA_LARGE_KEY = "roberta-large-onnx-0123456789abcdef.tar.gz"
 
 
@@ -261,17 +260,11 @@ def test_a_dry_run_of_an_oversized_reply_writes_nothing(
     assert not (tmp_path / "request").exists()
 
 
-def _big_reply() -> tuple[int, bytes]:
-    """A 7 MB binary reply: (JSON header length, body)."""
-    array = np.zeros((1, 7 * 1024 * 1024 // 4), dtype=np.float32)
-    output = {
-        "name": "output",
-        "datatype": "FP32",
-        "shape": list(array.shape),
-        "parameters": {"binary_data_size": array.nbytes},
-    }
-    header = json.dumps({"outputs": [output]}).encode()
-    return len(header), header + array.tobytes()
+def _big_reply() -> tuple[str, bytes]:
+    """A 7 MB binary reply: (content type, body)."""
+    return triton_binary_reply(
+        {"output": np.zeros((1, 7 * 1024 * 1024 // 4), dtype=np.float32)}, model_name=None
+    )
 
 
 class _BigReply(BaseHTTPRequestHandler):
@@ -279,9 +272,9 @@ class _BigReply(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
-        header_length, body = _big_reply()
+        content_type, body = _big_reply()
         self.send_response(200)
-        self.send_header("Content-Type", f"{BINARY_PREFIX}{header_length}")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

@@ -18,12 +18,10 @@ import numpy as np
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
-from client_support import RESNET_KEY, SEQUENCE_LENGTH, write_image
+from client_support import BINARY_PREFIX, RESNET_KEY, SEQUENCE_LENGTH, triton_binary_reply, write_image
 
 from triton_mme.cli import main as triton_mme_main
 from triton_mme.client.payloads import encode_binary_request, encode_json_request
-
-BINARY_PREFIX = "application/vnd.sagemaker-triton.binary+json;json-header-size="
 
 
 def main(argv: list[str], runtime: Any = None) -> int:
@@ -38,21 +36,7 @@ ENDPOINT = "triton-mme"
 
 
 def _binary_reply(name: str, array: np.ndarray) -> tuple[str, bytes]:
-    header = json.dumps(
-        {
-            "model_name": RESNET_KEY,
-            "model_version": "1",
-            "outputs": [
-                {
-                    "name": name,
-                    "datatype": "FP32",
-                    "shape": list(array.shape),
-                    "parameters": {"binary_data_size": array.nbytes},
-                }
-            ],
-        }
-    ).encode()
-    return f"{BINARY_PREFIX}{len(header)}", header + array.tobytes()
+    return triton_binary_reply({name: array})
 
 
 def _logits(batch: int) -> np.ndarray:
