@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from build_support import tiny_cnn, tiny_roberta
 from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_mme.core.archive import extract_archive
@@ -61,36 +62,9 @@ def processes_mentioning(text: str) -> list[str]:
     return found
 
 
-TINY_ROBERTA = {
-    "model_type": "roberta",
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-    "vocab_size": 1000,
-    "max_position_embeddings": 130,
-}
 # Random-initialised models in every CPU format, small enough to export in seconds.
 TINY_CATALOG = {
-    "models": [
-        {
-            "name": "tiny-cnn",
-            "source": "torchvision:squeezenet1_1",
-            "weights": "random",
-            "formats": ["onnx", "torchscript"],
-            "max_batch_size": MAX_BATCH_SIZE,
-            "input_shape": [3, 64, 64],
-        },
-        {
-            "name": "tiny-roberta",
-            "source": "huggingface:example/tiny-roberta",
-            "weights": "random",
-            "formats": ["onnx", "torchscript"],
-            "max_batch_size": MAX_BATCH_SIZE,
-            "sequence_length": 16,
-            "hf_config": TINY_ROBERTA,
-        },
-    ]
+    "models": [tiny_cnn(max_batch_size=MAX_BATCH_SIZE), tiny_roberta(max_batch_size=MAX_BATCH_SIZE)]
 }
 
 
