@@ -5,12 +5,11 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from client_support import LoopbackHandler, loopback_server
 
 from triton_mme.client.triton_routes import (
     INVOKE_TIMEOUT_S,
@@ -22,37 +21,23 @@ from triton_mme.client.triton_routes import (
 from triton_mme.core.platform import INVOKE_ENDPOINT_TIMEOUT_S, MODEL_LOADING_LIMIT_S
 
 
-class _Recorder(BaseHTTPRequestHandler):
+class _Recorder(LoopbackHandler):
     seen: list[tuple[str, str, str, bytes]] = []
 
-    def _answer(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        self.seen.append((self.command, self.path, self.headers["Content-Type"], self.rfile.read(length)))
+    def _record(self) -> None:
+        self.seen.append((self.command, self.path, self.headers["Content-Type"], self.read_body()))
         status = 400 if "/broken" in self.path else 200
-        body = json.dumps(
-            {"error": "failed to load\n  'broken':\tbad config"} if status == 400 else {}
-        ).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        error = {"error": "failed to load\n  'broken':\tbad config"}
+        self.answer(status, "application/json", json.dumps(error if status == 400 else {}).encode())
 
-    do_GET = do_POST = do_DELETE = _answer
-
-    def log_message(self, *args: object) -> None:
-        return None
+    do_GET = do_POST = do_DELETE = _record
 
 
 @pytest.fixture
 def listener() -> Iterator[int]:
     _Recorder.seen = []
-    server = ThreadingHTTPServer((LOOPBACK, 0), _Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield int(server.server_address[1])
-    server.shutdown()
-    server.server_close()
+    with loopback_server(_Recorder) as url:
+        yield int(url.rpartition(":")[2])
 
 
 def test_a_load_waits_longer_than_sagemaker_keeps_loading_and_an_invocation_longer_than_invoke_endpoint() -> (

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +42,37 @@ def triton_binary_reply(
     }
     encoded = json.dumps(header).encode()
     return f"{BINARY_PREFIX}{len(encoded)}", encoded + b"".join(array.tobytes() for array in outputs.values())
+
+
+class LoopbackHandler(BaseHTTPRequestHandler):
+    """The handler of a test's loopback server: `answer` writes one whole reply; nothing is logged."""
+
+    def read_body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def answer(self, status: int, content_type: str, body: bytes, headers: Mapping[str, str] = {}) -> None:
+        self.send_response(status)
+        for key, value in {"Content-Type": content_type, **headers}.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@contextmanager
+def loopback_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A threaded HTTP server on 127.0.0.1 with `handler` while the block runs; yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def write_image(path: Path, size: tuple[int, int] = (320, 240), seed: int = 0) -> Path:
