@@ -50,9 +50,11 @@ class LoopbackHandler(BaseHTTPRequestHandler):
     def read_body(self) -> bytes:
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-    def answer(self, status: int, content_type: str, body: bytes, headers: Mapping[str, str] = {}) -> None:
+    def answer(
+        self, status: int, content_type: str, body: bytes, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.send_response(status)
-        for key, value in {"Content-Type": content_type, **headers}.items():
+        for key, value in {"Content-Type": content_type, **(headers or {})}.items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
