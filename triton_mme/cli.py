@@ -16,13 +16,13 @@ import argparse
 import importlib
 import pkgutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from types import ModuleType
 from typing import Any, NoReturn
 
 import triton_mme
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, describe_aws_error
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 
 PROG = "triton-mme"
@@ -45,6 +45,21 @@ def positive_int(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a whole number of at least 1")
     return int(text)
+
+
+def number_in(low: float, high: float, allowed: str) -> Callable[[str], float]:
+    """An argparse type: a number from `low` to `high`; a refusal names `allowed` (`seconds from 1 to 60`)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")  # fails every comparison: refused below
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; {allowed}")
+        return value
+
+    return parse
 
 
 def port_number(text: str) -> int:
@@ -145,10 +160,9 @@ def _cloud_error(error: Exception) -> str | None:
     if exceptions is None:
         return None
     if isinstance(error, exceptions.ClientError):
-        details = error.response.get("Error", {})
-        return f"AWS {error.operation_name}: {details.get('Code')}: {details.get('Message')}"
+        return f"AWS {error.operation_name}: {describe_aws_error(error)}"
     if isinstance(error, exceptions.BotoCoreError):
-        return f"AWS: {error}"
+        return f"AWS: {describe_aws_error(error)}"
     return None
 
 

@@ -4,15 +4,14 @@ endpoint's cache header as the cold flag, PutMetricData batches (botocore's Stub
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import Stubber
+from client_support import LoopbackHandler, loopback_server
 
 from triton_mme.client import invoke
 from triton_mme.client.caller_metrics import (
@@ -141,29 +140,17 @@ def test_off_unless_asked_for() -> None:
     assert caller_metrics(out=None, cloudwatch=False, endpoint=None, region=None) is None
 
 
-class _Endpoint(BaseHTTPRequestHandler):
+class _Endpoint(LoopbackHandler):
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
+        self.read_body()
         status = 400 if "broken" in self.path else 200
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("X-Local-Model-Cache", "miss")
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
-
-    def log_message(self, *_: Any) -> None:
-        pass
+        self.answer(status, "application/json", b"{}", {"X-Local-Model-Cache": "miss"})
 
 
 @pytest.fixture
 def local_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with loopback_server(_Endpoint) as url:
+        yield url
 
 
 def test_send_records_latency_the_cache_header_and_errors(local_url: str) -> None:

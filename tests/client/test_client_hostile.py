@@ -5,10 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-import threading
 import zlib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ import boto3
 import numpy as np
 import pytest
 from botocore.stub import Stubber
-from client_support import RESNET_KEY
+from client_support import RESNET_KEY, LoopbackHandler, loopback_server, triton_binary_reply
 
 from triton_mme.cli import main as triton_mme_main
 from triton_mme.client.manifest_source import ManifestError, ManifestSource
@@ -26,7 +24,6 @@ from triton_mme.core.manifest import ArchiveRecord, Manifest, TensorSpec
 from triton_mme.core.naming import companion_file_name
 
 ENDPOINT = "triton-mme"
-BINARY_PREFIX = "application/vnd.sagemaker-triton.binary+json;json-header-size="
 ROBERTA_LARGE_KEY = "roberta-large-onnx-0123456789abcdef.tar.gz"
 
 
@@ -261,33 +258,19 @@ def test_a_dry_run_of_an_oversized_reply_writes_nothing(
     assert not (tmp_path / "request").exists()
 
 
-def _big_reply() -> tuple[int, bytes]:
-    """A 7 MB binary reply: (JSON header length, body)."""
-    array = np.zeros((1, 7 * 1024 * 1024 // 4), dtype=np.float32)
-    output = {
-        "name": "output",
-        "datatype": "FP32",
-        "shape": list(array.shape),
-        "parameters": {"binary_data_size": array.nbytes},
-    }
-    header = json.dumps({"outputs": [output]}).encode()
-    return len(header), header + array.tobytes()
+def _big_reply() -> tuple[str, bytes]:
+    """A 7 MB binary reply: (content type, body)."""
+    return triton_binary_reply(
+        {"output": np.zeros((1, 7 * 1024 * 1024 // 4), dtype=np.float32)}, model_name=None
+    )
 
 
-class _BigReply(BaseHTTPRequestHandler):
+class _BigReply(LoopbackHandler):
     """A local server that answers what SageMaker never would: a 7 MB reply."""
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
-        header_length, body = _big_reply()
-        self.send_response(200)
-        self.send_header("Content-Type", f"{BINARY_PREFIX}{header_length}")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.read_body()
+        self.answer(200, *_big_reply())
 
 
 @pytest.fixture
@@ -303,12 +286,8 @@ def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[str]]]:
                 seen.append(self.path)
             return parsed
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
-    httpd.shutdown()
-    httpd.server_close()
+    with loopback_server(Handler) as url:
+        yield url, seen
 
 
 @pytest.mark.parametrize("server", [_BigReply], indirect=True)
@@ -326,25 +305,17 @@ def test_an_actual_reply_over_the_response_limit_is_one_line(
     )
 
 
-class _Unavailable(BaseHTTPRequestHandler):
+class _Unavailable(LoopbackHandler):
     """Answers everything with a retryable error: 503 for the model, 429 ModelNotReady while loading."""
 
     status = 503
 
-    def _answer(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
+    def _refuse(self) -> None:
+        self.read_body()
         body = json.dumps({"__type": "ServiceUnavailable", "message": "try again"}).encode()
-        self.send_response(self.status)
-        self.send_header("Content-Type", "application/x-amz-json-1.1")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.answer(self.status, "application/x-amz-json-1.1", body)
 
-    do_GET = do_POST = _answer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+    do_GET = do_POST = _refuse
 
 
 class _ModelNotReady(_Unavailable):

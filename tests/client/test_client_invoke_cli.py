@@ -6,9 +6,7 @@ import io
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -18,12 +16,18 @@ import numpy as np
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
-from client_support import RESNET_KEY, SEQUENCE_LENGTH, write_image
+from client_support import (
+    BINARY_PREFIX,
+    RESNET_KEY,
+    SEQUENCE_LENGTH,
+    LoopbackHandler,
+    loopback_server,
+    triton_binary_reply,
+    write_image,
+)
 
 from triton_mme.cli import main as triton_mme_main
 from triton_mme.client.payloads import encode_binary_request, encode_json_request
-
-BINARY_PREFIX = "application/vnd.sagemaker-triton.binary+json;json-header-size="
 
 
 def main(argv: list[str], runtime: Any = None) -> int:
@@ -38,21 +42,7 @@ ENDPOINT = "triton-mme"
 
 
 def _binary_reply(name: str, array: np.ndarray) -> tuple[str, bytes]:
-    header = json.dumps(
-        {
-            "model_name": RESNET_KEY,
-            "model_version": "1",
-            "outputs": [
-                {
-                    "name": name,
-                    "datatype": "FP32",
-                    "shape": list(array.shape),
-                    "parameters": {"binary_data_size": array.nbytes},
-                }
-            ],
-        }
-    ).encode()
-    return f"{BINARY_PREFIX}{len(header)}", header + array.tobytes()
+    return triton_binary_reply({name: array})
 
 
 def _logits(batch: int) -> np.ndarray:
@@ -353,36 +343,24 @@ def test_a_destination_is_required(
     assert "--endpoint NAME, --local URL or --dry-run DIR" in _error_line(capsys)
 
 
-class _CannedTriton(BaseHTTPRequestHandler):
+class _CannedTriton(LoopbackHandler):
     """Answers every POST with a fixed Triton binary reply and remembers what it received."""
 
     received: list[tuple[str, str, bytes]] = []
     reply: tuple[int, str, bytes] = (200, "", b"")
 
     def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
+        body = self.read_body()
         type(self).received.append((self.path, self.headers["Content-Type"], body))
-        status, content_type, payload = type(self).reply
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer(*type(self).reply)
 
 
 @pytest.fixture
 def local_triton() -> Iterator[type[_CannedTriton]]:
     handler = type("Handler", (_CannedTriton,), {"received": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    handler.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
-    yield handler
-    server.shutdown()
-    server.server_close()
+    with loopback_server(handler) as url:
+        handler.url = url  # type: ignore[attr-defined]
+        yield handler
 
 
 def test_local_target_posts_the_same_body_to_the_multi_model_route(

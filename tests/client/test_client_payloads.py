@@ -9,6 +9,7 @@ from pathlib import Path
 import botocore
 import numpy as np
 import pytest
+from client_support import BINARY_PREFIX, triton_binary_reply
 
 from triton_mme.client.payloads import (
     SAGEMAKER_MAX_REQUEST_BYTES,
@@ -19,8 +20,6 @@ from triton_mme.client.payloads import (
     encode_json_request,
     header_length,
 )
-
-BINARY_PREFIX = "application/vnd.sagemaker-triton.binary+json;json-header-size="
 
 
 def _images(batch: int) -> np.ndarray:
@@ -82,29 +81,10 @@ def test_a_dtype_triton_cannot_carry_is_refused() -> None:
         encode_binary_request({"input": np.zeros((1, 2), dtype=np.complex64)})
 
 
-def _triton_binary_reply(outputs: dict[str, np.ndarray]) -> tuple[str, bytes]:
-    """A reply as Triton's SageMaker listener writes it: JSON header with binary_data_size, raw bytes."""
-    header = {
-        "model_name": "resnet50-onnx-0123456789abcdef.tar.gz",
-        "model_version": "1",
-        "outputs": [
-            {
-                "name": name,
-                "datatype": {np.float32: "FP32", np.int64: "INT64"}[array.dtype.type],
-                "shape": list(array.shape),
-                "parameters": {"binary_data_size": array.nbytes},
-            }
-            for name, array in outputs.items()
-        ],
-    }
-    encoded = json.dumps(header).encode()
-    return f"{BINARY_PREFIX}{len(encoded)}", encoded + b"".join(a.tobytes() for a in outputs.values())
-
-
 def test_decodes_a_binary_reply_with_several_outputs() -> None:
     logits = np.random.default_rng(1).standard_normal((2, 1000), dtype=np.float32)
     classes = np.array([[3], [7]], dtype=np.int64)
-    content_type, body = _triton_binary_reply({"output": logits, "classes": classes})
+    content_type, body = triton_binary_reply({"output": logits, "classes": classes})
 
     decoded = decode_response(content_type, body)
 

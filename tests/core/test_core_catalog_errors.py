@@ -35,7 +35,7 @@ def _error(raw: Any) -> str:
         (tiny_cnn(formats=["onnx", "onnx"]), r"formats: each format at most once"),
         (
             tiny_cnn(formats=["savedmodel"]),
-            r"model 'tiny-cnn': formats\.0: .*'onnx', 'torchscript' or 'tensorrt'",
+            r"model 'tiny-cnn': formats\[0\]: .*'onnx', 'torchscript' or 'tensorrt'",
         ),
         (tiny_cnn(max_batch_size=0), r"model 'tiny-cnn': max_batch_size: .*greater than or equal to 1"),
         (tiny_cnn(max_batch_size=5000), r"max_batch_size: .*less than or equal to 1024"),
@@ -45,7 +45,7 @@ def _error(raw: Any) -> str:
             tiny_roberta(input_shape=[3, 8, 8]),
             r"input_shape: only for torchvision sources; use sequence_length",
         ),
-        (tiny_cnn(input_shape=[3, 0, 64]), r"input_shape\.1: .*greater than or equal to 1"),
+        (tiny_cnn(input_shape=[3, 0, 64]), r"input_shape\[1\]: .*greater than or equal to 1"),
         (
             tiny_cnn(input_shape=[3, 100000, 100000]),
             r"input_shape \[3, 100000, 100000\]: 30,000,000,000 elements per sample; "

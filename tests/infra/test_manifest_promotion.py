@@ -18,6 +18,7 @@ from store_support import BUCKET, write_build
 from synth_support import bare_stack, with_nag
 
 from triton_mme.core.manifest import Manifest
+from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import publish_build_manifest, read_published_manifest, upload_build
 from triton_mme_cdk.constructs.manifest_promotion import ManifestPromotion
 from triton_mme_cdk.constructs.manifest_promotion_handler import handler as promotion
@@ -46,10 +47,9 @@ def published_build(s3: Any, tmp_path: Path, fingerprint: str, archive: bytes) -
     """A build as the runner leaves it: archives uploaded, its manifest under its fingerprint, none live."""
     directory = tmp_path / fingerprint[:8]
     manifest = write_build(directory, {f"resnet-onnx-{fingerprint[:16]}.tar.gz": archive})
-    upload_build(s3, directory, BUCKET, make_live=False)
-    publish_build_manifest(
-        s3, BUCKET, manifest, fingerprint, model_prefix="models/", manifest_prefix="manifests/"
-    )
+    store = ModelStoreClient(s3, BUCKET)
+    upload_build(store, directory, make_live=False)
+    publish_build_manifest(store, manifest, fingerprint)
     return manifest
 
 
@@ -98,7 +98,7 @@ def request(
 
 
 def live(s3: Any) -> Manifest | None:
-    return read_published_manifest(s3, BUCKET, "manifests/")
+    return read_published_manifest(ModelStoreClient(s3, BUCKET))
 
 
 def test_create_update_failed_update_rollback_and_delete(s3: Any, sagemaker: Stubber, tmp_path: Path) -> None:

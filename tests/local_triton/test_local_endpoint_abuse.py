@@ -14,15 +14,16 @@ from typing import Any
 import pytest
 from tiny_archives import BuiltArchive, build_config
 
+from triton_mme.client.triton_routes import Reply, SageMakerRoutes
 from triton_mme.core.catalog import Format
 from triton_mme.local_triton import proxy
-from triton_mme.local_triton.loader import ModelCache, ModelError, Reply, SageMakerApi
+from triton_mme.local_triton.loader import ModelCache, ModelError
 from triton_mme.local_triton.proxy import LocalEndpoint
 from triton_mme.local_triton.server import PING_MODE_VARIABLE, TritonServer
 from triton_mme.local_triton.standin import rewrite_config
 
 
-class SlowApi(SageMakerApi):
+class SlowRoutes(SageMakerRoutes):
     """Loads take `load_s` for `slow`, nothing for the others; invocations answer at once."""
 
     def __init__(self, slow: str, load_s: float):
@@ -41,9 +42,11 @@ class SlowApi(SageMakerApi):
         return Reply(200, "application/json", b"{}")
 
 
-def _cache(built: tuple[Path, dict[str, BuiltArchive]], tmp_path: Path, api: SageMakerApi) -> ModelCache:
+def _cache(
+    built: tuple[Path, dict[str, BuiltArchive]], tmp_path: Path, routes: SageMakerRoutes
+) -> ModelCache:
     return ModelCache(
-        models_dir=built[0], scratch_dir=tmp_path / "scratch", api=api, budget=4, report=lambda _: None
+        models_dir=built[0], scratch_dir=tmp_path / "scratch", routes=routes, budget=4, report=lambda _: None
     )
 
 
@@ -52,7 +55,7 @@ def test_a_loaded_model_does_not_wait_for_another_models_load(
 ) -> None:
     archives = built[1]
     loaded, slow = archives["tiny-cnn/onnx"].path.name, archives["tiny-roberta/onnx"].path.name
-    cache = _cache(built, tmp_path, SlowApi(slow, load_s=3.0))
+    cache = _cache(built, tmp_path, SlowRoutes(slow, load_s=3.0))
     cache.ensure_loaded(loaded)
     loading = threading.Thread(target=cache.ensure_loaded, args=(slow,))
     loading.start()
@@ -78,7 +81,7 @@ def test_serve_local_refuses_an_archive_whose_name_claims_another_content_hash(
     cache = ModelCache(
         models_dir=models,
         scratch_dir=tmp_path / "scratch",
-        api=SlowApi("", 0),
+        routes=SlowRoutes("", 0),
         budget=1,
         report=lambda _: None,
     )
@@ -111,7 +114,7 @@ def endpoint(
 ) -> Any:
     monkeypatch.setattr(proxy._Handler, "timeout", 1.0)
     server = LocalEndpoint(
-        _cache(built, tmp_path, SlowApi("", 0)), port=0, ping=lambda: True, max_connections=2
+        _cache(built, tmp_path, SlowRoutes("", 0)), port=0, ping=lambda: True, max_connections=2
     )
     server.start_in_background()
     yield server

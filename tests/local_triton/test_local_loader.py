@@ -9,11 +9,14 @@ import pytest
 from hostile_archives import write_bomb
 from tiny_archives import BuiltArchive
 
-from triton_mme.local_triton.loader import ModelCache, ModelError, SageMakerApi, unpack
+from triton_mme.client.triton_routes import SageMakerRoutes
+from triton_mme.local_triton.loader import ModelCache, ModelError, unpack
 
 
 def _cache(models_dir: Path, scratch: Path, budget: int = 1) -> ModelCache:
-    return ModelCache(models_dir=models_dir, scratch_dir=scratch, api=SageMakerApi.at_port(1), budget=budget)
+    return ModelCache(
+        models_dir=models_dir, scratch_dir=scratch, routes=SageMakerRoutes.at_port(1), budget=budget
+    )
 
 
 def test_unpack_gives_the_model_directory(

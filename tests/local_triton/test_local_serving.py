@@ -199,7 +199,7 @@ def test_past_the_budget_the_least_recently_used_models_are_unloaded(served: Ser
     assert served.loaded() == [names[first], names[third]]
     assert f"{names[second]}: unloaded (least recently used; budget 2)" in served.printed
     # Unloaded means gone from Triton too, not only from the bookkeeping.
-    in_triton = json.loads(served.local.cache.api.request("GET", "/models").body)["models"]
+    in_triton = json.loads(served.local.cache.routes.request("GET", "/models").body)["models"]
     assert {m["modelName"] for m in in_triton} == {names[first], names[third]}
 
 

@@ -14,7 +14,7 @@ from build_support import tiny_cnn
 from triton_mme import cli
 from triton_mme.core.manifest import Manifest
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
-from triton_mme.model_build.commands import TRITON_TAG_ENV
+from triton_mme.core.runner_environment import TRITON_TAG_ENV
 
 
 def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -54,7 +54,7 @@ def capture(out: Path) -> None:
                 for _ in range(2):
                     body = request_body(records[name])
                     reply = local.cache.invoke(name, body.body, body.content_type)
-                    assert reply.status == 200, reply.error_message()
+                    assert reply.status == 200, reply.error_line()
                     counts = done.setdefault(name, Counter())
                     counts["requests"] += 1
                     counts["cold_loads"] += not reply.cache_hit
@@ -68,8 +68,8 @@ def capture(out: Path) -> None:
             (oom_dir / "1").mkdir(parents=True)
             (oom_dir / "config.pbtxt").write_text(OOM_CONFIG)
             (oom_dir / "1" / "model.py").write_text(OOM_SCRIPT)
-            reply = local.cache.api.load(OOM_MODEL, oom_dir.parent)
-            assert reply.status == 507, (reply.status, reply.error_message())
+            reply = local.cache.routes.load(OOM_MODEL, oom_dir.parent)
+            assert reply.status == 507, (reply.status, reply.error_line())
             done[OOM_MODEL] = Counter(failed_loads=1, failed_out_of_memory=1)
         for report in reports:  # the model cache's own account: "<TargetModel>: unloaded (<why>)"
             name, _, what = report.partition(": ")

@@ -13,6 +13,7 @@ from store_support import BUCKET, one_line_error
 from triton_mme.cli import main as model_build_main
 from triton_mme.core.files import file_sha256
 from triton_mme.core.manifest import Manifest
+from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import read_published_manifest
 
 
@@ -27,7 +28,7 @@ def test_a_real_build_uploads_and_lists_through_the_model_build_command(
 
     assert model_build_main(["upload", "--from", str(out), "--bucket", BUCKET]) == 0
     assert sorted(_model_keys(s3)) == sorted(f"models/{t}" for t in manifest.target_models)
-    assert read_published_manifest(s3, BUCKET, "manifests/") == manifest
+    assert read_published_manifest(ModelStoreClient(s3, BUCKET)) == manifest
     capsys.readouterr()
 
     assert model_build_main(["list", "--bucket", BUCKET]) == 0
@@ -60,7 +61,7 @@ def test_add_verifies_publishes_and_records_the_archive(
     printed = capsys.readouterr().out
     assert "onnxruntime run at batch 4" in printed
     assert _model_keys(s3) == [f"models/{original.target_model}"]
-    published = read_published_manifest(s3, BUCKET, "manifests/")
+    published = read_published_manifest(ModelStoreClient(s3, BUCKET))
     assert published is not None
     record = published.find("vision")
     # Everything a client needs comes from the archive's own config, as the build recorded it.
@@ -88,7 +89,7 @@ def test_add_replaces_the_entry_for_the_same_name_and_format(
         assert (
             model_build_main(["add", str(out / record.target_model), "--bucket", BUCKET, "--name", "m"]) == 0
         )
-    published = read_published_manifest(s3, BUCKET, "manifests/")
+    published = read_published_manifest(ModelStoreClient(s3, BUCKET))
     assert published is not None
     # tiny-roberta's onnx replaced tiny-cnn's onnx under the name "m"; torchscript sits beside it.
     assert {(r.format, r.target_model) for r in published.archives} == {
@@ -115,7 +116,7 @@ def test_add_refuses_a_broken_archive_and_uploads_nothing(
     assert model_build_main(["add", str(broken), "--bucket", BUCKET, "--name", "m"]) == 1
     assert f"{broken.name}: found ['m/config.pbtxt']; expected exactly" in one_line_error(capsys)
     assert _model_keys(s3) == []
-    assert read_published_manifest(s3, BUCKET, "manifests/") is None
+    assert read_published_manifest(ModelStoreClient(s3, BUCKET)) is None
 
 
 def test_add_refuses_a_renamed_archive_whose_name_claims_another_hash(
@@ -142,7 +143,7 @@ def test_add_never_overwrites_a_key_with_different_bytes(
     assert "already exists with different content" in one_line_error(capsys)
     body = s3.get_object(Bucket=BUCKET, Key=f"models/{record.target_model}")["Body"].read()
     assert body == b"someone else's model"
-    assert read_published_manifest(s3, BUCKET, "manifests/") is None
+    assert read_published_manifest(ModelStoreClient(s3, BUCKET)) is None
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,8 @@ from triton_mme.core.files import file_sha256
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
 from triton_mme.core.serving_report import ArchiveServing, ServingReport
 from triton_mme.store import publish
-from triton_mme.store.operations import Prefixes, add_archive, remove_archive
+from triton_mme.store.location import ModelStoreClient
+from triton_mme.store.operations import add_archive, remove_archive
 from triton_mme.store.publish import PublishError, read_published_manifest
 
 
@@ -200,7 +201,7 @@ def test_add_publishes_a_tensorrt_plan_with_a_passing_report_or_marked_unchecked
         arguments = ["--unchecked-tensorrt"]
 
     assert _add(archive, *arguments) == 0
-    record = read_published_manifest(s3, BUCKET, "manifests/").find("m", "tensorrt")  # type: ignore[union-attr]
+    record = read_published_manifest(ModelStoreClient(s3, BUCKET)).find("m", "tensorrt")  # type: ignore[union-attr]
     expected = "serving report 0000000000000000" if evidence == "report" else "unchecked: "
     assert str(record.details["checked"]).startswith(expected)
 
@@ -305,7 +306,7 @@ def test_upload_publishes_the_bytes_it_checked_even_if_the_file_changes_after_th
 
 
 def _dangling(s3: Any) -> list[str]:
-    manifest = read_published_manifest(s3, BUCKET, "manifests/") or Manifest()
+    manifest = read_published_manifest(ModelStoreClient(s3, BUCKET)) or Manifest()
     present = set(_keys(s3, "models/"))
     return [t for t in sorted(manifest.target_models) if f"models/{t}" not in present]
 
@@ -328,13 +329,13 @@ def test_a_remove_between_adds_check_and_manifest_write_leaves_no_dangling_manif
         original(*arguments, **options)
         if not outcomes:
             try:
-                remove_archive(s3, BUCKET, archive.name, Prefixes.of())
+                remove_archive(ModelStoreClient(s3, BUCKET), archive.name)
                 outcomes.append("removed")
             except PublishError as error:
                 outcomes.append(str(error))
 
     monkeypatch.setattr(publish, "check_named_objects", check_then_remove)
-    add_archive(s3, BUCKET, archive, Prefixes.of(), name="vision")
+    add_archive(ModelStoreClient(s3, BUCKET), archive, name="vision")
 
     assert _dangling(s3) == []
     assert outcomes and "an add of" in outcomes[0]
@@ -357,11 +358,11 @@ def test_a_remove_at_any_step_of_add_leaves_no_dangling_manifest(
         if name == step:
             # Refused when the add is announced or the manifest names it; either way nothing dangles.
             with contextlib.suppress(PublishError):
-                remove_archive(s3, BUCKET, archive.name, Prefixes.of(), force=force)
+                remove_archive(ModelStoreClient(s3, BUCKET), archive.name, force=force)
         seen.append(_dangling(s3))
 
     with contextlib.suppress(PublishError):  # refused when the remove is announced
-        add_archive(s3, BUCKET, archive, Prefixes.of(), name="vision", step=remove_now)
+        add_archive(ModelStoreClient(s3, BUCKET), archive, name="vision", step=remove_now)
     assert seen and all(dangling == [] for dangling in seen)
     assert _dangling(s3) == []
     assert _keys(s3, "manifests/intents/") == []
@@ -378,11 +379,11 @@ def test_an_add_at_any_step_of_remove_leaves_no_dangling_manifest(
         seen.append(_dangling(s3))
         if name == step:
             with contextlib.suppress(PublishError):
-                add_archive(s3, BUCKET, archive, Prefixes.of(), name="vision")
+                add_archive(ModelStoreClient(s3, BUCKET), archive, name="vision")
         seen.append(_dangling(s3))
 
     with contextlib.suppress(PublishError):
-        remove_archive(s3, BUCKET, archive.name, Prefixes.of(), step=add_now)
+        remove_archive(ModelStoreClient(s3, BUCKET), archive.name, step=add_now)
     assert seen and all(dangling == [] for dangling in seen)
     assert _dangling(s3) == []
     assert _keys(s3, "manifests/intents/") == []
@@ -456,7 +457,7 @@ def test_upload_checks_existence_with_one_listing_instead_of_a_head_per_record(
     write_build(tmp_path, archives)
     sent = SentHeaders(s3)
 
-    publish.upload_build(s3, tmp_path, BUCKET)
+    publish.upload_build(ModelStoreClient(s3, BUCKET), tmp_path)
 
     assert len(sent.of("HeadObject")) < 10
     assert len(_keys(s3, "models/")) == 40

@@ -10,6 +10,7 @@ import pytest
 from store_support import ARCHIVES, BUCKET, one_line_error, write_build
 
 from triton_mme.cli import main
+from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import read_published_manifest
 
 pytestmark = pytest.mark.usefixtures("fake_archives")
@@ -40,7 +41,7 @@ def test_upload_command_refuses_a_conflicting_key_in_one_line(
         "models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz already exists with different content"
         in one_line_error(capsys)
     )
-    assert read_published_manifest(s3, BUCKET, "manifests/") is None
+    assert read_published_manifest(ModelStoreClient(s3, BUCKET)) is None
 
 
 def test_s3_errors_are_one_line(s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -105,7 +106,7 @@ def test_remove_with_force_drops_the_entry_from_the_manifest_first(
     assert main(["remove", "models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz", "--bucket", BUCKET, "--force"]) == 0
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="models/")["Contents"]]
     assert keys == ["models/resnet-torchscript-bbbbbbbbbbbbbbbb.tar.gz"]
-    current = read_published_manifest(s3, BUCKET, "manifests/")
+    current = read_published_manifest(ModelStoreClient(s3, BUCKET))
     assert current is not None and current.target_models == {"resnet-torchscript-bbbbbbbbbbbbbbbb.tar.gz"}
 
 

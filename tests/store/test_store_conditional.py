@@ -27,7 +27,8 @@ from store_support import (
 
 from triton_mme.cli import main
 from triton_mme.core.manifest import Manifest
-from triton_mme.store.operations import Prefixes, add_archive
+from triton_mme.store.location import ModelStoreClient, Prefixes
+from triton_mme.store.operations import add_archive
 from triton_mme.store.publish import (
     CREATE_ATTEMPTS,
     POINTER_ATTEMPTS,
@@ -61,7 +62,7 @@ def test_a_small_archive_is_put_with_if_none_match(s3: Any, tmp_path: Path) -> N
     sent = SentHeaders(s3)
     write_build(tmp_path, ARCHIVES)
 
-    upload_build(s3, tmp_path, BUCKET)
+    upload_build(ModelStoreClient(s3, BUCKET), tmp_path)
 
     puts = sent.of("PutObject")
     archive_puts = [h for h in puts if h.get("Content-Type") == "application/gzip"]
@@ -76,7 +77,7 @@ def test_a_multipart_archive_sends_the_condition_on_complete_only(s3: Any, tmp_p
     item = local_object(tmp_path / "big-onnx-0000000000000000.tar.gz", b"x" * (6 * MiB))
     config = TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB, max_concurrency=1)
 
-    uploaded, _ = publish_objects(s3, BUCKET, "models/", [item], transfer_config=config)
+    uploaded, _ = publish_objects(ModelStoreClient(s3, BUCKET), "models/", [item], transfer_config=config)
 
     assert uploaded == ["models/big-onnx-0000000000000000.tar.gz"]
     assert sent.of("PutObject") == []
@@ -94,7 +95,7 @@ def test_moto_refuses_a_second_create_of_a_multipart_key(s3: Any, tmp_path: Path
     s3.put_object(Bucket=BUCKET, Key="models/big-onnx-0000000000000000.tar.gz", Body=b"first writer")
     with (
         pytest.raises(S3UploadFailedError, match="PreconditionFailed"),
-        only_if_absent(s3, BUCKET, "models/big-onnx-0000000000000000.tar.gz"),
+        only_if_absent(ModelStoreClient(s3, BUCKET), "models/big-onnx-0000000000000000.tar.gz"),
     ):
         s3.upload_file(str(item.path), BUCKET, "models/big-onnx-0000000000000000.tar.gz", Config=config)
     body = s3.get_object(Bucket=BUCKET, Key="models/big-onnx-0000000000000000.tar.gz")["Body"].read()
@@ -105,7 +106,7 @@ def test_the_condition_applies_to_that_key_only_and_only_during_the_transfer(s3:
     sent = SentHeaders(s3)
     item = local_object(tmp_path / "a-onnx-0000000000000000.tar.gz", b"a")
 
-    publish_objects(s3, BUCKET, "models/", [item])
+    publish_objects(ModelStoreClient(s3, BUCKET), "models/", [item])
     s3.put_object(Bucket=BUCKET, Key="models/other", Body=b"b")
 
     assert [h.get("If-None-Match") for h in sent.of("PutObject")] == ["*", None]
@@ -129,7 +130,9 @@ def test_an_archive_created_meanwhile_with_the_same_bytes_counts_as_skipped(s3: 
     item = local_object(tmp_path / "a-onnx-0000000000000000.tar.gz", b"same bytes")
 
     uploaded, skipped = publish_objects(
-        RacedS3(s3, "models/a-onnx-0000000000000000.tar.gz", b"same bytes"), BUCKET, "models/", [item]
+        ModelStoreClient(RacedS3(s3, "models/a-onnx-0000000000000000.tar.gz", b"same bytes"), BUCKET),
+        "models/",
+        [item],
     )
 
     assert (uploaded, skipped) == ([], ["models/a-onnx-0000000000000000.tar.gz"])
@@ -140,7 +143,9 @@ def test_an_archive_created_meanwhile_with_other_bytes_is_never_overwritten(s3: 
 
     with pytest.raises(DifferentContentError, match="already exists with different content"):
         publish_objects(
-            RacedS3(s3, "models/a-onnx-0000000000000000.tar.gz", b"theirs"), BUCKET, "models/", [item]
+            ModelStoreClient(RacedS3(s3, "models/a-onnx-0000000000000000.tar.gz", b"theirs"), BUCKET),
+            "models/",
+            [item],
         )
 
     assert (
@@ -172,7 +177,7 @@ def test_a_409_conflict_uploads_the_archive_again(s3: Any, tmp_path: Path) -> No
     client = FailingUploadS3(s3, "ConditionalRequestConflict", failures=1)
     item = local_object(tmp_path / "a-onnx-0000000000000000.tar.gz", b"payload")
 
-    uploaded, _ = publish_objects(client, BUCKET, "models/", [item])
+    uploaded, _ = publish_objects(ModelStoreClient(client, BUCKET), "models/", [item])
 
     assert uploaded == ["models/a-onnx-0000000000000000.tar.gz"] and client.attempts == 2
 
@@ -182,7 +187,7 @@ def test_conflicts_are_retried_a_bounded_number_of_times(s3: Any, tmp_path: Path
     item = local_object(tmp_path / "a-onnx-0000000000000000.tar.gz", b"payload")
 
     with pytest.raises(PublishError, match=rf"another writer kept writing the same key \({CREATE_ATTEMPTS} "):
-        publish_objects(client, BUCKET, "models/", [item])
+        publish_objects(ModelStoreClient(client, BUCKET), "models/", [item])
     assert client.attempts == CREATE_ATTEMPTS
 
 
@@ -191,7 +196,7 @@ def test_other_upload_errors_are_not_retried(s3: Any, tmp_path: Path) -> None:
     item = local_object(tmp_path / "a-onnx-0000000000000000.tar.gz", b"payload")
 
     with pytest.raises(S3UploadFailedError, match="AccessDenied"):
-        publish_objects(client, BUCKET, "models/", [item])
+        publish_objects(ModelStoreClient(client, BUCKET), "models/", [item])
     assert client.attempts == 1
 
 
@@ -223,7 +228,7 @@ def test_create_json_retries_a_409_then_writes_with_if_none_match() -> None:
         else:
             stubber.add_response("put_object", {"ETag": '"e"'}, expected)
     with stubber:
-        assert create_json(client, BUCKET, "manifests/x.json", b"{}") is True
+        assert create_json(ModelStoreClient(client, BUCKET), "manifests/x.json", b"{}") is True
         stubber.assert_no_pending_responses()
 
 
@@ -237,15 +242,15 @@ def test_the_first_pointer_is_created_with_if_none_match_and_replaced_with_if_ma
     write_build(tmp_path / "one", ARCHIVES)
     write_build(tmp_path / "two", {"resnet-onnx-cccccccccccccccc.tar.gz": b"newer"})
 
-    upload_build(s3, tmp_path / "one", BUCKET)
+    upload_build(ModelStoreClient(s3, BUCKET), tmp_path / "one")
     etag = s3.head_object(Bucket=BUCKET, Key=POINTER)["ETag"]
-    upload_build(s3, tmp_path / "two", BUCKET)
+    upload_build(ModelStoreClient(s3, BUCKET), tmp_path / "two")
 
     pointer_puts = [h for h in sent.of("PutObject") if "If-Match" in h or h.get("If-None-Match") == "*"]
     conditions = [(h.get("If-Match"), h.get("If-None-Match")) for h in pointer_puts[-2:]]
     # The last two conditional writes of the second upload: its immutable copy, then the pointer.
     assert conditions == [(None, "*"), (etag, None)]
-    current = read_published_manifest(s3, BUCKET, "manifests/")
+    current = read_published_manifest(ModelStoreClient(s3, BUCKET))
     assert current is not None and current.target_models == {"resnet-onnx-cccccccccccccccc.tar.gz"}
 
 
@@ -292,16 +297,18 @@ def test_two_interleaved_adds_keep_both_entries(s3: Any, built: tuple[Path, Mani
     prefixes = Prefixes.of()
     # Something is live already, so both writers start from the same ETag.
     add_archive(
-        s3, BUCKET, out / manifest.find("tiny-cnn", "torchscript").target_model, prefixes, name="base"
+        ModelStoreClient(s3, BUCKET, prefixes),
+        out / manifest.find("tiny-cnn", "torchscript").target_model,
+        name="base",
     )
 
     def second_writer() -> None:
-        add_archive(s3, BUCKET, out / text.target_model, prefixes, name="text")
+        add_archive(ModelStoreClient(s3, BUCKET, prefixes), out / text.target_model, name="text")
 
     first = InterleavedS3(s3, second_writer)
-    add_archive(first, BUCKET, out / onnx.target_model, prefixes, name="vision")
+    add_archive(ModelStoreClient(first, BUCKET, prefixes), out / onnx.target_model, name="vision")
 
-    published = read_published_manifest(s3, BUCKET, "manifests/")
+    published = read_published_manifest(ModelStoreClient(s3, BUCKET))
     assert published is not None
     assert {(r.name, r.target_model) for r in published.archives} == {
         ("base", manifest.find("tiny-cnn", "torchscript").target_model),
@@ -315,20 +322,20 @@ def test_two_interleaved_adds_keep_both_entries(s3: Any, built: tuple[Path, Mani
 def test_interleaved_first_publications_do_not_overwrite_each_other(s3: Any, tmp_path: Path) -> None:
     write_build(tmp_path / "one", {"one-onnx-aaaaaaaaaaaaaaaa.tar.gz": b"one"})
     write_build(tmp_path / "two", {"two-onnx-bbbbbbbbbbbbbbbb.tar.gz": b"two"})
-    upload_build(s3, tmp_path / "one", BUCKET, make_live=False)
+    upload_build(ModelStoreClient(s3, BUCKET), tmp_path / "one", make_live=False)
 
     def second_writer() -> None:
-        upload_build(s3, tmp_path / "two", BUCKET)
+        upload_build(ModelStoreClient(s3, BUCKET), tmp_path / "two")
 
     # Nothing is live when the first writer reads; the second publishes before the first writes.
     first = InterleavedS3(s3, second_writer)
     manifest_one = Manifest.read(tmp_path / "one" / "manifest.json")
-    publish_manifest(first, BUCKET, manifest_one, model_prefix="models/", manifest_prefix="manifests/")
+    publish_manifest(ModelStoreClient(first, BUCKET), manifest_one)
 
     # The first writer's If-None-Match failed (the second's pointer existed), and its retry replaced the
     # pointer it had then read: a whole-manifest publication is last-writer-wins, but never blind.
     assert first.pointer_writes == ["PreconditionFailed", "written"]
-    current = read_published_manifest(s3, BUCKET, "manifests/")
+    current = read_published_manifest(ModelStoreClient(s3, BUCKET))
     assert current == manifest_one
 
 
@@ -369,7 +376,7 @@ def test_a_writer_that_always_loses_stops_after_bounded_attempts() -> None:
         ),
     ):
         # The live body differs from ours in formatting only, so every attempt writes.
-        update_live_manifest(client, BUCKET, always_new, model_prefix="models/", manifest_prefix="manifests/")
+        update_live_manifest(ModelStoreClient(client, BUCKET), always_new)
     stubber.assert_no_pending_responses()
 
 
@@ -402,7 +409,7 @@ def test_publish_build_writes_the_manifest_under_its_fingerprint_only(
     key = f"manifests/builds/{FINGERPRINT}/manifest.json"
     assert capsys.readouterr().out.strip() == f"build manifest s3://{BUCKET}/{key} written"
     assert s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == manifest.to_json().encode()
-    assert read_published_manifest(s3, BUCKET, "manifests/") is None
+    assert read_published_manifest(ModelStoreClient(s3, BUCKET)) is None
     # Publishing it again (a retried build step) changes nothing.
     assert (
         main(["publish-build", "--from", str(tmp_path), "--fingerprint", FINGERPRINT, "--bucket", BUCKET])
@@ -429,7 +436,7 @@ def test_publish_build_refuses_a_manifest_without_its_passing_serving_report(
     s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     manifest = write_build(tmp_path, ARCHIVES)
-    upload_build(s3, tmp_path, BUCKET, make_live=False)
+    upload_build(ModelStoreClient(s3, BUCKET), tmp_path, make_live=False)
     command = ["publish-build", "--from", str(tmp_path), "--fingerprint", FINGERPRINT, "--bucket", BUCKET]
 
     assert main(command) == 1
@@ -440,7 +447,11 @@ def test_publish_build_refuses_a_manifest_without_its_passing_serving_report(
     failing = passing_report(manifest)
     first = failing.archives[0].model_copy(update={"passed": False, "error": "Triton did not load it: boom"})
     failing = failing.model_copy(update={"archives": (first, *failing.archives[1:])})
-    create_json(s3, BUCKET, f"manifests/{manifest.sha256}.serving-report.json", failing.to_json().encode())
+    create_json(
+        ModelStoreClient(s3, BUCKET),
+        f"manifests/{manifest.sha256}.serving-report.json",
+        failing.to_json().encode(),
+    )
 
     assert main(command) == 1
     assert one_line_error(capsys).endswith(
@@ -453,7 +464,7 @@ def test_an_earlier_build_of_the_same_fingerprint_keeps_its_manifest(s3: Any, tm
     first = write_build(tmp_path / "one", ARCHIVES)
     second = write_build(tmp_path / "two", {"resnet-onnx-cccccccccccccccc.tar.gz": b"rebuilt, other bytes"})
     for build, manifest in (("one", first), ("two", second)):
-        upload_build(s3, tmp_path / build, BUCKET, make_live=False)
+        upload_build(ModelStoreClient(s3, BUCKET), tmp_path / build, make_live=False)
         publish_passing_report(s3, manifest)
     assert (
         main(
@@ -494,7 +505,7 @@ def test_publish_build_needs_a_real_fingerprint(
     s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], fingerprint: str
 ) -> None:
     write_build(tmp_path, ARCHIVES)
-    upload_build(s3, tmp_path, BUCKET, make_live=False)
+    upload_build(ModelStoreClient(s3, BUCKET), tmp_path, make_live=False)
 
     assert (
         main(["publish-build", "--from", str(tmp_path), "--fingerprint", fingerprint, "--bucket", BUCKET])

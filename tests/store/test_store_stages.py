@@ -13,6 +13,7 @@ from store_support import BUCKET, one_line_error, passing_report
 from triton_mme.cli import main
 from triton_mme.core.manifest import Manifest
 from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME
+from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import read_published_manifest, upload_build
 from triton_mme.store.stages import PublishError, fetch_candidate, publish_serving_report, require_passing
 
@@ -30,7 +31,7 @@ def staged(
 ) -> tuple[Path, Manifest]:
     """The build stage's end: archives and files uploaded, the candidate staged, its digest written."""
     build_dir, manifest = built
-    upload_build(s3, build_dir, BUCKET, make_live=False)
+    upload_build(ModelStoreClient(s3, BUCKET), build_dir, make_live=False)
     digest_file = tmp_path / "candidate.sha256"
     assert main(["stage-candidate", "--from", str(build_dir), "--fingerprint", FINGERPRINT,
                  "--digest-file", str(digest_file), *STORE]) == 0  # fmt: skip
@@ -45,7 +46,7 @@ def test_the_candidate_is_the_manifest_under_its_fingerprint_and_nothing_reads_i
     _, manifest = staged
     body = s3.get_object(Bucket=BUCKET, Key=candidate_key(manifest))["Body"].read()
     assert body == manifest.to_json().encode()
-    assert read_published_manifest(s3, BUCKET, "manifests/") is None
+    assert read_published_manifest(ModelStoreClient(s3, BUCKET)) is None
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="manifests/builds/")["Contents"]]
     assert keys == [candidate_key(manifest)]  # no build manifest yet: only the serving check publishes one
 
@@ -81,8 +82,7 @@ def test_a_file_whose_bytes_do_not_match_the_candidate_stops_the_fetch(
     s3.delete_object(Bucket=BUCKET, Key=f"manifests/{golden}")
     s3.put_object(Bucket=BUCKET, Key=f"manifests/{golden}", Body=b"other bytes")
     with pytest.raises(PublishError, match=rf"manifests/{golden}: its content does not match its name"):
-        fetch_candidate(s3, BUCKET, FINGERPRINT, manifest.sha256, tmp_path / "f",
-                        model_prefix="models/", manifest_prefix="manifests/")  # fmt: skip
+        fetch_candidate(ModelStoreClient(s3, BUCKET), FINGERPRINT, manifest.sha256, tmp_path / "f")
     assert not (tmp_path / "f" / "manifest.json").exists()  # written last, so never beside a bad file
 
 
@@ -157,5 +157,5 @@ def test_a_failing_report_is_never_published(s3: Any, built: tuple[Path, Manifes
     with pytest.raises(
         PublishError, match=f"{first.target_model} did not pass the serving check: output 'output'"
     ):
-        publish_serving_report(s3, BUCKET, build_dir, path, manifest_prefix="manifests/")
+        publish_serving_report(ModelStoreClient(s3, BUCKET), build_dir, path)
     assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0

@@ -13,6 +13,7 @@ import pytest
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 from store_support import BUCKET
 
+from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import LocalObject, classic_transfer_config, publish_objects
 
 
@@ -64,7 +65,9 @@ def test_every_upload_runs_on_the_classic_client(
     item = LocalObject(path=path, key=path.name, sha256=hashlib.sha256(b"archive").hexdigest(), size=7)
     recording = RecordingS3(s3)
 
-    uploaded, _ = publish_objects(recording, BUCKET, "models/", [item], transfer_config=given)
+    uploaded, _ = publish_objects(
+        ModelStoreClient(recording, BUCKET), "models/", [item], transfer_config=given
+    )
 
     assert uploaded == ["models/a-onnx-0000000000000000.tar.gz"]
     (config,) = recording.configs

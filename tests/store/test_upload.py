@@ -11,6 +11,7 @@ import pytest
 from store_support import ARCHIVES, BUCKET, write_build
 
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
+from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import PublishError, publish_manifest, read_published_manifest, upload_build
 
 pytestmark = pytest.mark.usefixtures("fake_archives")
@@ -48,7 +49,7 @@ def test_upload_publishes_archives_then_the_manifest_under_its_own_prefix(s3: An
     manifest = write_build(tmp_path, ARCHIVES)
     recorder = RecordingS3(s3)
 
-    report = upload_build(recorder, tmp_path, BUCKET)
+    report = upload_build(ModelStoreClient(recorder, BUCKET), tmp_path)
 
     stored = _keys(s3)
     assert stored["models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz"] == b"onnx archive bytes"
@@ -67,7 +68,7 @@ def test_upload_publishes_archives_then_the_manifest_under_its_own_prefix(s3: An
 
 def test_upload_records_content_type_checksum_and_sha256_metadata(s3: Any, tmp_path: Path) -> None:
     write_build(tmp_path, ARCHIVES)
-    upload_build(s3, tmp_path, BUCKET)
+    upload_build(ModelStoreClient(s3, BUCKET), tmp_path)
 
     head = s3.head_object(
         Bucket=BUCKET, Key="models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz", ChecksumMode="ENABLED"
@@ -79,10 +80,10 @@ def test_upload_records_content_type_checksum_and_sha256_metadata(s3: Any, tmp_p
 
 def test_a_second_upload_skips_identical_archives(s3: Any, tmp_path: Path) -> None:
     write_build(tmp_path, ARCHIVES)
-    upload_build(s3, tmp_path, BUCKET)
+    upload_build(ModelStoreClient(s3, BUCKET), tmp_path)
     recorder = RecordingS3(s3)
 
-    report = upload_build(recorder, tmp_path, BUCKET)
+    report = upload_build(ModelStoreClient(recorder, BUCKET), tmp_path)
 
     assert report.uploaded == ()
     assert sorted(report.skipped) == sorted(f"models/{name}" for name in ARCHIVES)
@@ -93,7 +94,7 @@ def test_an_object_written_by_another_tool_is_compared_by_its_bytes(s3: Any, tmp
     write_build(tmp_path, ARCHIVES)
     s3.put_object(Bucket=BUCKET, Key="models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz", Body=b"onnx archive bytes")
 
-    report = upload_build(s3, tmp_path, BUCKET)
+    report = upload_build(ModelStoreClient(s3, BUCKET), tmp_path)
 
     assert report.skipped == ("models/resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz",)
 
@@ -110,7 +111,7 @@ def test_a_key_holding_different_bytes_is_never_overwritten_and_nothing_is_uploa
     with pytest.raises(
         PublishError, match=r"models/resnet-torchscript-bbbbbbbbbbbbbbbb\.tar\.gz already exists"
     ):
-        upload_build(recorder, tmp_path, BUCKET)
+        upload_build(ModelStoreClient(recorder, BUCKET), tmp_path)
 
     assert recorder.writes() == []
     assert _keys(s3) == {"models/resnet-torchscript-bbbbbbbbbbbbbbbb.tar.gz": existing}
@@ -125,7 +126,7 @@ def test_a_different_sha256_in_metadata_is_refused(s3: Any, tmp_path: Path) -> N
         Metadata={"sha256": "0" * 64},
     )
     with pytest.raises(PublishError, match="refusing to overwrite"):
-        upload_build(s3, tmp_path, BUCKET)
+        upload_build(ModelStoreClient(s3, BUCKET), tmp_path)
 
 
 def test_local_archives_are_checked_against_the_manifest_before_any_call(s3: Any, tmp_path: Path) -> None:
@@ -136,22 +137,22 @@ def test_local_archives_are_checked_against_the_manifest_before_any_call(s3: Any
     with pytest.raises(
         PublishError, match=r"resnet-onnx-aaaaaaaaaaaaaaaa\.tar\.gz: sha256 .* does not match the manifest"
     ):
-        upload_build(recorder, tmp_path, BUCKET)
+        upload_build(ModelStoreClient(recorder, BUCKET), tmp_path)
     (tmp_path / "resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz").unlink()
     with pytest.raises(PublishError, match="archive named in the manifest is missing"):
-        upload_build(recorder, tmp_path, BUCKET)
+        upload_build(ModelStoreClient(recorder, BUCKET), tmp_path)
     (tmp_path / "resnet-onnx-aaaaaaaaaaaaaaaa.tar.gz").write_bytes(b"short")
     with pytest.raises(PublishError, match="size 5 bytes does not match the manifest"):
-        upload_build(recorder, tmp_path, BUCKET)
+        upload_build(ModelStoreClient(recorder, BUCKET), tmp_path)
     assert recorder.calls == []
 
 
 def test_a_missing_or_broken_local_manifest_is_one_line(tmp_path: Path, s3: Any) -> None:
     with pytest.raises(PublishError, match=r"manifest\.json: cannot read the build manifest"):
-        upload_build(s3, tmp_path, BUCKET)
+        upload_build(ModelStoreClient(s3, BUCKET), tmp_path)
     (tmp_path / MANIFEST_FILE_NAME).write_text("{not json", encoding="utf-8")
     with pytest.raises(PublishError, match="not a valid build manifest") as caught:
-        upload_build(s3, tmp_path, BUCKET)
+        upload_build(ModelStoreClient(s3, BUCKET), tmp_path)
     assert "\n" not in str(caught.value)
 
 
@@ -164,7 +165,7 @@ def test_the_manifest_prefix_must_lie_outside_the_model_prefix(
 ) -> None:
     write_build(tmp_path, ARCHIVES)
     with pytest.raises(PublishError, match=message):
-        upload_build(s3, tmp_path, BUCKET, prefix=prefix, manifest_prefix=manifest_prefix)
+        upload_build(ModelStoreClient.at(s3, BUCKET, models=prefix, manifests=manifest_prefix), tmp_path)
 
 
 def test_a_manifest_naming_a_missing_archive_is_never_published(s3: Any, tmp_path: Path) -> None:
@@ -173,15 +174,15 @@ def test_a_manifest_naming_a_missing_archive_is_never_published(s3: Any, tmp_pat
         PublishError,
         match=r"resnet-onnx-aaaaaaaaaaaaaaaa\.tar\.gz: named in the manifest but not in the bucket",
     ):
-        publish_manifest(s3, BUCKET, manifest, model_prefix="models/", manifest_prefix="manifests/")
-    assert read_published_manifest(s3, BUCKET, "manifests/") is None
+        publish_manifest(ModelStoreClient(s3, BUCKET), manifest)
+    assert read_published_manifest(ModelStoreClient(s3, BUCKET)) is None
 
 
 def test_every_published_manifest_names_only_objects_in_the_bucket(s3: Any, tmp_path: Path) -> None:
     write_build(tmp_path / "one", ARCHIVES)
     write_build(tmp_path / "two", {"resnet-onnx-cccccccccccccccc.tar.gz": b"a newer onnx export"})
-    upload_build(s3, tmp_path / "one", BUCKET)
-    upload_build(s3, tmp_path / "two", BUCKET)
+    upload_build(ModelStoreClient(s3, BUCKET), tmp_path / "one")
+    upload_build(ModelStoreClient(s3, BUCKET), tmp_path / "two")
 
     stored = _keys(s3)
     manifests = [
@@ -190,6 +191,6 @@ def test_every_published_manifest_names_only_objects_in_the_bucket(s3: Any, tmp_
     assert len(manifests) == 3  # two immutable copies and the current one
     for manifest in manifests:
         assert all(f"models/{target}" in stored for target in manifest.target_models)
-    current = read_published_manifest(s3, BUCKET, "manifests/")
+    current = read_published_manifest(ModelStoreClient(s3, BUCKET))
     assert current is not None and current.target_models == {"resnet-onnx-cccccccccccccccc.tar.gz"}
     assert json.loads(stored["manifests/manifest.json"])["archives"][0]["name"] == "resnet"

@@ -15,6 +15,7 @@ import boto3
 import numpy as np
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
+from client_support import triton_binary_reply
 from store_support import BUCKET
 
 from triton_mme.acceptance.stack import ACCEPTANCE_SETTINGS_OUTPUT, DeployedSettings
@@ -179,25 +180,8 @@ def stubbed(service: str) -> tuple[Any, Stubber]:
 
 def triton_reply(outputs: dict[str, np.ndarray]) -> dict[str, Any]:
     """InvokeEndpoint's answer carrying Triton's binary reply."""
-    header = {
-        "model_name": "tiny",
-        "model_version": "1",
-        "outputs": [
-            {
-                "name": name,
-                "datatype": "FP32",
-                "shape": list(array.shape),
-                "parameters": {"binary_data_size": array.nbytes},
-            }
-            for name, array in outputs.items()
-        ],
-    }
-    encoded = json.dumps(header).encode()
-    body = encoded + b"".join(array.tobytes() for array in outputs.values())
-    return {
-        "ContentType": f"application/vnd.sagemaker-triton.binary+json;json-header-size={len(encoded)}",
-        "Body": StreamingBody(BytesIO(body), len(body)),
-    }
+    content_type, body = triton_binary_reply(outputs, model_name="tiny")
+    return {"ContentType": content_type, "Body": StreamingBody(BytesIO(body), len(body))}
 
 
 def invoke_params(target_model: str) -> dict[str, Any]:

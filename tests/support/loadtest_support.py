@@ -11,31 +11,22 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from client_support import LoopbackHandler
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
     server: StubEndpoint
     protocol_version = "HTTP/1.1"
     # Headers and body go out as two writes: without TCP_NODELAY the body waits for the client's delayed
     # ACK (40 ms on Linux) on a kept-alive connection.
     disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-    def _answer(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
     def do_GET(self) -> None:
         stub = self.server
@@ -46,7 +37,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "cacheMisses": stub.misses,
                 "loaded": list(stub.loaded),
             }
-        self._answer(200, json.dumps(answer).encode())
+        self.answer(200, "application/json", json.dumps(answer).encode())
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -56,7 +47,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif parts[0] == "endpoints" and parts[-1] == "invocations":
             self._sagemaker(self.headers.get("X-Amzn-SageMaker-Target-Model", ""))
         else:
-            self._answer(404, b'{"error": "no route"}')
+            self.answer(404, "application/json", b'{"error": "no route"}')
 
     def _local(self, target: str) -> None:
         stub = self.server
@@ -64,7 +55,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(behaviour, float):
             time.sleep(behaviour)
         elif isinstance(behaviour, int):
-            self._answer(behaviour, b'{"error": "as configured"}')
+            self.answer(behaviour, "application/json", b'{"error": "as configured"}')
             return
         with stub.lock:
             hit = target in stub.loaded
@@ -76,21 +67,30 @@ class _Handler(BaseHTTPRequestHandler):
                 stub.misses += 1
                 while len(stub.loaded) > stub.budget:
                     stub.loaded.popitem(last=False)
-        self._answer(200, b'{"outputs": []}', {"X-Local-Model-Cache": "hit" if hit else "miss"})
+        self.answer(
+            200, "application/json", b'{"outputs": []}', {"X-Local-Model-Cache": "hit" if hit else "miss"}
+        )
 
     def _sagemaker(self, target: str) -> None:
         behaviour = self.server.behaviour.get(target)
         if behaviour == "not ready":
             body = {"message": "Model is still loading"}
-            self._answer(429, json.dumps(body).encode(), {"x-amzn-ErrorType": "ModelNotReadyException"})
+            self.answer(
+                429,
+                "application/json",
+                json.dumps(body).encode(),
+                {"x-amzn-ErrorType": "ModelNotReadyException"},
+            )
         elif behaviour == 507:
             body = {"Message": "Received server error (507) from model", "OriginalStatusCode": 507}
-            self._answer(424, json.dumps(body).encode(), {"x-amzn-ErrorType": "ModelError"})
+            self.answer(
+                424, "application/json", json.dumps(body).encode(), {"x-amzn-ErrorType": "ModelError"}
+            )
         elif isinstance(behaviour, float):
             time.sleep(behaviour)
-            self._answer(200, b'{"outputs": []}')
+            self.answer(200, "application/json", b'{"outputs": []}')
         else:
-            self._answer(200, b'{"outputs": []}')
+            self.answer(200, "application/json", b'{"outputs": []}')
 
 
 class StubEndpoint(ThreadingHTTPServer):

@@ -85,8 +85,13 @@ def passing_report(manifest: Manifest) -> Any:
 def publish_passing_report(s3: Any, manifest: Manifest, prefix: str = "manifests/") -> str:
     """What the serving check publishes before the build's manifest."""
     from triton_mme.core.locations import serving_report_key
+    from triton_mme.store.location import ModelStoreClient
     from triton_mme.store.publish import create_json
 
     key = serving_report_key(manifest.sha256, prefix)
-    create_json(s3, BUCKET, key, passing_report(manifest).to_json().encode())
+    create_json(
+        ModelStoreClient(s3, BUCKET),
+        key,
+        passing_report(manifest).to_json().encode(),
+    )
     return key

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from triton_mme.cli import number_in
 
 DEFAULT_STACK = "TritonMultiModelEndpoint"
 DEFAULT_REPORT = Path("acceptance-report.json")
@@ -13,14 +16,7 @@ DEFAULT_REPORT = Path("acceptance-report.json")
 DEFAULT_METRICS_WAIT_S = 600.0
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a number of seconds of at least 0")
-    return value
+_seconds = number_in(0, math.inf, "a number of seconds of at least 0")
 
 
 def register(subparsers: Any) -> None:

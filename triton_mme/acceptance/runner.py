@@ -31,7 +31,7 @@ from triton_mme.acceptance.strategy import check_strategy
 from triton_mme.acceptance.template import check_template
 from triton_mme.acceptance.timing import SYSTEM_TIMING, Timing
 from triton_mme.client.manifest_source import ManifestSource
-from triton_mme.core.errors import UserError, first_line
+from triton_mme.core.errors import UserError, describe_aws_error, first_line
 
 
 @dataclass(frozen=True)
@@ -66,13 +66,12 @@ def _guarded(group: str, run: Callable[[], list[Check]]) -> list[Check]:
     try:
         return run()
     except ClientError as error:
-        details = error.response.get("Error", {})
         return [
             failed(
                 group,
                 "aws",
                 expected=f"{error.operation_name} answers",
-                seen=f"{details.get('Code')}: {details.get('Message')}",
+                seen=describe_aws_error(error),
                 fix=f"let the credentials running the acceptance call {error.operation_name} "
                 "(docs/acceptance.md lists the permissions)",
             )
@@ -85,7 +84,7 @@ def _guarded(group: str, run: Callable[[], list[Check]]) -> list[Check]:
                 group,
                 "read",
                 expected="its inputs can be read",
-                seen=first_line(error),
+                seen=describe_aws_error(error),
                 fix="see the message",
             )
         ]

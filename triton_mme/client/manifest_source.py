@@ -15,10 +15,16 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from triton_mme.core.bounded import DocumentError, load_json
-from triton_mme.core.errors import UserError, first_line
+from triton_mme.core.errors import (
+    UserError,
+    aws_error_code,
+    describe_aws_error,
+    describe_validation_error,
+    first_line,
+)
 from triton_mme.core.limits import MAX_COMPANION_BYTES, MAX_LABELS_BYTES, MAX_MANIFEST_BYTES, MAX_REPORT_BYTES
 from triton_mme.core.locations import SERVING_REPORT_FILE_NAME, manifest_prefix_of, serving_report_key
-from triton_mme.core.manifest import Manifest, describe
+from triton_mme.core.manifest import Manifest
 from triton_mme.core.naming import COMPANION_NAME
 
 if TYPE_CHECKING:
@@ -81,10 +87,10 @@ class ManifestSource:
         try:
             return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read(max_bytes + 1))
         except Exception as error:  # botocore's ClientError and friends: one line either way
-            response = getattr(error, "response", {}).get("Error", {})
-            reason = f"{response.get('Code')}: {response.get('Message')}" if response else first_line(error)
-            absent = response.get("Code") in ("NoSuchKey", "404")
-            raise (_Absent if absent else ManifestError)(f"{location}: cannot read it ({reason})") from None
+            absent = aws_error_code(error) in ("NoSuchKey", "404")
+            raise (_Absent if absent else ManifestError)(
+                f"{location}: cannot read it ({describe_aws_error(error)})"
+            ) from None
 
     def manifest(self) -> Manifest:
         body = self._read(self.location)
@@ -124,4 +130,6 @@ class ManifestSource:
         except DocumentError as error:
             raise ManifestError(str(error)) from None
         except ValidationError as error:
-            raise ManifestError(f"{location}: not a valid serving report ({describe(error)})") from None
+            raise ManifestError(
+                f"{location}: not a valid serving report ({describe_validation_error(error, whole='report')})"
+            ) from None

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from triton_mme.client.payloads import EncodedRequest
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, aws_error_code, describe_aws_error
 
 BODY_FILE_NAME = "body.bin"
 # The local endpoint's per-request cache state (triton_mme/local_triton/proxy.py CACHE_HEADER).
@@ -61,7 +61,9 @@ def runtime_client(region: str | None) -> Any:
     try:
         return boto3.client("sagemaker-runtime", region_name=region, config=one_attempt())
     except BotoCoreError as error:
-        raise TransportError(f"sagemaker-runtime: {error}; pass --region or configure AWS") from None
+        raise TransportError(
+            f"sagemaker-runtime: {describe_aws_error(error)}; pass --region or configure AWS"
+        ) from None
 
 
 def invoke_endpoint(runtime: Any, endpoint: str, target_model: str, request: EncodedRequest) -> Reply:
@@ -75,16 +77,10 @@ def invoke_endpoint(runtime: Any, endpoint: str, target_model: str, request: Enc
             ContentType=request.content_type,
             Body=request.body,
         )
-    except ClientError as error:
-        details = error.response.get("Error", {})
-        status = error.response.get("OriginalStatusCode")
-        origin = f" (model status {status})" if status else ""
-        message = " ".join(str(details.get("Message", "")).split())
+    except (ClientError, BotoCoreError) as error:
         raise TransportError(
-            f"endpoint {endpoint}: {details.get('Code')}{origin}: {message}", code=details.get("Code")
+            f"endpoint {endpoint}: {describe_aws_error(error)}", code=aws_error_code(error)
         ) from None
-    except BotoCoreError as error:
-        raise TransportError(f"endpoint {endpoint}: {error}") from None
     return Reply(str(response.get("ContentType", "")), response["Body"].read())
 
 

@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from triton_mme.core.bounded import DocumentError, load_yaml
-from triton_mme.core.errors import UserError, quoted
+from triton_mme.core.errors import UserError, describe_error_details, quoted
 from triton_mme.core.formats import Format, Weights
 from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_CATALOG_BYTES, MAX_SEQUENCE_LENGTH, shape_problem
 from triton_mme.core.naming import HF_CONFIG_NAME, MODEL_NAME
@@ -199,7 +199,7 @@ class Catalog(_Frozen):
 
 
 def _describe(error: ValidationError, raw: Any) -> str:
-    """Turn pydantic's first error into one line: entry, field, what is wrong and what is allowed."""
+    """pydantic's first error as one line naming the entry: `model 'resnet50': max_batch_size: ...`."""
     first = error.errors()[0]
     location = list(first["loc"])
     entry = "catalog"
@@ -212,19 +212,7 @@ def _describe(error: ValidationError, raw: Any) -> str:
         entry = f"model {quoted(name)}" if name else f"model #{index + 1}"
         location = location[2:]
     # A whole-entry check names its own fields in its message ("input_shape [...]: ...").
-    field = ".".join(str(part) for part in location)
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        message = "unknown field"
-    elif first["type"] == "missing":
-        message = "required field is missing"
-    got = first.get("input")
-    shown = (
-        ""
-        if first["type"] in ("missing", "extra_forbidden") or isinstance(got, dict)
-        else f" (got {quoted(got)})"
-    )
-    return f"{entry}: {field}: {message}{shown}" if field else f"{entry}: {message}{shown}"
+    return f"{entry}: {describe_error_details(first, location=location)}"
 
 
 def parse_catalog(raw: Any, *, origin: str = "catalog") -> Catalog:

@@ -7,10 +7,12 @@ command line prints it as `error: <message>` and exits with status 1, never with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+    from pydantic_core import ErrorDetails
 
 
 class UserError(Exception):
@@ -33,20 +35,48 @@ def quoted(value: object, limit: int = 80) -> str:
 def describe_validation_error(error: ValidationError, whole: str = "") -> str:
     """pydantic's first error as one line: `archives[0].target_model: <what is allowed> (got '...')`; an error
     of the whole document is `<whole>: <message>`, or the message alone without `whole`."""
-    first = error.errors()[0]
+    return describe_error_details(error.errors()[0], whole=whole)
+
+
+def describe_error_details(
+    details: ErrorDetails, *, location: Sequence[str | int] | None = None, whole: str = ""
+) -> str:
+    """One of pydantic's errors as one line, at `location` (default: the error's own) within the document."""
     where = ""
-    for part in first["loc"]:
+    for part in details["loc"] if location is None else location:
         where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
+    message = details["msg"].removeprefix("Value error, ")
+    if details["type"] == "extra_forbidden":
         message = "unknown field"
-    elif first["type"] == "missing":
+    elif details["type"] == "missing":
         message = "required field is missing"
-    got = first.get("input")
+    got = details.get("input")
     shown = (
         ""
-        if first["type"] in ("missing", "extra_forbidden") or isinstance(got, dict | list) or not where
+        if details["type"] in ("missing", "extra_forbidden") or isinstance(got, dict) or not where
         else f" (got {quoted(got)})"
     )
     where = where or whole
-    return f"{where}: {message}{shown}" if where else f"{message}{shown}"
+    return f"{where}: {message}{shown}" if where else message
+
+
+def aws_error_code(error: BaseException) -> str | None:
+    """The error code of an AWS service's answer (botocore's ClientError: `response["Error"]["Code"]`)."""
+    response = getattr(error, "response", None)
+    details = response.get("Error") if isinstance(response, dict) else None
+    code = details.get("Code") if isinstance(details, dict) else None
+    return str(code) if code is not None else None
+
+
+def describe_aws_error(error: BaseException) -> str:
+    """An AWS SDK error as one line, without importing botocore: a service's answer (a ClientError) as
+    `<Code>: <Message>`, with the model's own status where SageMaker's runtime reports one (`<Code> (model
+    status 500): ...`); anything else (a BotoCoreError: no credentials, no connection) as its first line."""
+    code = aws_error_code(error)
+    if code is None:
+        return first_line(error)
+    response = getattr(error, "response", {})
+    message = " ".join(str(response["Error"].get("Message") or "").split())
+    status = response.get("OriginalStatusCode")
+    origin = f" (model status {status})" if status else ""
+    return f"{code}{origin}: {message}" if message else f"{code}{origin}"

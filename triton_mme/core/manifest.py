@@ -170,7 +170,7 @@ class Manifest(_Frozen):
         try:
             return cls.model_validate(load_json(text, where="", max_bytes=MAX_MANIFEST_BYTES))
         except ValidationError as error:
-            raise ManifestError(describe(error)) from None
+            raise ManifestError(describe_validation_error(error, whole="manifest")) from None
         except DocumentError as error:
             raise ManifestError(str(error)) from None
 
@@ -181,8 +181,3 @@ class Manifest(_Frozen):
         with path.open("rb") as stream:
             data = stream.read(MAX_MANIFEST_BYTES + 1)
         return cls.from_json(data)
-
-
-def describe(error: ValidationError) -> str:
-    """pydantic's first error as one line: `archives[0].target_model: <what is allowed> (got '...')`."""
-    return describe_validation_error(error, whole="manifest")

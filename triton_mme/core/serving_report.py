@@ -12,7 +12,7 @@ import json
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from triton_mme.core.bounded import DocumentError, load_json
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, describe_validation_error
 from triton_mme.core.limits import MAX_REPORT_BYTES
 from triton_mme.core.locations import SERVING_REPORT_FILE_NAME as SERVING_REPORT_FILE_NAME
 
@@ -91,9 +91,7 @@ class ServingReport(_Frozen):
         try:
             return cls.model_validate(load_json(text, where="", max_bytes=MAX_REPORT_BYTES))
         except ValidationError as error:
-            first = error.errors()[0]
-            field = ".".join(str(part) for part in first["loc"]) or "report"
-            raise ServingReportError(f"{where}: {field}: {first['msg']}") from None
+            raise ServingReportError(f"{where}: {describe_validation_error(error, whole='report')}") from None
         except DocumentError as error:
             raise ServingReportError(f"{where}: {error}") from None
 

@@ -12,7 +12,7 @@ import datetime as dt
 import time
 from typing import Any
 
-from triton_mme.core.errors import UserError, first_line
+from triton_mme.core.errors import UserError, describe_aws_error
 from triton_mme.planner.outcome import ServerCount
 
 NAMESPACE = "AWS/SageMaker"
@@ -48,9 +48,9 @@ def model_cache_hit(
             Statistics=["Average", "SampleCount"],
         )
     except Exception as error:  # botocore's ClientError and friends: one line either way
-        details = getattr(error, "response", {}).get("Error", {})
-        reason = f"{details.get('Code')}: {details.get('Message')}" if details else first_line(error)
-        raise CloudWatchError(f"CloudWatch {METRIC} of {endpoint}/{variant}: {reason}") from None
+        raise CloudWatchError(
+            f"CloudWatch {METRIC} of {endpoint}/{variant}: {describe_aws_error(error)}"
+        ) from None
     points = answer.get("Datapoints", [])
     samples = sum(float(p["SampleCount"]) for p in points)
     if not samples:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import positive_int
+from triton_mme.cli import number_in, positive_int
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 
 MAX_USERS = 1000
@@ -17,17 +18,8 @@ MAX_REQUESTS = 10_000_000
 DEFAULT_VARIANT = "AllTraffic"  # loadtest.cloudwatch.DEFAULT_VARIANT (kept importable without boto3)
 
 
-def _bounded(low: float, high: float, what: str) -> Any:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = low - 1
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; {what} from {low:g} to {high:g}")
-        return value
-
-    return parse
+def _bounded(low: float, high: float, what: str) -> Callable[[str], float]:
+    return number_in(low, high, f"{what} from {low:g} to {high:g}")
 
 
 def register(subparsers: Any) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
-from triton_mme.core.errors import UserError, first_line
+from triton_mme.core.errors import UserError, aws_error_code, first_line
 from triton_mme.loadtest.observe import Kind, Observation, kind_of_sagemaker_error, kind_of_status
 from triton_mme.loadtest.requests import RequestPlan
 
@@ -140,15 +140,15 @@ class SageMakerSession:
             )
             response["Body"].read()
         except ClientError as error:
-            details = error.response.get("Error", {})
+            code = aws_error_code(error)
             kind = kind_of_sagemaker_error(
-                details.get("Code"),
+                code,
                 error.response.get("ResponseMetadata", {}).get("HTTPStatusCode"),
                 error.response.get("OriginalStatusCode"),
             )
             # Still loading after InvokeEndpoint's 60 s: a cold request (counted where cold is being judged).
             hit = False if kind == "model_not_ready" and target.cold_threshold_s is not None else None
-            return _failed(index, started, kind, details.get("Code"), cache_hit=hit)
+            return _failed(index, started, kind, code, cache_hit=hit)
         except (ReadTimeoutError, ConnectTimeoutError) as error:
             return _failed(index, started, "timeouts", error)
         except BotoCoreError as error:

@@ -9,27 +9,22 @@ directory deleted, as the platform does under memory and disk pressure.
 from __future__ import annotations
 
 import hashlib
-import http.client
-import json
 import shutil
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
+from triton_mme.client.triton_routes import Reply, SageMakerRoutes
 from triton_mme.core.archive import extract_archive
 from triton_mme.core.archive_policy import check_identity
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.files import file_sha256
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.naming import ARCHIVE_NAME
-from triton_mme.local_triton.server import LOOPBACK
 from triton_mme.local_triton.standin import StandInError, install_standin
-
-LOAD_TIMEOUT_S = 900.0
-INVOKE_TIMEOUT_S = 300.0
 
 
 class ModelError(UserError):
@@ -38,66 +33,6 @@ class ModelError(UserError):
     def __init__(self, status: int, message: str):
         super().__init__(message)
         self.status = status
-
-
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    content_type: str
-    body: bytes
-    cache_hit: bool | None = None  # for an invocation: whether its model was loaded when it arrived
-
-    def error_message(self) -> str:
-        """Triton's error text on one line."""
-        try:
-            text = str(json.loads(self.body)["error"])
-        except (ValueError, KeyError, TypeError):
-            text = self.body.decode(errors="replace")
-        return " ".join(text.split()) or f"HTTP {self.status}"
-
-
-Connect = Callable[[float], http.client.HTTPConnection]
-
-
-class SageMakerApi:
-    """The SageMaker multi-model routes, over connections from `connect` (timeout -> connection):
-    TritonServer.connection for the isolated server, or `at_port` for the loopback front."""
-
-    def __init__(self, connect: Connect):
-        self.connect = connect
-
-    @classmethod
-    def at_port(cls, port: int) -> SageMakerApi:
-        return cls(lambda timeout_s: http.client.HTTPConnection(LOOPBACK, port, timeout=timeout_s))
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: bytes = b"",
-        *,
-        content_type: str = "application/json",
-        timeout_s: float = 30.0,
-    ) -> Reply:
-        connection = self.connect(timeout_s)
-        try:
-            connection.request(method, path, body=body, headers={"Content-Type": content_type})
-            response = connection.getresponse()
-            return Reply(response.status, response.getheader("Content-Type", ""), response.read())
-        finally:
-            connection.close()
-
-    def load(self, name: str, url: Path) -> Reply:
-        body = json.dumps({"model_name": name, "url": str(url)}).encode()
-        return self.request("POST", "/models", body, timeout_s=LOAD_TIMEOUT_S)
-
-    def unload(self, name: str) -> Reply:
-        return self.request("DELETE", f"/models/{name}", timeout_s=LOAD_TIMEOUT_S)
-
-    def invoke(self, name: str, body: bytes, content_type: str) -> Reply:
-        return self.request(
-            "POST", f"/models/{name}/invoke", body, content_type=content_type, timeout_s=INVOKE_TIMEOUT_S
-        )
 
 
 def list_archives(models_dir: Path) -> list[str]:
@@ -134,7 +69,7 @@ class ModelCache:
         *,
         models_dir: Path,
         scratch_dir: Path,
-        api: SageMakerApi,
+        routes: SageMakerRoutes,
         budget: int,
         report: Callable[[str], None] = print,
         max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
@@ -143,7 +78,7 @@ class ModelCache:
             raise ValueError(f"model budget: {budget} is not allowed; at least 1")
         self.models_dir = models_dir
         self.scratch_dir = scratch_dir
-        self.api = api
+        self.routes = routes
         self.budget = budget
         self.report = report
         self.max_unpacked_bytes = max_unpacked_bytes
@@ -176,11 +111,11 @@ class ModelCache:
         """Load the model if it is not loaded, then call it; `Reply.cache_hit` says whether it was loaded
         when the request arrived (what SageMaker's ModelCacheHit metric counts)."""
         loaded_now = self.ensure_loaded(target_model)
-        reply = self.api.invoke(target_model, body, content_type)
+        reply = self.routes.invoke(target_model, body, content_type)
         if reply.status == 404:
             # Unloaded by another request between load and invoke: load it again once, as the platform would.
             loaded_now = self.ensure_loaded(target_model) or loaded_now
-            reply = self.api.invoke(target_model, body, content_type)
+            reply = self.routes.invoke(target_model, body, content_type)
         with self._lock:
             if loaded_now:
                 self.misses += 1
@@ -240,10 +175,10 @@ class ModelCache:
                 raise ModelError(400, str(error)) from None
             for change in standin.changes:
                 self.report(f"{target_model}: {change}")
-            reply = self.api.load(target_model, root)
+            reply = self.routes.load(target_model, root)
             if reply.status != 200:
                 raise ModelError(
-                    reply.status, f"{target_model}: Triton did not load it: {reply.error_message()}"
+                    reply.status, f"{target_model}: Triton did not load it: {reply.error_line()}"
                 )
             loaded = True
         finally:
@@ -254,9 +189,9 @@ class ModelCache:
         self.report(f"{target_model}: loaded ({standin.format}) in {time.perf_counter() - started:.1f} s")
 
     def _unload(self, target_model: str, home: Path, *, reason: str) -> None:
-        reply = self.api.unload(target_model)
+        reply = self.routes.unload(target_model)
         shutil.rmtree(home, ignore_errors=True)
         if reply.status != 200:
-            self.report(f"{target_model}: unload answered HTTP {reply.status}: {reply.error_message()}")
+            self.report(f"{target_model}: unload answered HTTP {reply.status}: {reply.error_line()}")
         else:
             self.report(f"{target_model}: unloaded ({reason})")

@@ -7,9 +7,10 @@ import time
 from pathlib import Path
 
 from triton_mme.client.payloads import decode_response, encode_binary_request
+from triton_mme.client.triton_routes import SageMakerRoutes
 from triton_mme.core.archive import read_archive
 from triton_mme.core.samples import sample_inputs
-from triton_mme.local_triton.loader import SageMakerApi, list_archives
+from triton_mme.local_triton.loader import list_archives
 from triton_mme.local_triton.runner import LocalTriton
 from triton_mme.local_triton.standin import NotRunnableOnCpu, rewrite_config
 
@@ -20,7 +21,7 @@ def measure(models_dir: Path, *, requests: int) -> int:
     print("|---|---:|---:|---:|---:|")
     with LocalTriton(models_dir=models_dir, port=0, model_budget=1, report=lambda _line: None) as local:
         # Timed through the loopback front, as a client of the local endpoint sees it.
-        front = SageMakerApi.at_port(local.endpoint.server_address[1])
+        front = SageMakerRoutes.at_port(local.endpoint.server_address[1])
         for target in list_archives(models_dir):
             contents = read_archive(models_dir / target)
             config = contents.config
@@ -39,7 +40,7 @@ def measure(models_dir: Path, *, requests: int) -> int:
                 reply = front.invoke(target, request.body, request.content_type)
                 timings.append((time.perf_counter() - started) * 1000)
                 if reply.status != 200:
-                    print(f"| {target} | {load_s:.1f} | HTTP {reply.status}: {reply.error_message()} | | |")
+                    print(f"| {target} | {load_s:.1f} | HTTP {reply.status}: {reply.error_line()} | | |")
                     break
                 decode_response(reply.content_type, reply.body)
             else:

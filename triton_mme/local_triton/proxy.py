@@ -16,7 +16,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from triton_mme.client.payloads import SAGEMAKER_MAX_REQUEST_BYTES
-from triton_mme.local_triton.loader import ModelCache, ModelError, Reply, list_archives
+from triton_mme.client.triton_routes import Reply
+from triton_mme.local_triton.loader import ModelCache, ModelError, list_archives
 from triton_mme.local_triton.server import LOOPBACK
 
 TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"

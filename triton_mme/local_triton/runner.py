@@ -7,9 +7,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from triton_mme.client.triton_routes import SageMakerRoutes
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.local_triton import DEFAULT_MODEL_BUDGET
-from triton_mme.local_triton.loader import ModelCache, SageMakerApi, list_archives
+from triton_mme.local_triton.loader import ModelCache, list_archives
 from triton_mme.local_triton.proxy import LocalEndpoint
 from triton_mme.local_triton.server import TritonServer
 
@@ -45,7 +46,7 @@ class LocalTriton:
         self.cache = ModelCache(
             models_dir=models_dir,
             scratch_dir=self.scratch_dir / "models",
-            api=SageMakerApi(self.triton.connection),
+            routes=SageMakerRoutes(self.triton.connection),
             budget=model_budget,
             report=report,
             max_unpacked_bytes=max_unpacked_bytes,

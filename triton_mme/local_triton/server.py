@@ -25,14 +25,13 @@ import sys
 import time
 from pathlib import Path
 
+from triton_mme.client.triton_routes import LOOPBACK
 from triton_mme.core.errors import UserError
+from triton_mme.core.platform import SAGEMAKER_PORT
 from triton_mme.core.triton_logging import log_flags
 from triton_mme.local_triton.isolation import ISOLATION_FAILED, Broker
 
-LOOPBACK = "127.0.0.1"
 STUB_NAME = "triton_python_backend_stub"
-# The SageMaker container's own port; inside the private namespace nothing else can hold it.
-SAGEMAKER_PORT = 8080
 PING_MODE_VARIABLE = "SAGEMAKER_TRITON_PING_MODE"
 PING_MODE = "live"
 
@@ -84,6 +83,7 @@ class _BrokeredConnection(http.client.HTTPConnection):
     """An HTTP connection whose socket comes from the launcher inside the server's namespace."""
 
     def __init__(self, broker: Broker, timeout: float):
+        # The SageMaker container's own port: inside the private namespace nothing else can hold it.
         super().__init__(LOOPBACK, SAGEMAKER_PORT, timeout=timeout)
         self._broker = broker
 

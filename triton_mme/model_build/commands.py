@@ -11,10 +11,9 @@ from triton_mme.cli import add_allow_field, positive_int
 from triton_mme.core.formats import Format, Weights
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.runner_environment import TRITON_TAG_ENV
 from triton_mme.core.wording import plural
 from triton_mme.model_build.sandbox import DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIME_LIMIT_S
-
-TRITON_TAG_ENV = "TRITON_IMAGE_TAG"
 
 
 def register(subparsers: Any) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from triton_mme.core.errors import UserError, first_line, quoted
+from triton_mme.core.errors import UserError, describe_aws_error, quoted
 from triton_mme.core.platform import (
     HOURLY_PRICES,
     PRICE_LIST_API_REGION,
@@ -118,9 +118,9 @@ class PriceBook:
         except PriceError:
             raise
         except Exception as error:  # botocore's ClientError, NoCredentialsError, ...: one line either way
-            details = getattr(error, "response", {}).get("Error", {})
-            reason = f"{details.get('Code')}: {details.get('Message')}" if details else first_line(error)
-            raise PriceError(f"Price List API, {instance_type} in {self.region}: {reason}") from None
+            raise PriceError(
+                f"Price List API, {instance_type} in {self.region}: {describe_aws_error(error)}"
+            ) from None
         return Price(usd_per_hour=usd, source="AWS Price List API", confirmed=True)
 
 

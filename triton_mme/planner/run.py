@@ -9,9 +9,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from triton_mme.core.bounded import DocumentError, read_json
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, describe_validation_error
 from triton_mme.core.limits import MAX_REPORT_BYTES
-from triton_mme.core.manifest import describe
 from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES
 from triton_mme.planner.candidates import (
     Candidate,
@@ -78,7 +77,7 @@ def read_load_test(path: Path) -> LoadTestReport:
         raise CompareError(str(error)) from None
     except ValidationError as error:
         raise CompareError(
-            f"{path}: not a load test result of `triton-mme loadtest` ({describe(error)})"
+            f"{path}: not a load test result of `triton-mme loadtest` ({describe_validation_error(error)})"
         ) from None
 
 

@@ -11,10 +11,10 @@ from typing import Any
 from triton_mme.cli import non_negative_int, positive_int
 from triton_mme.core.locations import BUILD_DIR, SERVING_REPORT_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.runner_environment import TRITON_TAG_ENV
 from triton_mme.core.wording import plural
 
 SERVERS = ("local", "sagemaker")
-TRITON_TAG_ENV = "TRITON_IMAGE_TAG"
 
 
 def register(subparsers: Any) -> None:

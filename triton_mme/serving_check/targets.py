@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from triton_mme.client.triton_routes import SageMakerRoutes
 from triton_mme.core.errors import UserError
 from triton_mme.core.platform import (
     SAGEMAKER_MULTI_MODEL_ENVIRONMENT,
@@ -22,7 +23,6 @@ from triton_mme.core.platform import (
     SAGEMAKER_SERVE_COMMAND,
 )
 from triton_mme.serving_check import gpu
-from triton_mme.serving_check.routes import MultiModelRoutes
 
 READY_TIMEOUT_S = 300.0
 STOP_TIMEOUT_S = 30.0
@@ -46,7 +46,7 @@ class ServingTarget(Protocol):
     server: str  # what the report names as the server
     gpu: str | None
     on_gpu: bool
-    routes: MultiModelRoutes
+    routes: SageMakerRoutes
 
     def prepare(self, target_model: str, model_dir: Path) -> None:
         """Whatever an unpacked model directory needs before `POST /models` (NotRunnableHere, LoadRefused)."""
@@ -75,7 +75,7 @@ class SageMakerTriton:
         self.command = list(command)
         self.port = port
         self.ready_timeout_s = ready_timeout_s
-        self.routes = MultiModelRoutes.on_loopback(port)
+        self.routes = SageMakerRoutes.at_port(port)
         self.gpu = gpu.gpu_name()
         driver = gpu.driver_version()
         where = f" on {self.gpu}, NVIDIA driver {driver}" if self.gpu else ""
@@ -171,7 +171,7 @@ class LocalCpuTriton:
         from triton_mme.local_triton.server import TritonServer
 
         self.triton = TritonServer(workdir=workdir)
-        self.routes = MultiModelRoutes(self.triton.connection)
+        self.routes = SageMakerRoutes(self.triton.connection)
 
     def prepare(self, target_model: str, model_dir: Path) -> None:
         from triton_mme.local_triton.standin import NotRunnableOnCpu, StandInError, install_standin

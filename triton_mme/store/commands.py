@@ -8,11 +8,15 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from functools import wraps
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triton_mme.cli import add_allow_field, add_unpacked_limit
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
+from triton_mme.core.runner_environment import FINGERPRINT_ENV
 from triton_mme.core.wording import plural
+
+if TYPE_CHECKING:
+    from triton_mme.store.location import ModelStoreClient
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -136,7 +140,7 @@ def _add_fingerprint(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fingerprint",
         required=True,
-        help="the build's fingerprint (64 hex digits; the runners have it as MODEL_BUILD_FINGERPRINT)",
+        help=f"the build's fingerprint (64 hex digits; the runners have it as {FINGERPRINT_ENV})",
     )
 
 
@@ -165,8 +169,9 @@ def _add_bucket_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _s3_command(command: Callable[[argparse.Namespace, Any], int]) -> Handler:
-    """Give the command an S3 client, and turn S3's errors into one line naming the bucket."""
+def _s3_command(command: Callable[[argparse.Namespace, ModelStoreClient], int]) -> Handler:
+    """Give the command the store (an S3 client, --bucket, --prefix and --manifest-prefix), and turn S3's
+    errors into one line naming the bucket."""
 
     @wraps(command)
     def handler(args: argparse.Namespace) -> int:
@@ -174,30 +179,23 @@ def _s3_command(command: Callable[[argparse.Namespace, Any], int]) -> Handler:
         from boto3.exceptions import Boto3Error
         from botocore.exceptions import BotoCoreError, ClientError
 
-        from triton_mme.core.errors import first_line
+        from triton_mme.core.errors import describe_aws_error, first_line
+        from triton_mme.store.location import ModelStoreClient
         from triton_mme.store.publish import PublishError
 
         try:
-            return command(args, boto3.client("s3"))
-        except ClientError as error:
-            details = error.response.get("Error", {})
-            raise PublishError(
-                f"s3://{args.bucket}: {details.get('Code')}: {details.get('Message')}"
-            ) from None
-        except BotoCoreError as error:
-            raise PublishError(f"s3://{args.bucket}: {error}") from None
+            store = ModelStoreClient.at(
+                boto3.client("s3"), args.bucket, models=args.prefix, manifests=args.manifest_prefix
+            )
+            return command(args, store)
+        except (ClientError, BotoCoreError) as error:
+            raise PublishError(f"s3://{args.bucket}: {describe_aws_error(error)}") from None
         except Boto3Error as error:  # the transfer manager's S3UploadFailedError, after its retries
             raise PublishError(
                 f"s3://{args.bucket}: {first_line(error)}; the manifest was not changed"
             ) from None
 
     return handler
-
-
-def _prefixes(args: argparse.Namespace) -> Any:
-    from triton_mme.store.operations import Prefixes
-
-    return Prefixes.of(args.prefix, args.manifest_prefix)
 
 
 def _human(size: int) -> str:
@@ -222,17 +220,13 @@ def _progress_bars(stack: ExitStack) -> Callable[[str, int], Callable[[int], Non
 
 
 @_s3_command
-def _upload(args: argparse.Namespace, s3: Any) -> int:
+def _upload(args: argparse.Namespace, store: ModelStoreClient) -> int:
     from triton_mme.store.publish import upload_build
 
-    prefixes = _prefixes(args)
     with ExitStack() as bars:
         report = upload_build(
-            s3,
+            store,
             args.source,
-            args.bucket,
-            prefix=prefixes.models,
-            manifest_prefix=prefixes.manifests,
             progress=_progress_bars(bars),
             make_live=not args.archives_only,
         )
@@ -246,19 +240,11 @@ def _upload(args: argparse.Namespace, s3: Any) -> int:
 
 
 @_s3_command
-def _stage_candidate(args: argparse.Namespace, s3: Any) -> int:
+def _stage_candidate(args: argparse.Namespace, store: ModelStoreClient) -> int:
     from triton_mme.core.files import write_atomically
     from triton_mme.store.stages import stage_candidate
 
-    prefixes = _prefixes(args)
-    staged, digest = stage_candidate(
-        s3,
-        args.bucket,
-        args.source,
-        args.fingerprint.strip(),
-        model_prefix=prefixes.models,
-        manifest_prefix=prefixes.manifests,
-    )
+    staged, digest = stage_candidate(store, args.source, args.fingerprint.strip())
     state = "written" if staged.written else "kept (already staged, same bytes)"
     print(f"candidate s3://{args.bucket}/{staged.key} {state}")
     if args.digest_file:
@@ -267,63 +253,44 @@ def _stage_candidate(args: argparse.Namespace, s3: Any) -> int:
 
 
 @_s3_command
-def _fetch_candidate(args: argparse.Namespace, s3: Any) -> int:
+def _fetch_candidate(args: argparse.Namespace, store: ModelStoreClient) -> int:
     from triton_mme.store.stages import fetch_candidate
 
-    prefixes = _prefixes(args)
-    manifest = fetch_candidate(
-        s3,
-        args.bucket,
-        args.fingerprint.strip(),
-        args.candidate.strip(),
-        args.to,
-        model_prefix=prefixes.models,
-        manifest_prefix=prefixes.manifests,
-    )
+    manifest = fetch_candidate(store, args.fingerprint.strip(), args.candidate.strip(), args.to)
     fetched = f"{plural(len(manifest.archives), 'archive')} and {plural(len(manifest.files), 'file')}"
     print(f"fetched {fetched} into {args.to}")
     return 0
 
 
 @_s3_command
-def _publish_report(args: argparse.Namespace, s3: Any) -> int:
+def _publish_report(args: argparse.Namespace, store: ModelStoreClient) -> int:
     from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME
     from triton_mme.store.stages import publish_serving_report
 
     path = args.report or args.source / SERVING_REPORT_FILE_NAME
-    published = publish_serving_report(
-        s3, args.bucket, args.source, path, manifest_prefix=_prefixes(args).manifests
-    )
+    published = publish_serving_report(store, args.source, path)
     state = "written" if published.written else "kept (an earlier passing report of this manifest)"
     print(f"report   s3://{args.bucket}/{published.key} {state}")
     return 0
 
 
 @_s3_command
-def _publish_build(args: argparse.Namespace, s3: Any) -> int:
+def _publish_build(args: argparse.Namespace, store: ModelStoreClient) -> int:
     from triton_mme.store.publish import read_local_manifest
     from triton_mme.store.stages import publish_checked_build
 
-    prefixes = _prefixes(args)
-    report = publish_checked_build(
-        s3,
-        args.bucket,
-        read_local_manifest(args.source),
-        args.fingerprint.strip(),
-        model_prefix=prefixes.models,
-        manifest_prefix=prefixes.manifests,
-    )
+    report = publish_checked_build(store, read_local_manifest(args.source), args.fingerprint.strip())
     state = "written" if report.written else "kept (already published for this fingerprint)"
     print(f"build manifest s3://{args.bucket}/{report.key} {state}")
     return 0
 
 
 @_s3_command
-def _list(args: argparse.Namespace, s3: Any) -> int:
+def _list(args: argparse.Namespace, store: ModelStoreClient) -> int:
     from triton_mme.store.operations import list_store
 
-    prefixes = _prefixes(args)
-    listing = list_store(s3, args.bucket, prefixes)
+    prefixes = store.prefixes
+    listing = list_store(store)
     rows = [("TARGET_MODEL", "SIZE", "MODEL", "FORMAT")]
     for archive in listing.archives:
         model, fmt = (
@@ -349,14 +316,12 @@ def _list(args: argparse.Namespace, s3: Any) -> int:
 
 
 @_s3_command
-def _add(args: argparse.Namespace, s3: Any) -> int:
+def _add(args: argparse.Namespace, store: ModelStoreClient) -> int:
     from triton_mme.store.operations import add_archive
 
     report = add_archive(
-        s3,
-        args.bucket,
+        store,
         args.archive,
-        _prefixes(args),
         name=args.name,
         source=args.source,
         weights=args.weights,
@@ -379,10 +344,10 @@ def _add(args: argparse.Namespace, s3: Any) -> int:
 
 
 @_s3_command
-def _remove(args: argparse.Namespace, s3: Any) -> int:
+def _remove(args: argparse.Namespace, store: ModelStoreClient) -> int:
     from triton_mme.store.operations import remove_archive
 
-    report = remove_archive(s3, args.bucket, args.target_model, _prefixes(args), force=args.force)
+    report = remove_archive(store, args.target_model, force=args.force)
     if report.manifest_key is not None:
         print(
             f"manifest s3://{args.bucket}/{report.manifest_key} no longer names {', '.join(report.dropped)}"

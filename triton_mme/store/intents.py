@@ -24,7 +24,8 @@ import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from triton_mme.store.publish import PublishError, S3Client, create_json
+from triton_mme.store.location import ModelStoreClient
+from triton_mme.store.publish import PublishError, create_json
 
 ADD = "add"
 REMOVE = "remove"
@@ -42,28 +43,26 @@ def intents_prefix(manifest_prefix: str, target_model: str) -> str:
     return f"{manifest_prefix}{INTENTS_FOLDER}{target_model}/"
 
 
-def announced(s3: S3Client, bucket: str, manifest_prefix: str, target_model: str, kind: str) -> list[str]:
+def announced(store: ModelStoreClient, target_model: str, kind: str) -> list[str]:
     """Keys of the intents of `kind` for this archive."""
-    prefix = intents_prefix(manifest_prefix, target_model) + f"{kind}-"
-    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    prefix = intents_prefix(store.prefixes.manifests, target_model) + f"{kind}-"
+    pages = store.s3.get_paginator("list_objects_v2").paginate(Bucket=store.bucket, Prefix=prefix)
     return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
 
 @contextmanager
-def intent(
-    s3: S3Client, bucket: str, manifest_prefix: str, target_model: str, kind: str, *, refuses: str
-) -> Iterator[str]:
+def intent(store: ModelStoreClient, target_model: str, kind: str, *, refuses: str) -> Iterator[str]:
     """Announce `kind` for the archive, refuse while an intent of `refuses` is there, withdraw at the end."""
-    key = intents_prefix(manifest_prefix, target_model) + f"{kind}-{secrets.token_hex(8)}"
-    create_json(s3, bucket, key, b"{}")
+    key = intents_prefix(store.prefixes.manifests, target_model) + f"{kind}-{secrets.token_hex(8)}"
+    create_json(store, key, b"{}")
     try:
-        others = announced(s3, bucket, manifest_prefix, target_model, refuses)
+        others = announced(store, target_model, refuses)
         if others:
             article = "an" if refuses == ADD else "a"
             raise PublishError(
-                f"s3://{bucket}/{others[0]}: {article} {refuses} of {target_model} is in progress; try again "
+                f"{store.url(others[0])}: {article} {refuses} of {target_model} is in progress; try again "
                 "when it ends (if none is running, delete that object)"
             )
         yield key
     finally:
-        s3.delete_object(Bucket=bucket, Key=key)
+        store.s3.delete_object(Bucket=store.bucket, Key=key)

@@ -20,37 +20,19 @@ from triton_mme.core.errors import UserError
 from triton_mme.core.files import file_sha256, private_copy, private_directory
 from triton_mme.core.formats import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_REPORT_BYTES
-from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX
 from triton_mme.core.manifest import ArchiveRecord, Manifest
 from triton_mme.core.naming import ARCHIVE_NAME, CONTENT_HASH_LENGTH, MODEL_NAME
 from triton_mme.core.serving_report import ServingReport
 from triton_mme.store.intents import ADD, REMOVE, Step, intent, no_step
+from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import (
     LocalObject,
     PublishError,
-    S3Client,
-    check_prefixes,
     head,
-    normalise_prefix,
     publish_objects,
     read_published_manifest,
     update_live_manifest,
 )
-
-
-@dataclass(frozen=True)
-class Prefixes:
-    """The model prefix (the endpoint's ModelDataUrl) and the manifest prefix, both ending in '/'."""
-
-    models: str
-    manifests: str
-
-    @classmethod
-    def of(cls, models: str = MODEL_PREFIX, manifests: str = MANIFEST_PREFIX) -> Prefixes:
-        """Normalised (`models`, `/models/` -> `models/`) and checked not to overlap."""
-        prefixes = cls(normalise_prefix(models), normalise_prefix(manifests))
-        check_prefixes(prefixes.models, prefixes.manifests)
-        return prefixes
 
 
 @dataclass(frozen=True)
@@ -70,19 +52,20 @@ class Listing:
         return [a.target_model for a in self.archives if a.size is None]
 
 
-def _list_objects(s3: S3Client, bucket: str, prefix: str) -> list[dict[str, Any]]:
+def _list_objects(store: ModelStoreClient, prefix: str) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+    for page in store.s3.get_paginator("list_objects_v2").paginate(Bucket=store.bucket, Prefix=prefix):
         objects.extend(page.get("Contents", []))
     return objects
 
 
-def list_store(s3: S3Client, bucket: str, prefixes: Prefixes) -> Listing:
+def list_store(store: ModelStoreClient) -> Listing:
     """Archives under the model prefix with the current manifest's names, and any it names but lacks."""
-    manifest = read_published_manifest(s3, bucket, prefixes.manifests) or Manifest()
+    prefixes = store.prefixes
+    manifest = read_published_manifest(store) or Manifest()
     records = {record.target_model: record for record in manifest.archives}
     listed, present = [], set()
-    for item in sorted(_list_objects(s3, bucket, prefixes.models), key=lambda o: o["Key"]):
+    for item in sorted(_list_objects(store, prefixes.models), key=lambda o: o["Key"]):
         key = item["Key"].removeprefix(prefixes.models)
         present.add(key)
         listed.append(ListedArchive(key, int(item["Size"]), records.get(key)))
@@ -151,10 +134,8 @@ def _tensorrt_checked(path: Path, serving_report: Path | None, unchecked: bool) 
 
 
 def add_archive(
-    s3: S3Client,
-    bucket: str,
+    store: ModelStoreClient,
     path: Path,
-    prefixes: Prefixes,
     *,
     name: str | None = None,
     source: str = "external",
@@ -175,19 +156,17 @@ def add_archive(
     with private_directory("add-") as private:
         copy = private_copy(path, private)
         return _add_checked(
-            s3, bucket, path, copy, named, prefixes, name=name, source=source, weights=weights,
+            store, path, copy, named, name=name, source=source, weights=weights,
             max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields, serving_report=serving_report,
             unchecked_tensorrt=unchecked_tensorrt, step=step or no_step,
         )  # fmt: skip
 
 
 def _add_checked(
-    s3: S3Client,
-    bucket: str,
+    store: ModelStoreClient,
     path: Path,
     copy: Path,
     named: re.Match[str],
-    prefixes: Prefixes,
     *,
     name: str | None,
     source: str,
@@ -221,8 +200,8 @@ def _add_checked(
         details |= _tensorrt_checked(path, serving_report, unchecked_tensorrt)
         not_run = ()
     # A broken live manifest stops the add before anything is uploaded.
-    read_published_manifest(s3, bucket, prefixes.manifests)
-    uploaded, skipped = publish_objects(s3, bucket, prefixes.models, [item])
+    read_published_manifest(store)
+    uploaded, skipped = publish_objects(store, store.prefixes.models, [item])
     step("uploaded")
     if name is None:
         return AddReport(tuple(report.checks), not_run, tuple(uploaded), tuple(skipped), None, None)
@@ -235,16 +214,14 @@ def _add_checked(
         kept = tuple(r for r in current.archives if (r.name, r.format) != (record.name, record.format))
         return current.model_copy(update={"archives": (*kept, record)})
 
-    with intent(s3, bucket, prefixes.manifests, path.name, ADD, refuses=REMOVE):
+    with intent(store, path.name, ADD, refuses=REMOVE):
         step("announced")
         # A remove that finished before the announcement may have deleted it: upload it again.
-        more, _ = publish_objects(s3, bucket, prefixes.models, [item])
+        more, _ = publish_objects(store, store.prefixes.models, [item])
         uploaded += [key for key in more if key not in uploaded]
         step("checked")
         # Read, change and write the live manifest as one conditional step: a concurrent add is not lost.
-        keys = update_live_manifest(
-            s3, bucket, with_record, model_prefix=prefixes.models, manifest_prefix=prefixes.manifests
-        )
+        keys = update_live_manifest(store, with_record)
         step("written")
     return AddReport(tuple(report.checks), not_run, tuple(uploaded), tuple(skipped), keys[-1], record)
 
@@ -257,21 +234,19 @@ class RemoveReport:
 
 
 def remove_archive(
-    s3: S3Client,
-    bucket: str,
+    store: ModelStoreClient,
     target_model: str,
-    prefixes: Prefixes,
     *,
     force: bool = False,
     step: Step | None = None,
 ) -> RemoveReport:
     """Delete an archive; refused while the current manifest names it unless `force`, which first
     publishes a manifest without it (the manifest must stop naming it before it goes away)."""
-    target = target_model.removeprefix(prefixes.models)
+    target = target_model.removeprefix(store.prefixes.models)
     ARCHIVE_NAME.check(target, where="TARGET_MODEL")
-    key = prefixes.models + target
-    if head(s3, bucket, key) is None:
-        raise PublishError(f"s3://{bucket}/{key}: no such archive")
+    key = store.prefixes.models + target
+    if head(store, key) is None:
+        raise PublishError(f"{store.url(key)}: no such archive")
     manifest_key: str | None = None
     dropped: tuple[str, ...] = ()
 
@@ -281,7 +256,7 @@ def remove_archive(
         dropped = tuple(f"{r.name}/{r.format}" for r in manifest.archives if r.target_model == target)
         if dropped and not force:
             raise PublishError(
-                f"s3://{bucket}/{key}: the current manifest still points to it ({', '.join(dropped)}); "
+                f"{store.url(key)}: the current manifest still points to it ({', '.join(dropped)}); "
                 "publish a manifest without it first, or pass --force"
             )
         return manifest.model_copy(
@@ -289,15 +264,13 @@ def remove_archive(
         )
 
     step = step or no_step
-    with intent(s3, bucket, prefixes.manifests, target, REMOVE, refuses=ADD):
+    with intent(store, target, REMOVE, refuses=ADD):
         step("announced")
-        live = read_published_manifest(s3, bucket, prefixes.manifests)
+        live = read_published_manifest(store)
         if live is not None and target in live.target_models:
             # Conditional on the manifest read: a change made meanwhile is re-read and kept.
-            manifest_key = update_live_manifest(
-                s3, bucket, without_target, model_prefix=prefixes.models, manifest_prefix=prefixes.manifests
-            )[-1]
+            manifest_key = update_live_manifest(store, without_target)[-1]
         step("checked")
-        s3.delete_object(Bucket=bucket, Key=key)
+        store.s3.delete_object(Bucket=store.bucket, Key=key)
         step("deleted")
     return RemoveReport(key, manifest_key, dropped)

@@ -31,11 +31,14 @@ from pydantic import ValidationError
 
 from triton_mme.core.archive import read_archive
 from triton_mme.core.archive_policy import check_identity
-from triton_mme.core.errors import UserError
+from triton_mme.core.errors import UserError, aws_error_code, first_line
 from triton_mme.core.files import file_sha256, private_copy, private_directory
-from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX, build_manifest_key, live_manifest_key
+from triton_mme.core.locations import build_manifest_key, live_manifest_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.naming import COMPANION_NAME, model_directory
+from triton_mme.core.runner_environment import FINGERPRINT_ENV
+from triton_mme.store.errors import DifferentContentError, PublishError
+from triton_mme.store.location import ModelStoreClient
 
 ARCHIVE_CONTENT_TYPE = "application/gzip"
 JSON_CONTENT_TYPE = "application/json"
@@ -57,17 +60,8 @@ _GONE = ("404", "NoSuchKey", "NotFound")
 POINTER_ATTEMPTS = 5
 CREATE_ATTEMPTS = 3
 
-S3Client = Any  # boto3 clients are generated at run time and carry no static type
 # Called with (key, size) before an upload; returns the transfer manager's bytes-sent callback.
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
-
-
-class PublishError(UserError):
-    """Publishing cannot go ahead; the message is one line naming the object and the problem."""
-
-
-class DifferentContentError(PublishError):
-    """A key that is written once already holds other bytes; it is never overwritten."""
 
 
 @dataclass(frozen=True)
@@ -87,24 +81,6 @@ class PublishReport:
     manifest_keys: tuple[str, ...]
 
 
-def normalise_prefix(prefix: str) -> str:
-    """`models`, `/models/` and `models/` all mean the key prefix `models/`."""
-    stripped = prefix.strip("/")
-    return f"{stripped}/" if stripped else ""
-
-
-def check_prefixes(model_prefix: str, manifest_prefix: str) -> None:
-    if not model_prefix:
-        raise PublishError("--prefix: must name a folder such as 'models/' (the endpoint's ModelDataUrl)")
-    if not manifest_prefix:
-        raise PublishError("--manifest-prefix: must name a folder such as 'manifests/'")
-    if manifest_prefix.startswith(model_prefix) or model_prefix.startswith(manifest_prefix):
-        raise PublishError(
-            f"--manifest-prefix '{manifest_prefix}' overlaps --prefix '{model_prefix}'; the manifest "
-            "must live outside the model prefix, which the endpoint reads as TargetModel keys"
-        )
-
-
 def companion_content_type(name: str) -> str:
     return JSON_CONTENT_TYPE if name.endswith(".json") else BINARY_CONTENT_TYPE
 
@@ -116,8 +92,7 @@ def read_local_manifest(directory: Path) -> Manifest:
     except OSError as error:
         raise PublishError(f"{path}: cannot read the build manifest ({error.strerror})") from None
     except (ValueError, ValidationError) as error:
-        reason = str(error).splitlines()[0]
-        raise PublishError(f"{path}: not a valid build manifest ({reason})") from None
+        raise PublishError(f"{path}: not a valid build manifest ({first_line(error)})") from None
 
 
 def _copied(path: Path, private: Path | None, what: str) -> Path:
@@ -190,32 +165,33 @@ def error_code(error: BaseException) -> str | None:
     """S3's error code for a failed call, also when boto3's transfer manager wrapped the ClientError (it
     raises S3UploadFailedError while handling it)."""
     for candidate in (error, error.__cause__, error.__context__):
-        if isinstance(candidate, ClientError):
-            return str(candidate.response.get("Error", {}).get("Code"))
+        code = aws_error_code(candidate) if candidate is not None else None
+        if code is not None:
+            return code
     return None
 
 
 def _is_missing(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") in _GONE
+    return aws_error_code(error) in _GONE
 
 
-def head(s3: S3Client, bucket: str, key: str) -> dict[str, Any] | None:
+def head(store: ModelStoreClient, key: str) -> dict[str, Any] | None:
     """The object's metadata, or None when there is no such key."""
     try:
-        return dict(s3.head_object(Bucket=bucket, Key=key))
+        return dict(store.s3.head_object(Bucket=store.bucket, Key=key))
     except ClientError as error:
         if _is_missing(error):
             return None
         raise
 
 
-def _remote_sha256(s3: S3Client, bucket: str, key: str, metadata: dict[str, Any]) -> str:
+def _remote_sha256(store: ModelStoreClient, key: str, metadata: dict[str, Any]) -> str:
     recorded = metadata.get("Metadata", {}).get(SHA256_METADATA_KEY)
     if recorded:
         return str(recorded)
     # Written by another tool: only the bytes themselves can prove the content is the same.
     digest = hashlib.sha256()
-    for chunk in s3.get_object(Bucket=bucket, Key=key)["Body"].iter_chunks(_HASH_CHUNK):
+    for chunk in store.s3.get_object(Bucket=store.bucket, Key=key)["Body"].iter_chunks(_HASH_CHUNK):
         digest.update(chunk)
     return digest.hexdigest()
 
@@ -224,39 +200,39 @@ def _remote_sha256(s3: S3Client, bucket: str, key: str, metadata: dict[str, Any]
 BULK_CHECK_THRESHOLD = 20
 
 
-def existing_keys(s3: S3Client, bucket: str, keys: Iterable[str]) -> set[str]:
+def existing_keys(store: ModelStoreClient, keys: Iterable[str]) -> set[str]:
     """Which of `keys` are in the bucket: a HEAD each for a few, ListObjectsV2 by their common prefix for
     many (10,000 keys: 10 listing calls instead of 10,000 HEADs)."""
     wanted = set(keys)
     if len(wanted) <= BULK_CHECK_THRESHOLD:
-        return {key for key in wanted if head(s3, bucket, key) is not None}
+        return {key for key in wanted if head(store, key) is not None}
     first, last = min(wanted), max(wanted)
     shared = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), len(first))
     prefix = first[:shared]  # S3 prefixes are strings, not paths
     found: set[str] = set()
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+    for page in store.s3.get_paginator("list_objects_v2").paginate(Bucket=store.bucket, Prefix=prefix):
         found.update(item["Key"] for item in page.get("Contents", []) if item["Key"] in wanted)
     return found
 
 
 def is_already_published(
-    s3: S3Client, bucket: str, key: str, sha256: str, size: int, *, present: bool | None = None
+    store: ModelStoreClient, key: str, sha256: str, size: int, *, present: bool | None = None
 ) -> bool:
     """True when `key` holds exactly these bytes, False when absent; refuses different bytes. `present`
     False (from a listing) skips the HEAD of a key known to be absent."""
-    metadata = head(s3, bucket, key) if present is not False else None
+    metadata = head(store, key) if present is not False else None
     if metadata is None:
         return False
-    if metadata.get("ContentLength") != size or _remote_sha256(s3, bucket, key, metadata) != sha256:
+    if metadata.get("ContentLength") != size or _remote_sha256(store, key, metadata) != sha256:
         raise DifferentContentError(
-            f"s3://{bucket}/{key} already exists with different content; refusing to overwrite it "
+            f"{store.url(key)} already exists with different content; refusing to overwrite it "
             "(a changed model needs a new key: rebuild it so its content hash changes the name)"
         )
     return True
 
 
 @contextmanager
-def only_if_absent(s3: S3Client, bucket: str, key: str) -> Iterator[None]:
+def only_if_absent(store: ModelStoreClient, key: str) -> Iterator[None]:
     """While the block runs, every PutObject or CompleteMultipartUpload of `key` carries `If-None-Match: *`.
 
     boto3's transfer manager (s3transfer 0.19.3, the newest release) does not accept IfNoneMatch among its
@@ -266,11 +242,13 @@ def only_if_absent(s3: S3Client, bucket: str, key: str) -> Iterator[None]:
     S3 user guide, "Conditional writes").
     """
 
+    bucket = store.bucket
+
     def add_condition(params: dict[str, Any], **_: Any) -> None:
         if params.get("Bucket") == bucket and params.get("Key") == key:
             params["IfNoneMatch"] = "*"
 
-    events = s3.meta.events
+    events = store.s3.meta.events
     handlers = [
         (f"before-parameter-build.s3.{operation}", f"triton-mme:if-none-match:{operation}:{bucket}/{key}")
         for operation in ("PutObject", "CompleteMultipartUpload")
@@ -298,15 +276,12 @@ def classic_transfer_config(config: TransferConfig | None = None) -> TransferCon
     return pinned
 
 
-def _lost_race_error(bucket: str, key: str, attempts: int) -> PublishError:
-    return PublishError(
-        f"s3://{bucket}/{key}: another writer kept writing the same key ({attempts} attempts); try again"
-    )
+def _lost_race_error(url: str, attempts: int) -> PublishError:
+    return PublishError(f"{url}: another writer kept writing the same key ({attempts} attempts); try again")
 
 
 def publish_objects(
-    s3: S3Client,
-    bucket: str,
+    store: ModelStoreClient,
     prefix: str,
     objects: Iterable[LocalObject],
     *,
@@ -322,16 +297,16 @@ def publish_objects(
     """
     pending, skipped = [], []
     items = list(objects)
-    present = existing_keys(s3, bucket, [prefix + item.key for item in items])
+    present = existing_keys(store, [prefix + item.key for item in items])
     for item in items:
         key = prefix + item.key
-        if is_already_published(s3, bucket, key, item.sha256, item.size, present=key in present):
+        if is_already_published(store, key, item.sha256, item.size, present=key in present):
             skipped.append(key)
         else:
             pending.append((key, item))
     uploaded = []
     for key, item in pending:
-        if _create_file(s3, bucket, key, item, content_type, transfer_config, progress):
+        if _create_file(store, key, item, content_type, transfer_config, progress):
             uploaded.append(key)
         else:
             skipped.append(key)
@@ -339,8 +314,7 @@ def publish_objects(
 
 
 def _create_file(
-    s3: S3Client,
-    bucket: str,
+    store: ModelStoreClient,
     key: str,
     item: LocalObject,
     content_type: str,
@@ -350,10 +324,10 @@ def _create_file(
     """Upload `item` to `key` if absent: True when written, False when the same bytes got there first."""
     for _ in range(CREATE_ATTEMPTS):
         try:
-            with only_if_absent(s3, bucket, key):
-                s3.upload_file(
+            with only_if_absent(store, key):
+                store.s3.upload_file(
                     str(item.path),
-                    bucket,
+                    store.bucket,
                     key,
                     ExtraArgs={
                         "ContentType": content_type,
@@ -370,19 +344,19 @@ def _create_file(
             if code == PRECONDITION_FAILED:
                 # Another writer created the key since it was checked: the same bytes are fine, other bytes
                 # stop here; a key that is gone again is tried once more.
-                if is_already_published(s3, bucket, key, item.sha256, item.size):
+                if is_already_published(store, key, item.sha256, item.size):
                     return False
             elif code != CONDITIONAL_CONFLICT:
                 raise
             # 409: a concurrent conditional write was in flight; S3 asks for the whole upload again.
-    raise _lost_race_error(bucket, key, CREATE_ATTEMPTS)
+    raise _lost_race_error(store.url(key), CREATE_ATTEMPTS)
 
 
-def put_json(s3: S3Client, bucket: str, key: str, body: bytes, digest: str, **condition: str) -> Any:
+def put_json(store: ModelStoreClient, key: str, body: bytes, digest: str, **condition: str) -> Any:
     """Write a small JSON object with its sha256 recorded (manifests, figures), under `condition`
     (IfNoneMatch or IfMatch); returns S3's answer."""
-    return s3.put_object(
-        Bucket=bucket,
+    return store.s3.put_object(
+        Bucket=store.bucket,
         Key=key,
         Body=body,
         ContentType=JSON_CONTENT_TYPE,
@@ -392,7 +366,7 @@ def put_json(s3: S3Client, bucket: str, key: str, body: bytes, digest: str, **co
     )
 
 
-def create_json(s3: S3Client, bucket: str, key: str, body: bytes) -> bool:
+def create_json(store: ModelStoreClient, key: str, body: bytes) -> bool:
     """Write a JSON object that never changes (an immutable manifest copy, figures) if `key` is absent.
 
     True when written, False when the key already holds these bytes; DifferentContentError when it holds
@@ -400,23 +374,22 @@ def create_json(s3: S3Client, bucket: str, key: str, body: bytes) -> bool:
     """
     digest = hashlib.sha256(body).hexdigest()
     for _ in range(CREATE_ATTEMPTS):
-        if is_already_published(s3, bucket, key, digest, len(body)):
+        if is_already_published(store, key, digest, len(body)):
             return False
         try:
-            put_json(s3, bucket, key, body, digest, IfNoneMatch="*")
+            put_json(store, key, body, digest, IfNoneMatch="*")
             return True
         except ClientError as error:
             if error_code(error) not in (PRECONDITION_FAILED, CONDITIONAL_CONFLICT):
                 raise
-    raise _lost_race_error(bucket, key, CREATE_ATTEMPTS)
+    raise _lost_race_error(store.url(key), CREATE_ATTEMPTS)
 
 
-def _parse_manifest(bucket: str, key: str, body: bytes) -> Manifest:
+def _parse_manifest(url: str, body: bytes) -> Manifest:
     try:
         return Manifest.from_json(body.decode("utf-8"))
     except (ValueError, ValidationError) as error:
-        reason = str(error).splitlines()[0]
-        raise PublishError(f"s3://{bucket}/{key}: not a valid manifest ({reason})") from None
+        raise PublishError(f"{url}: not a valid manifest ({first_line(error)})") from None
 
 
 @dataclass(frozen=True)
@@ -428,45 +401,38 @@ class LiveManifest:
     body: bytes | None = None
 
 
-def read_live_manifest(s3: S3Client, bucket: str, manifest_prefix: str) -> LiveManifest:
-    key = live_manifest_key(manifest_prefix)
+def read_live_manifest(store: ModelStoreClient) -> LiveManifest:
+    key = live_manifest_key(store.prefixes.manifests)
     try:
-        response = s3.get_object(Bucket=bucket, Key=key)
+        response = store.s3.get_object(Bucket=store.bucket, Key=key)
     except ClientError as error:
         if _is_missing(error):
             return LiveManifest(None, None)
         raise
     body = response["Body"].read()
-    return LiveManifest(_parse_manifest(bucket, key, body), str(response["ETag"]), body)
+    return LiveManifest(_parse_manifest(store.url(key), body), str(response["ETag"]), body)
 
 
-def read_published_manifest(s3: S3Client, bucket: str, manifest_prefix: str) -> Manifest | None:
+def read_published_manifest(store: ModelStoreClient) -> Manifest | None:
     """The current manifest, or None when nothing has been published yet."""
-    return read_live_manifest(s3, bucket, manifest_prefix).manifest
+    return read_live_manifest(store).manifest
 
 
-def check_named_objects(
-    s3: S3Client, bucket: str, manifest: Manifest, *, model_prefix: str, manifest_prefix: str
-) -> None:
+def check_named_objects(store: ModelStoreClient, manifest: Manifest) -> None:
     """Every archive and companion file the manifest names must be in the bucket."""
-    named = [model_prefix + t for t in sorted(manifest.target_models)]
-    companions = [manifest_prefix + f for f in sorted(manifest.files)]
-    present = existing_keys(s3, bucket, named) | existing_keys(s3, bucket, companions)
+    named = [store.prefixes.models + t for t in sorted(manifest.target_models)]
+    companions = [store.prefixes.manifests + f for f in sorted(manifest.files)]
+    present = existing_keys(store, named) | existing_keys(store, companions)
     for key in [*named, *companions]:
         if key not in present:
             raise PublishError(
-                f"s3://{bucket}/{key}: named in the manifest but not in the bucket; "
+                f"{store.url(key)}: named in the manifest but not in the bucket; "
                 "refusing to publish the manifest"
             )
 
 
 def update_live_manifest(
-    s3: S3Client,
-    bucket: str,
-    change: Callable[[Manifest | None], Manifest],
-    *,
-    model_prefix: str,
-    manifest_prefix: str,
+    store: ModelStoreClient, change: Callable[[Manifest | None], Manifest]
 ) -> tuple[str, ...]:
     """Apply `change` to the live manifest and write the result, without losing a concurrent change.
 
@@ -476,37 +442,33 @@ def update_live_manifest(
     read again and `change` applied to the newer manifest, at most POINTER_ATTEMPTS times. Returns the
     immutable copy's key and the pointer's key.
     """
-    pointer = live_manifest_key(manifest_prefix)
+    pointer = live_manifest_key(store.prefixes.manifests)
     for _ in range(POINTER_ATTEMPTS):
-        live = read_live_manifest(s3, bucket, manifest_prefix)
+        live = read_live_manifest(store)
         manifest = change(live.manifest)
-        check_named_objects(s3, bucket, manifest, model_prefix=model_prefix, manifest_prefix=manifest_prefix)
+        check_named_objects(store, manifest)
         body = manifest.to_json().encode("utf-8")
-        versioned_key = f"{manifest_prefix}{manifest.sha256}.json"
-        create_json(s3, bucket, versioned_key, body)
+        versioned_key = f"{store.prefixes.manifests}{manifest.sha256}.json"
+        create_json(store, versioned_key, body)
         if body == live.body:
             return versioned_key, pointer
         condition = {"IfMatch": live.etag} if live.etag else {"IfNoneMatch": "*"}
         try:
-            put_json(s3, bucket, pointer, body, manifest.sha256, **condition)
+            put_json(store, pointer, body, manifest.sha256, **condition)
             return versioned_key, pointer
         except ClientError as error:
             if error_code(error) not in (PRECONDITION_FAILED, CONDITIONAL_CONFLICT, *_GONE):
                 raise
-    raise _lost_race_error(bucket, pointer, POINTER_ATTEMPTS)
+    raise _lost_race_error(store.url(pointer), POINTER_ATTEMPTS)
 
 
-def publish_manifest(
-    s3: S3Client, bucket: str, manifest: Manifest, *, model_prefix: str, manifest_prefix: str
-) -> tuple[str, ...]:
+def publish_manifest(store: ModelStoreClient, manifest: Manifest) -> tuple[str, ...]:
     """Make `manifest` the live one: an immutable `<sha256>.json` copy, then `manifest.json`.
 
     Refuses when an archive or file the manifest names is not in the bucket, so readers never follow
     a manifest to a missing object.
     """
-    return update_live_manifest(
-        s3, bucket, lambda _: manifest, model_prefix=model_prefix, manifest_prefix=manifest_prefix
-    )
+    return update_live_manifest(store, lambda _: manifest)
 
 
 @dataclass(frozen=True)
@@ -515,14 +477,16 @@ class BuildManifestReport:
     written: bool  # False: the same manifest, or an earlier build's of this fingerprint, was already there
 
 
+def build_manifest_key_of(store: ModelStoreClient, fingerprint: str) -> str:
+    """Where a build's manifest goes; refuses a fingerprint that is not one."""
+    try:
+        return build_manifest_key(fingerprint, store.prefixes.manifests)
+    except ValueError as error:
+        raise PublishError(f"--fingerprint: {error} (the build trigger sets {FINGERPRINT_ENV})") from None
+
+
 def publish_build_manifest(
-    s3: S3Client,
-    bucket: str,
-    manifest: Manifest,
-    fingerprint: str,
-    *,
-    model_prefix: str,
-    manifest_prefix: str,
+    store: ModelStoreClient, manifest: Manifest, fingerprint: str
 ) -> BuildManifestReport:
     """Write a build's manifest under its fingerprint, once; never the live pointer.
 
@@ -530,29 +494,23 @@ def publish_build_manifest(
     earlier build of the same inputs published first), that one is kept as long as everything it names is
     still there: the key is written once and never changes.
     """
-    try:
-        key = build_manifest_key(fingerprint, manifest_prefix)
-    except ValueError as error:
-        raise PublishError(
-            f"--fingerprint: {error} (the build trigger sets MODEL_BUILD_FINGERPRINT)"
-        ) from None
-    check_named_objects(s3, bucket, manifest, model_prefix=model_prefix, manifest_prefix=manifest_prefix)
+    key = build_manifest_key_of(store, fingerprint)
+    check_named_objects(store, manifest)
     body = manifest.to_json().encode("utf-8")
     try:
-        return BuildManifestReport(key, create_json(s3, bucket, key, body))
+        return BuildManifestReport(key, create_json(store, key, body))
     except DifferentContentError:
-        earlier = _parse_manifest(bucket, key, s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-        check_named_objects(s3, bucket, earlier, model_prefix=model_prefix, manifest_prefix=manifest_prefix)
+        earlier = _parse_manifest(
+            store.url(key), store.s3.get_object(Bucket=store.bucket, Key=key)["Body"].read()
+        )
+        check_named_objects(store, earlier)
         return BuildManifestReport(key, False)
 
 
 def upload_build(
-    s3: S3Client,
+    store: ModelStoreClient,
     directory: Path,
-    bucket: str,
     *,
-    prefix: str = MODEL_PREFIX,
-    manifest_prefix: str = MANIFEST_PREFIX,
     transfer_config: TransferConfig | None = None,
     progress: ProgressFactory | None = None,
     make_live: bool = True,
@@ -560,24 +518,16 @@ def upload_build(
     """Publish a build directory: check locally, check every key, upload, then (with `make_live`) make its
     manifest the live one. The build runner passes `make_live=False` and publishes its manifest under the
     build's fingerprint instead (`publish_build_manifest`)."""
-    model_prefix, manifest_prefix = normalise_prefix(prefix), normalise_prefix(manifest_prefix)
-    check_prefixes(model_prefix, manifest_prefix)
     manifest = read_local_manifest(directory)
     with private_directory("upload-") as private:
-        return _upload_checked(
-            s3, directory, private, bucket, manifest, model_prefix, manifest_prefix, transfer_config,
-            progress, make_live,
-        )  # fmt: skip
+        return _upload_checked(store, directory, private, manifest, transfer_config, progress, make_live)
 
 
 def _upload_checked(
-    s3: S3Client,
+    store: ModelStoreClient,
     directory: Path,
     private: Path,
-    bucket: str,
     manifest: Manifest,
-    model_prefix: str,
-    manifest_prefix: str,
     transfer_config: TransferConfig | None,
     progress: ProgressFactory | None,
     make_live: bool,
@@ -585,13 +535,12 @@ def _upload_checked(
     objects = check_local_archives(directory, manifest, private)
     companions = check_local_companions(directory, manifest, private)
     uploaded, skipped = publish_objects(
-        s3, bucket, model_prefix, objects, transfer_config=transfer_config, progress=progress
+        store, store.prefixes.models, objects, transfer_config=transfer_config, progress=progress
     )
     for content_type in sorted({companion_content_type(item.key) for item in companions}):
         more_uploaded, more_skipped = publish_objects(
-            s3,
-            bucket,
-            manifest_prefix,
+            store,
+            store.prefixes.manifests,
             [item for item in companions if companion_content_type(item.key) == content_type],
             content_type=content_type,
         )
@@ -599,7 +548,5 @@ def _upload_checked(
         skipped += more_skipped
     manifest_keys: tuple[str, ...] = ()
     if make_live:
-        manifest_keys = publish_manifest(
-            s3, bucket, manifest, model_prefix=model_prefix, manifest_prefix=manifest_prefix
-        )
+        manifest_keys = publish_manifest(store, manifest)
     return PublishReport(uploaded=tuple(uploaded), skipped=tuple(skipped), manifest_keys=manifest_keys)

@@ -20,16 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triton_mme.core.files import file_sha256, write_atomically
-from triton_mme.core.locations import build_manifest_key, candidate_manifest_key, serving_report_key
+from triton_mme.core.locations import candidate_manifest_key, serving_report_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
 from triton_mme.core.naming import COMPANION_NAME
 from triton_mme.core.serving_report import ServingReport, ServingReportError
 from triton_mme.core.wording import plural
+from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import (
     BuildManifestReport,
     DifferentContentError,
     PublishError,
-    S3Client,
+    build_manifest_key_of,
     check_named_objects,
     create_json,
     head,
@@ -51,25 +52,23 @@ def _candidate_key(fingerprint: str, manifest_sha256: str, manifest_prefix: str)
         raise PublishError(f"{error} (the build trigger passes both to the stages)") from None
 
 
-def stage_candidate(
-    s3: S3Client, bucket: str, directory: Path, fingerprint: str, *, model_prefix: str, manifest_prefix: str
-) -> tuple[Written, str]:
+def stage_candidate(store: ModelStoreClient, directory: Path, fingerprint: str) -> tuple[Written, str]:
     """Stage the build's manifest for the serving check; returns where, and the manifest's sha256.
 
     Everything it names must already be in the bucket (`upload --archives-only` first).
     """
     manifest = read_local_manifest(directory)
-    key = _candidate_key(fingerprint, manifest.sha256, manifest_prefix)
-    check_named_objects(s3, bucket, manifest, model_prefix=model_prefix, manifest_prefix=manifest_prefix)
-    written = create_json(s3, bucket, key, manifest.to_json().encode("utf-8"))
+    key = _candidate_key(fingerprint, manifest.sha256, store.prefixes.manifests)
+    check_named_objects(store, manifest)
+    written = create_json(store, key, manifest.to_json().encode("utf-8"))
     return Written(key, written), manifest.sha256
 
 
-def _download(s3: S3Client, bucket: str, key: str, path: Path) -> str:
+def _download(store: ModelStoreClient, key: str, path: Path) -> str:
     """Download to a scratch name beside `path`, then move it in place; returns its sha256."""
     partial = path.with_name(f".partial-{path.name}")
     try:
-        s3.download_file(bucket, key, str(partial))
+        store.s3.download_file(store.bucket, key, str(partial))
         digest = file_sha256(partial)
         os.replace(partial, path)
         return digest
@@ -78,39 +77,32 @@ def _download(s3: S3Client, bucket: str, key: str, path: Path) -> str:
 
 
 def fetch_candidate(
-    s3: S3Client,
-    bucket: str,
-    fingerprint: str,
-    manifest_sha256: str,
-    directory: Path,
-    *,
-    model_prefix: str,
-    manifest_prefix: str,
+    store: ModelStoreClient, fingerprint: str, manifest_sha256: str, directory: Path
 ) -> Manifest:
     """Download a staged candidate and every archive and file it names into `directory`, each checked
     against its digest; `directory/manifest.json` is written last."""
-    key = _candidate_key(fingerprint, manifest_sha256, manifest_prefix)
-    if head(s3, bucket, key) is None:
-        raise PublishError(f"s3://{bucket}/{key}: no such candidate (the build stage stages it)")
-    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    key = _candidate_key(fingerprint, manifest_sha256, store.prefixes.manifests)
+    if head(store, key) is None:
+        raise PublishError(f"{store.url(key)}: no such candidate (the build stage stages it)")
+    body = store.s3.get_object(Bucket=store.bucket, Key=key)["Body"].read()
     if hashlib.sha256(body).hexdigest() != manifest_sha256:
-        raise PublishError(f"s3://{bucket}/{key}: its content is not the manifest its name states")
+        raise PublishError(f"{store.url(key)}: its content is not the manifest its name states")
     try:
         manifest = Manifest.from_json(body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as error:
-        raise PublishError(f"s3://{bucket}/{key}: not a valid manifest ({error})") from None
+        raise PublishError(f"{store.url(key)}: not a valid manifest ({error})") from None
     directory.mkdir(parents=True, exist_ok=True)
     for record in manifest.archives:
-        digest = _download(s3, bucket, model_prefix + record.target_model, directory / record.target_model)
+        archive_key = store.prefixes.models + record.target_model
+        digest = _download(store, archive_key, directory / record.target_model)
         if digest != record.sha256:
-            raise PublishError(
-                f"s3://{bucket}/{model_prefix}{record.target_model}: sha256 {digest} is not the manifest's"
-            )
+            raise PublishError(f"{store.url(archive_key)}: sha256 {digest} is not the manifest's")
     for name in sorted(manifest.files):
         named = COMPANION_NAME.match(name)
-        digest = _download(s3, bucket, manifest_prefix + name, directory / name)
+        companion_key = store.prefixes.manifests + name
+        digest = _download(store, companion_key, directory / name)
         if named is None or not digest.startswith(named["digest"]):
-            raise PublishError(f"s3://{bucket}/{manifest_prefix}{name}: its content does not match its name")
+            raise PublishError(f"{store.url(companion_key)}: its content does not match its name")
     write_atomically(directory / MANIFEST_FILE_NAME, body)
     return manifest
 
@@ -134,9 +126,7 @@ def require_passing(report: ServingReport, manifest: Manifest, *, where: str) ->
         )
 
 
-def publish_serving_report(
-    s3: S3Client, bucket: str, directory: Path, report_path: Path, *, manifest_prefix: str
-) -> Written:
+def publish_serving_report(store: ModelStoreClient, directory: Path, report_path: Path) -> Written:
     """Publish a passing report of the build's manifest, once; an earlier passing report of the same
     manifest (a rerun of the same candidate) is kept."""
     manifest = read_local_manifest(directory)
@@ -145,46 +135,33 @@ def publish_serving_report(
     except OSError as error:
         raise PublishError(f"{report_path}: cannot read the serving report ({error.strerror})") from None
     require_passing(report, manifest, where=str(report_path))
-    key = serving_report_key(manifest.sha256, manifest_prefix)
+    key = serving_report_key(manifest.sha256, store.prefixes.manifests)
     try:
-        return Written(key, create_json(s3, bucket, key, report.to_json().encode("utf-8")))
+        return Written(key, create_json(store, key, report.to_json().encode("utf-8")))
     except DifferentContentError:
-        earlier = _published_report(s3, bucket, key)
-        require_passing(earlier, manifest, where=f"s3://{bucket}/{key}")
+        earlier = _published_report(store, key)
+        require_passing(earlier, manifest, where=store.url(key))
         return Written(key, False)
 
 
-def _published_report(s3: S3Client, bucket: str, key: str) -> ServingReport:
-    if head(s3, bucket, key) is None:
+def _published_report(store: ModelStoreClient, key: str) -> ServingReport:
+    if head(store, key) is None:
         raise PublishError(
-            f"s3://{bucket}/{key}: no serving report of this manifest; the serving check publishes it first "
+            f"{store.url(key)}: no serving report of this manifest; the serving check publishes it first "
             "(publish-report)"
         )
-    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    body = store.s3.get_object(Bucket=store.bucket, Key=key)["Body"].read()
     try:
-        return ServingReport.from_json(body, where=f"s3://{bucket}/{key}")
+        return ServingReport.from_json(body, where=store.url(key))
     except ServingReportError as error:
         raise PublishError(str(error)) from None
 
 
 def publish_checked_build(
-    s3: S3Client,
-    bucket: str,
-    manifest: Manifest,
-    fingerprint: str,
-    *,
-    model_prefix: str,
-    manifest_prefix: str,
+    store: ModelStoreClient, manifest: Manifest, fingerprint: str
 ) -> BuildManifestReport:
     """The build's manifest under its fingerprint, only beside a published, passing serving report of it."""
-    try:
-        build_manifest_key(fingerprint, manifest_prefix)
-    except ValueError as error:
-        raise PublishError(
-            f"--fingerprint: {error} (the build trigger sets MODEL_BUILD_FINGERPRINT)"
-        ) from None
-    key = serving_report_key(manifest.sha256, manifest_prefix)
-    require_passing(_published_report(s3, bucket, key), manifest, where=f"s3://{bucket}/{key}")
-    return publish_build_manifest(
-        s3, bucket, manifest, fingerprint, model_prefix=model_prefix, manifest_prefix=manifest_prefix
-    )
+    build_manifest_key_of(store, fingerprint)
+    key = serving_report_key(manifest.sha256, store.prefixes.manifests)
+    require_passing(_published_report(store, key), manifest, where=store.url(key))
+    return publish_build_manifest(store, manifest, fingerprint)
