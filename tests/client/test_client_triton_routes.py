@@ -18,7 +18,7 @@ from triton_mme.client.triton_routes import (
     Reply,
     SageMakerRoutes,
 )
-from triton_mme.core.platform import INVOKE_ENDPOINT_TIMEOUT_S, MODEL_LOADING_LIMIT_S
+from triton_mme.core.platform import INVOKE_ENDPOINT_TIMEOUT_SECONDS, MODEL_LOADING_LIMIT_S
 
 
 class _Recorder(LoopbackHandler):
@@ -44,7 +44,7 @@ def test_a_load_waits_longer_than_sagemaker_keeps_loading_and_an_invocation_long
     None
 ):
     assert LOAD_TIMEOUT_S > MODEL_LOADING_LIMIT_S
-    assert INVOKE_TIMEOUT_S > INVOKE_ENDPOINT_TIMEOUT_S
+    assert INVOKE_TIMEOUT_S > INVOKE_ENDPOINT_TIMEOUT_SECONDS
 
 
 def test_the_routes_send_what_triton_s_sagemaker_listener_reads(listener: int, tmp_path: Path) -> None:
