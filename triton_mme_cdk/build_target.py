@@ -40,14 +40,14 @@ def catalog_in_project(settings: Settings) -> str:
 def check_build_target(settings: Settings, catalog: Catalog) -> None:
     """Raise SettingsError (one line, naming the fix) when the runner cannot build this catalog here."""
     catalog_in_project(settings)
-    problem = build_memory_problem(catalog, builder_compute_type=settings.builder_compute_type)
+    problem = build_memory_problem(catalog, builder_compute_type=settings.build.compute_type)
     if problem:
         raise SettingsError(problem)
     if Format.TENSORRT in catalog.formats:
         problem = tensorrt_problem(
-            builder_compute_type=settings.builder_compute_type,
-            instance_type=settings.instance_type,
-            triton_image_tag=settings.triton_image_tag,
+            builder_compute_type=settings.build.compute_type,
+            instance_type=settings.endpoint.instance_type,
+            triton_image_tag=settings.endpoint.triton_image_tag,
         )
         if problem:
             raise SettingsError(problem)

@@ -11,14 +11,13 @@ from triton_mme_cdk.acceptance_settings import ACCEPTANCE_SETTINGS_OUTPUT, accep
 from triton_mme_cdk.build_target import PROJECT_ROOT, catalog_in_project
 from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
 from triton_mme_cdk.constructs.deployment_events import DeploymentEvents
-from triton_mme_cdk.constructs.deployment_policy import DeploymentPolicy
 from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
 from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
 from triton_mme_cdk.constructs.manifest_promotion import ManifestPromotion
 from triton_mme_cdk.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
 from triton_mme_cdk.constructs.model_observability import ModelObservability
-from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.monitoring import AlarmThresholds, EndpointMonitoring
+from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
+from triton_mme_cdk.constructs.monitoring import EndpointMonitoring
 from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
 from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
 from triton_mme_cdk.constructs.triton_image import TritonImage
@@ -41,26 +40,26 @@ class TritonMmeStack(Stack):
             if settings.kms_key_arn
             else None
         )
-        self.store = ModelStore(self, "ModelStore", encryption_key=self.encryption_key)
-        self.image = TritonImage(self, "TritonImage", tag=settings.triton_image_tag)
+        self.store = ModelStore(self, "ModelStore", ModelStoreProps(encryption_key=self.encryption_key))
+        self.image = TritonImage(self, "TritonImage", tag=settings.endpoint.triton_image_tag)
         self.endpoint = TritonEndpoint(
             self,
             "Triton",
             name=settings.endpoint_name,
             store=self.store,
             image=self.image,
-            instance_type=settings.instance_type,
-            initial_instance_count=settings.initial_instance_count,
+            instance_type=settings.endpoint.instance_type,
+            initial_instance_count=settings.scaling.initial_instance_count,
             encryption_key=self.encryption_key,
-            encrypt_volume=settings.endpoint_volume_accepts_kms_key,
-            inference_ami_version=settings.resolved_inference_ami,
-            network_isolation=settings.network_isolation,
+            encrypt_volume=settings.endpoint.volume_accepts_kms_key,
+            inference_ami_version=settings.endpoint.resolved_inference_ami,
+            network_isolation=settings.endpoint.network_isolation,
         )
         self.endpoint_logs = EndpointLogs(
             self,
             "EndpointLogs",
             endpoint_name=self.endpoint.endpoint_name,
-            retention=settings.endpoint_log_retention,
+            retention=settings.endpoint.log_retention,
         )
         self.build_runner = ModelBuildRunner(
             self,
@@ -68,12 +67,12 @@ class TritonMmeStack(Stack):
             store=self.store,
             project_root=PROJECT_ROOT,
             catalog=catalog_in_project(settings),
-            compute_type=settings.builder_compute_type,
-            triton_image_tag=settings.triton_image_tag,
+            compute_type=settings.build.compute_type,
+            triton_image_tag=settings.endpoint.triton_image_tag,
             tensorrt=Format.TENSORRT in catalog.formats,
-            timeout=Duration.minutes(settings.build_timeout_minutes),
-            queued_timeout=Duration.minutes(settings.build_queue_timeout_minutes),
-            log_retention=settings.build_log_retention,
+            timeout=Duration.minutes(settings.build.timeout_minutes),
+            queued_timeout=Duration.minutes(settings.build.queue_timeout_minutes),
+            log_retention=settings.build.log_retention,
             encryption_key=self.encryption_key,
         )
         # Every archive of the build, loaded and called in the endpoint's own image on a GPU before the
@@ -84,12 +83,12 @@ class TritonMmeStack(Stack):
             store=self.store,
             image=self.image,
             project_root=PROJECT_ROOT,
-            compute_type=settings.builder_compute_type,
+            compute_type=settings.build.compute_type,
             build_fingerprint=self.build_runner.fingerprint,
             container_environment=CONTAINER_ENVIRONMENT,
-            timeout=Duration.minutes(settings.serving_check_timeout_minutes),
-            queued_timeout=Duration.minutes(settings.build_queue_timeout_minutes),
-            log_retention=settings.build_log_retention,
+            timeout=Duration.minutes(settings.build.serving_check_timeout_minutes),
+            queued_timeout=Duration.minutes(settings.build.queue_timeout_minutes),
+            log_retention=settings.build.log_retention,
             encryption_key=self.encryption_key,
         )
         self.build = ModelBuildTrigger(
@@ -100,7 +99,7 @@ class TritonMmeStack(Stack):
                 BuildStage("serving check", self.serving_check.project, self.serving_check.log_group),
             ],
             fingerprint=self.serving_check.fingerprint,
-            log_retention=settings.build_log_retention,
+            log_retention=settings.build.log_retention,
         )
         # The build starts as soon as the trigger exists: both stages' grants must exist before it.
         self.build.resource.node.add_dependency(self.build_runner.role_policy, self.serving_check.role_policy)
@@ -115,14 +114,14 @@ class TritonMmeStack(Stack):
                 "Autoscaling",
                 endpoint_name=self.endpoint.endpoint_name,
                 variant_name=self.endpoint.variant_name,
-                min_capacity=settings.min_instance_count,
-                max_capacity=settings.max_instance_count,
-                gpu_utilization_target=settings.gpu_utilization_target,
-                invocations_per_instance_target=settings.invocations_per_instance_target,
-                scale_in_cooldown=Duration.seconds(settings.scale_in_cooldown_seconds),
-                scale_out_cooldown=Duration.seconds(settings.scale_out_cooldown_seconds),
+                min_capacity=settings.scaling.min_instance_count,
+                max_capacity=settings.scaling.max_instance_count,
+                gpu_utilization_target=settings.scaling.gpu_utilization_target,
+                invocations_per_instance_target=settings.scaling.invocations_per_instance_target,
+                scale_in_cooldown=Duration.seconds(settings.scaling.scale_in_cooldown_seconds),
+                scale_out_cooldown=Duration.seconds(settings.scaling.scale_out_cooldown_seconds),
             )
-            if settings.autoscaling
+            if settings.scaling.enabled
             else None
         )
         self.monitoring = EndpointMonitoring(
@@ -130,19 +129,9 @@ class TritonMmeStack(Stack):
             "Monitoring",
             endpoint_name=self.endpoint.name,
             variant_name=self.endpoint.variant_name,
-            thresholds=AlarmThresholds(
-                errors_5xx_per_minute=settings.alarm_5xx_errors_per_minute,
-                gpu_memory_percent=settings.alarm_gpu_memory_percent,
-                disk_percent=settings.alarm_disk_percent,
-                model_loading_wait_ms=settings.alarm_model_loading_wait_ms,
-                model_latency_p99_ms=settings.alarm_model_latency_p99_ms,
-                cache_hit_percent=settings.alarm_cache_hit_percent,
-                evaluation_periods=settings.alarm_evaluation_minutes,
-                datapoints_to_alarm=settings.alarm_datapoints_to_alarm,
-            ),
-            alarm_email=settings.alarm_email,
-            min_instances=settings.min_instance_count,
-            max_instances=settings.max_instance_count,
+            thresholds=settings.alarms,
+            min_instances=settings.scaling.min_instance_count,
+            max_instances=settings.scaling.max_instance_count,
         )
         # Loads, evictions, failed loads per TargetModel from the endpoint's own log (docs/observability.md).
         self.models = ModelObservability(
@@ -151,23 +140,16 @@ class TritonMmeStack(Stack):
             endpoint_name=self.endpoint.name,
             endpoint_log_group_name=self.endpoint_logs.log_group_name,
             log_group_ready=self.endpoint_logs.retention,
-            retention=settings.endpoint_log_retention,
+            retention=settings.endpoint.log_retention,
             cache_hit=self.monitoring.metrics.cache_hit_ratio(),
-            evictions_per_minute=settings.alarm_thrash_evictions_per_minute,
+            evictions_per_minute=settings.alarms.thrash_evictions_per_minute,
             alarm_topic=self.monitoring.alarm_topic.topic,
         )
         self.monitoring.dashboard.add_section("Per model", self.models.dashboard_widgets())
         # Updates shift traffic step by step and roll back on the monitoring's alarms, which exist before the
         # endpoint: they watch it by its fixed name (guard_updates).
         self.endpoint.guard_updates(
-            DeploymentPolicy(
-                strategy=settings.strategy,
-                step=settings.deployment_step,
-                rollback_step=settings.rollback_batch,
-                wait=Duration.seconds(settings.deployment_wait_seconds),
-                termination_wait=Duration.seconds(settings.deployment_termination_wait_seconds),
-                timeout=Duration.seconds(settings.deployment_timeout_seconds),
-            ),
+            settings.updates,
             rollback_alarms=self.monitoring.rollback_alarms,
         )
         # How SageMaker carried out each update, for the acceptance run: recorded from before the endpoint's
@@ -176,7 +158,7 @@ class TritonMmeStack(Stack):
             self,
             "DeploymentEvents",
             endpoint_name=self.endpoint.name,
-            retention=settings.endpoint_log_retention,
+            retention=settings.endpoint.log_retention,
         )
         self.endpoint.endpoint.node.add_dependency(self.deployment_events.policy)
         # The live manifest moves to this build only once the endpoint serves this deployment's config.
@@ -188,7 +170,7 @@ class TritonMmeStack(Stack):
             endpoint_name=self.endpoint.endpoint_name,
             endpoint_arn=self.endpoint.endpoint.ref,
             endpoint_config_name=self.endpoint.endpoint_config.attr_endpoint_config_name,
-            log_retention=settings.build_log_retention,
+            log_retention=settings.build.log_retention,
             encryption_key=self.encryption_key,
         )
         self.promotion.resource.node.add_dependency(self.build.resource)
@@ -210,10 +192,10 @@ class TritonMmeStack(Stack):
                 self,
                 endpoint=self.endpoint,
                 store=self.store,
-                instance_type=settings.instance_type,
-                initial_instance_count=settings.initial_instance_count,
-                inference_ami_version=settings.resolved_inference_ami,
-                network_isolation=settings.network_isolation,
+                instance_type=settings.endpoint.instance_type,
+                initial_instance_count=settings.scaling.initial_instance_count,
+                inference_ami_version=settings.endpoint.resolved_inference_ami,
+                network_isolation=settings.endpoint.network_isolation,
                 image_uri=self.image.image_uri,
                 image_tag=self.image.tag,
                 build_fingerprint=self.serving_check.fingerprint,

@@ -27,12 +27,12 @@ def test_the_output_carries_the_settings_the_endpoint_was_made_with(synth_with: 
     facts = rendered(synth)
     assert facts["instanceType"] == "ml.g5.2xlarge"
     assert facts["initialInstanceCount"] == 3
-    assert facts["inferenceAmiVersion"] == settings.resolved_inference_ami
-    assert facts["networkIsolation"] is settings.network_isolation
-    assert facts["imageTag"] == settings.triton_image_tag
-    assert facts["image"].endswith(f"/sagemaker-tritonserver:{settings.triton_image_tag}")
+    assert facts["inferenceAmiVersion"] == settings.endpoint.resolved_inference_ami
+    assert facts["networkIsolation"] is settings.endpoint.network_isolation
+    assert facts["imageTag"] == settings.endpoint.triton_image_tag
+    assert facts["image"].endswith(f"/sagemaker-tritonserver:{settings.endpoint.triton_image_tag}")
     assert facts["buildFingerprint"] == synth.stack.serving_check.fingerprint
-    assert facts["scaling"]["minCapacity"] == settings.min_instance_count
+    assert facts["scaling"]["minCapacity"] == settings.scaling.min_instance_count
     assert facts["scaling"]["maxCapacity"] == 6
     assert facts["scaling"]["resourceId"] == "endpoint/<ref>/variant/AllTraffic"
     assert len(facts["alarmNames"]) == len(synth.stack.monitoring.alarms)

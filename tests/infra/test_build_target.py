@@ -95,7 +95,7 @@ def test_tensorrt_guard_compares_compute_capabilities_and_names_the_fixes(
         check_build_target(settings, CATALOG)
     message = str(error.value)
     assert message.startswith(
-        f"the catalog asks for tensorrt, but builderComputeType={settings.builder_compute_type} {mismatch}"
+        f"the catalog asks for tensorrt, but builderComputeType={settings.build.compute_type} {mismatch}"
     )
     assert message.endswith(fix)
     assert "\n" not in message

@@ -10,7 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 from synth_support import KEY_ARN, bare_stack, with_nag
 
-from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
 
 BLOCK_ALL = {
     "BlockPublicAcls": True,
@@ -23,7 +23,7 @@ BLOCK_ALL = {
 def store_template(*, with_key: bool = False) -> tuple[Template, ModelStore]:
     stack = bare_stack()
     key = kms.Key.from_key_arn(stack, "Key", KEY_ARN) if with_key else None
-    store = ModelStore(stack, "Store", encryption_key=key)
+    store = ModelStore(stack, "Store", ModelStoreProps(encryption_key=key))
     return with_nag(stack), store
 
 

@@ -11,8 +11,6 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from triton_mme.core.locations import BUILDS_FOLDER, CANDIDATE_PREFIX
-from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
 from triton_mme.core.platform import build_image, triton_image
 from triton_mme_cdk.constructs.build_spec import build_spec
 from triton_mme_cdk.constructs.model_store import ModelStore
@@ -114,35 +112,11 @@ class ModelBuildRunner(Construct):
     def _grant_store_writes(self, store: ModelStore, encryption_key: kms.IKey | None) -> iam.Policy:
         role = self.project.role
         assert role is not None
-        objects = store.bucket.arn_for_objects
-        manifests = store.manifest_prefix
-        # What a build writes, each key once: archives, the content-addressed files beside the manifests
-        # (`labels-<hash>.json`, `tokenizer-<hash>.json`, `golden-<hash>.npz`) and its candidate manifest.
-        # Never a build manifest nor the live manifest: the serving check publishes the first, the
-        # deployment promotes the second.
-        suffixes = sorted({"json", *COMPANION_SUFFIXES.values()})
-        writes = [
-            objects(f"{store.model_prefix}*"),
-            *(objects(f"{manifests}*-{'?' * CONTENT_HASH_LENGTH}.{suffix}") for suffix in suffixes),
-            objects(f"{manifests}{BUILDS_FOLDER}*/{CANDIDATE_PREFIX}*.json"),
-        ]
-        reads = [objects(f"{p}*") for p in (store.model_prefix, manifests)]
-        for statement in (
-            iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=writes),
-            # Stated although nothing above allows it: a build must never move the live manifest.
-            iam.PolicyStatement(
-                effect=iam.Effect.DENY,
-                actions=["s3:PutObject"],
-                resources=[objects(store.live_manifest_key)],
-            ),
-            # The upload reads back what is already published to skip identical archives.
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=reads),
-            # S3 answers a missing key with 404 (the upload's "not published yet") only to a caller
-            # allowed to list the bucket; to anyone else it answers 403 and the upload would stop.
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[store.bucket.bucket_arn]),
-        ):
-            role.add_to_principal_policy(statement)
-        prefixes = [*writes, *reads]
+        # What a build writes (never a build manifest nor the live manifest), and what its upload reads
+        # back to skip identical archives.
+        store.grant_publish_archives(self.project)
+        store.grant_read(self.project)
+        prefixes = [*store.archive_write_arns, *store.read_arns]
         policy = role.node.find_child("DefaultPolicy")
         assert isinstance(policy, iam.Policy)
         acknowledge_wildcard_resources(

@@ -11,7 +11,6 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from triton_mme.core.locations import BUILDS_FOLDER, MANIFEST_FILE_NAME, SERVING_REPORT_SUFFIX
 from triton_mme.core.platform import TRITON_REPOSITORY, runs_serving_check, triton_image
 from triton_mme_cdk.constructs.build_runner import COMPUTE_TYPES
 from triton_mme_cdk.constructs.model_store import ModelStore
@@ -114,32 +113,15 @@ class ServingCheckRunner(Construct):
     def _grant_store(self, store: ModelStore, encryption_key: kms.IKey | None) -> iam.Policy:
         role = self.project.role
         assert role is not None
-        objects = store.bucket.arn_for_objects
-        manifests = store.manifest_prefix
-        # Written once each, after the check: the report of the checked manifest, then the build's manifest.
-        writes = [
-            objects(f"{manifests}*{SERVING_REPORT_SUFFIX}"),
-            objects(f"{manifests}{BUILDS_FOLDER}*/{MANIFEST_FILE_NAME}"),
-        ]
-        reads = [objects(f"{p}*") for p in (store.model_prefix, manifests)]
-        for statement in (
-            iam.PolicyStatement(actions=["s3:PutObject"], resources=writes),
-            iam.PolicyStatement(
-                effect=iam.Effect.DENY,
-                actions=["s3:PutObject"],
-                resources=[objects(store.live_manifest_key)],
-            ),
-            # The candidate, its archives and files, and an earlier report or manifest of the same build.
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=reads),
-            # A missing key answers 404 (rather than 403) only to a caller allowed to list the bucket.
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[store.bucket.bucket_arn]),
-        ):
-            role.add_to_principal_policy(statement)
+        # Written once each, after the check: the report, then the build's manifest; read: the candidate,
+        # its archives and files, and an earlier report or manifest of the same build.
+        store.grant_publish_builds(self.project)
+        store.grant_read(self.project)
         policy = role.node.find_child("DefaultPolicy")
         assert isinstance(policy, iam.Policy)
         acknowledge_wildcard_resources(
             policy,
-            [*writes, *reads],
+            [*store.build_write_arns, *store.read_arns],
             reason="Reads are confined to the model and manifest prefixes of the model store; writes to "
             "serving reports and build manifests there.",
         )
