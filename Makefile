@@ -20,7 +20,7 @@ CONTEXT ?=
 
 .PHONY: install synth test lint typecheck unit preflight deploy destroy diff acceptance build-models serve-local bench snapshot-update clean
 
-$(PY_STAMP): requirements.txt requirements-build.txt requirements-client.txt requirements-loadtest.txt \
+$(PY_STAMP): requirements.txt triton_mme_cdk/runner_requirements/requirements-build.txt requirements-client.txt requirements-loadtest.txt \
 		requirements-torch.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3

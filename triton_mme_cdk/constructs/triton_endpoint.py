@@ -108,6 +108,29 @@ class TritonEndpoint(Construct):
         self.variant_name = VARIANT_NAME
         self.variant_count = 1
 
+    @property
+    def cfn_model(self) -> sagemaker.CfnModel:
+        return self.model
+
+    @property
+    def cfn_endpoint_config(self) -> sagemaker.CfnEndpointConfig:
+        return self.endpoint_config
+
+    @property
+    def cfn_endpoint(self) -> sagemaker.CfnEndpoint:
+        return self.endpoint
+
+    @property
+    def endpoint_arn(self) -> str:
+        """The endpoint's ARN (CfnEndpoint's Ref)."""
+        return self.endpoint.ref
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let `grantee` call sagemaker:InvokeEndpoint on this endpoint (any TargetModel)."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=["sagemaker:InvokeEndpoint"], resource_arns=[self.endpoint_arn]
+        )
+
     def guard_updates(self, policy: UpdatePolicy, *, rollback_alarms: Sequence[cloudwatch.IAlarm]) -> None:
         """Update the endpoint with `policy` and roll back when one of `rollback_alarms` fires.
 
