@@ -98,8 +98,8 @@ def test_only_the_endpoint_and_what_follows_it_wait_for_the_build(default_synth:
     assert {"Custom::ManifestPromotion", "AWS::ApplicationAutoScaling::ScalableTarget"} <= {
         resources[logical_id]["Type"] for logical_id in waiting
     }
-    stack = default_synth.stack
-    for construct in (stack.mme.endpoint.model, stack.mme.endpoint.endpoint_config, stack.mme.endpoint.hosting.policy):
+    endpoint = default_synth.stack.mme.endpoint
+    for construct in (endpoint.model, endpoint.endpoint_config, endpoint.hosting.policy):
         assert lid(default_synth, construct) not in waiting
     assert not [
         alarm for alarm in default_synth.template.find_resources("AWS::CloudWatch::Alarm") if alarm in waiting
