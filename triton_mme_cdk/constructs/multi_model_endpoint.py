@@ -91,7 +91,7 @@ class TritonMultiModelEndpointProps:
     build: BuildRunnerSettings = field(default_factory=BuildRunnerSettings)
     """The GPU CodeBuild runners of the build and the serving check: size, timeouts, log retention.
 
-    @default - SMALL (T4), 30 min build, 15 min check, 5 min queue, 30 days of logs
+    @default - SMALL (A10G), 30 min build, 15 min check, 5 min queue, 30 days of logs
     """
 
     encryption_key: kms.IKey | None = None
