@@ -9,7 +9,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
-from synth_support import FEATURE_FLAGS, REPO_ROOT
+from synth_support import REPO_ROOT
 
 PAGE = REPO_ROOT / "docs" / "embedding.md"
 
@@ -25,7 +25,8 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Any]:
     exec(compile(stack_module, str(PAGE), "exec"), namespace)
     # The app block's own line, with the bare app of a test and the repository's catalog.
     assert 'InferenceStack(app, "TeamInference", catalog=Path("models.yaml"))' in app_module
-    app = cdk.App(context=FEATURE_FLAGS, outdir=str(tmp_path_factory.mktemp("embedding")))
+    # No feature flags either: the other app's cdk.json is not this project's.
+    app = cdk.App(outdir=str(tmp_path_factory.mktemp("embedding")))
     stack = namespace["InferenceStack"](app, "TeamInference", catalog=REPO_ROOT / "models.yaml")
     return Template.from_stack(stack), stack
 

@@ -23,6 +23,7 @@ from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
 from triton_mme.core.platform import S3_IF_MATCH_KEY, S3_IF_NONE_MATCH_KEY, S3_OBJECT_CREATION_KEY
 
 NONCURRENT_VERSION_DAYS = 30
+SERVER_ACCESS_LOGS_USE_BUCKET_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
 ACCESS_LOG_DAYS = 365
 
 
@@ -56,6 +57,9 @@ class ModelStore(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, props: ModelStoreProps | None = None) -> None:
         super().__init__(scope, construct_id)
+        # Access logs reach the log bucket through its bucket policy: an ACL (the CDK's older default, and the
+        # default of an app without cdk.json's flags) cannot exist on a bucket that enforces its owner.
+        self.node.set_context(SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, True)
         self.props = props = props or ModelStoreProps()
         encryption_key = self.encryption_key = props.encryption_key
 
