@@ -37,6 +37,7 @@ from triton_mme.core.platform import (
     TRITON_IMAGE_TAGS,
     gpu_instance,
 )
+from triton_mme.planner.defaults import DEFAULT_GPU_UTILIZATION_TARGET
 from triton_mme_cdk.deployment_rules import (
     STRATEGIES,
     CapacitySize,
@@ -267,7 +268,8 @@ class ScalingSettings(_Group):
     # of the instances at a time, at least one (docs/updates.md).
     min_instance_count: int = Field(2, alias="minInstanceCount")
     max_instance_count: int = Field(5, alias="maxInstanceCount")
-    gpu_utilization_target: float = Field(60.0, alias="gpuUtilizationTarget")
+    # The planner plans for the same target when it reads no stack (triton_mme/planner/defaults.py).
+    gpu_utilization_target: float = Field(DEFAULT_GPU_UTILIZATION_TARGET, alias="gpuUtilizationTarget")
     invocations_per_instance_target: int = Field(0, alias="invocationsPerInstanceTarget")
     scale_in_cooldown_seconds: int = Field(600, alias="scaleInCooldownSeconds")
     scale_out_cooldown_seconds: int = Field(200, alias="scaleOutCooldownSeconds")
@@ -565,11 +567,12 @@ class Settings(BaseModel):
         "build": BuildRunnerSettings,
     }
 
-    stack_name: str = "TritonMultiModelEndpoint"
-    region: str | None = None
-    allow_unconfirmed_build_region: bool = False
-    model_catalog: str = "models.yaml"
-    kms_key_arn: str | None = None
+    # Always given by _into_groups, from _Top's fields (their defaults are the only ones).
+    stack_name: str
+    region: str | None
+    allow_unconfirmed_build_region: bool
+    model_catalog: str
+    kms_key_arn: str | None
     endpoint: EndpointSettings = EndpointSettings()
     scaling: ScalingSettings = ScalingSettings()
     alarms: AlarmThresholds = AlarmThresholds()

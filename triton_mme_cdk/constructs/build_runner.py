@@ -13,7 +13,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from triton_mme.core.platform import build_image, triton_image
-from triton_mme_cdk.constructs.build_spec import build_spec
+from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE, build_spec
 from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.runner_files import shipped_files
@@ -73,7 +73,7 @@ class ModelBuildRunner(Construct):
             "MODEL_PREFIX": store.model_prefix,
             "MANIFEST_PREFIX": store.manifest_prefix,
             "MODEL_CATALOG": catalog.name,
-            "TRITON_IMAGE_TAG": triton_image_tag,
+            TRITON_TAG_VARIABLE: triton_image_tag,
             "TENSORRT_REQUIREMENT": triton_image(triton_image_tag).tensorrt_requirement or "",
         }
         # "Default": the runner's children keep the logical IDs of this construct's own.

@@ -5,11 +5,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from triton_mme.core.platform import INSTANCE_METRICS_NAMESPACE
+from triton_mme_cdk.constructs.endpoint_logs import ENDPOINT_LOG_GROUP_PREFIX
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
-
-ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints"
-ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
 
 
 class HostingRole(Construct):
@@ -34,7 +33,7 @@ class HostingRole(Construct):
         log_groups = stack.format_arn(
             service="logs",
             resource="log-group",
-            resource_name=f"{ENDPOINT_LOG_GROUPS}/*",
+            resource_name=f"{ENDPOINT_LOG_GROUP_PREFIX}/*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
         model_objects = store.model_objects_arn()
@@ -66,7 +65,7 @@ class HostingRole(Construct):
             iam.PolicyStatement(
                 actions=["cloudwatch:PutMetricData"],
                 resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": ENDPOINT_METRICS_NAMESPACE}},
+                conditions={"StringEquals": {"cloudwatch:namespace": INSTANCE_METRICS_NAMESPACE}},
             ),
         ]
         if encryption_key is not None:

@@ -14,6 +14,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from triton_mme.core.platform import TRITON_REPOSITORY, runs_serving_check, triton_image
+from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE
 from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.serving_check_spec import serving_check_spec
@@ -72,7 +73,7 @@ class ServingCheckRunner(Construct):
             "MODEL_BUCKET": store.bucket.bucket_name,
             "MODEL_PREFIX": store.model_prefix,
             "MANIFEST_PREFIX": store.manifest_prefix,
-            "TRITON_IMAGE_TAG": image.tag,
+            TRITON_TAG_VARIABLE: image.tag,
         }
         # "Default": the runner's children keep the logical IDs of this construct's own.
         self.runner = GpuRunner(
