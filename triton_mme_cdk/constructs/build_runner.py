@@ -32,7 +32,7 @@ SOURCE_FILES = (
 )
 
 
-class ModelBuildRunner(Construct):
+class ModelBuildRunner(GpuRunner):
     """A GPU CodeBuild project that builds the catalog's archives, publishes them to the model store and
     stages the build's manifest as a candidate for the serving check (serving_check.py).
 
@@ -59,7 +59,6 @@ class ModelBuildRunner(Construct):
         encryption_key: kms.IKey | None = None,
         source_root: Path | None = None,
     ) -> None:
-        super().__init__(scope, construct_id)
         catalog = Path(catalog)
         if not catalog.is_file() or catalog.name in SOURCE_FILES:
             raise ValueError(
@@ -76,10 +75,9 @@ class ModelBuildRunner(Construct):
             TRITON_TAG_VARIABLE: triton_image_tag,
             "TENSORRT_REQUIREMENT": triton_image(triton_image_tag).tensorrt_requirement or "",
         }
-        # "Default": the runner's children keep the logical IDs of this construct's own.
-        self.runner = GpuRunner(
-            self,
-            "Default",
+        super().__init__(
+            scope,
+            construct_id,
             GpuRunnerProps(
                 description="Builds the model catalog on a GPU and publishes the archives to the model store",
                 build_image=codebuild.LinuxGpuBuildImage.aws_deep_learning_containers_image(
@@ -95,23 +93,17 @@ class ModelBuildRunner(Construct):
                 encryption_key=encryption_key,
             ),
         )
-        self.source, self.log_group, self.project = (
-            self.runner.source,
-            self.runner.log_group,
-            self.runner.project,
-        )
         # What a build writes (never a build manifest nor the live manifest), and what its upload reads
         # back to skip identical archives.
         store.grant_publish_archives(self.project)
         store.grant_read(self.project)
-        self.runner.acknowledge(
+        self.acknowledge(
             [*store.archive_write_arns, *store.read_arns],
             reason="Reads and writes are confined to the model and manifest prefixes of the model store; "
             "writes to archives, candidate manifests and content-addressed files there.",
             image_reason="CodeBuild's own GPU image cannot be selected through CDK (aws/aws-cdk#29094); "
             "the AWS Deep Learning Containers image carries CUDA, Python and PyTorch for the build.",
         )
-        self.role_policy = self.runner.role_policy
         # Everything the build's output depends on; the bucket name is a token at synthesis and does not.
         inputs = [self.source.asset_hash, compute_type, image.tag, spec, {**variables, "MODEL_BUCKET": ""}]
         self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()

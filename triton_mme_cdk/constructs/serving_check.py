@@ -37,7 +37,7 @@ SOURCE_FILES = (
 )
 
 
-class ServingCheckRunner(Construct):
+class ServingCheckRunner(GpuRunner):
     """A second GPU CodeBuild project whose build image is the endpoint's own `sagemaker-tritonserver:<tag>`
     (the same registry mapping as the endpoint, TritonImage): it fetches a build's candidate manifest and its
     files, loads every archive in that image's Triton as a multi-model endpoint does, and publishes the
@@ -65,7 +65,6 @@ class ServingCheckRunner(Construct):
         encryption_key: kms.IKey | None = None,
         source_root: Path | None = None,
     ) -> None:
-        super().__init__(scope, construct_id)
         spec = serving_check_spec(image_python_runs_check=runs_serving_check(triton_image(image.tag)))
         # The endpoint's container environment, so `serve` starts Triton with the endpoint's settings.
         variables = {
@@ -75,10 +74,9 @@ class ServingCheckRunner(Construct):
             "MANIFEST_PREFIX": store.manifest_prefix,
             TRITON_TAG_VARIABLE: image.tag,
         }
-        # "Default": the runner's children keep the logical IDs of this construct's own.
-        self.runner = GpuRunner(
-            self,
-            "Default",
+        super().__init__(
+            scope,
+            construct_id,
             GpuRunnerProps(
                 description="Checks every archive of a build in the endpoint's Triton image on a GPU, then "
                 "publishes the build's manifest",
@@ -96,23 +94,17 @@ class ServingCheckRunner(Construct):
                 encryption_key=encryption_key,
             ),
         )
-        self.source, self.log_group, self.project = (
-            self.runner.source,
-            self.runner.log_group,
-            self.runner.project,
-        )
         # Written once each, after the check: the report, then the build's manifest; read: the candidate,
         # its archives and files, and an earlier report or manifest of the same build.
         store.grant_publish_builds(self.project)
         store.grant_read(self.project)
-        self.runner.acknowledge(
+        self.acknowledge(
             [*store.build_write_arns, *store.read_arns],
             reason="Reads are confined to the model and manifest prefixes of the model store; writes to "
             "serving reports and build manifests there.",
             image_reason="The check must run in the endpoint's own sagemaker-tritonserver image, which is "
             "not a CodeBuild managed image.",
         )
-        self.role_policy = self.runner.role_policy
         inputs = [build_fingerprint, self.source.asset_hash, compute_type, image.tag, spec]
         inputs.append({**variables, "MODEL_BUCKET": ""})
         self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
