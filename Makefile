@@ -22,7 +22,8 @@ CONTEXT ?=
 
 # --no-compile: byte-compiling every installed file (PyTorch, transformers, aws-cdk-lib) costs about 100
 # CPU-seconds; Python compiles the modules a run imports on first use instead.
-$(PY_STAMP): requirements.txt requirements-build.txt requirements-client.txt requirements-loadtest.txt \
+$(PY_STAMP): requirements.txt triton_mme_cdk/runner_requirements/requirements-build.txt \
+		requirements-client.txt requirements-loadtest.txt \
 		requirements-torch.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==26.3

@@ -21,9 +21,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk
 
-from triton_mme.core.catalog import CatalogError, load_catalog
-from triton_mme.model_build.offline_sources import check_sources
-from triton_mme_cdk.build_target import check_build_target
+from triton_mme.core.catalog import CatalogError
 from triton_mme_cdk.composition import compose
 from triton_mme_cdk.context import project_context, settings_from
 from triton_mme_cdk.settings import Settings, SettingsError
@@ -32,6 +30,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent
 
 
 def read_settings(app: cdk.App) -> Settings:
+    """The settings of the context `cdk` resolved (cdk.json, cdk.context.json, `-c`), as the App sees it."""
     return settings_from(app.node.get_all_context())
 
 
@@ -39,16 +38,11 @@ def main(app: cdk.App | None = None) -> int:
     """Synthesize the app (the CLI passes context and output directory through the environment)."""
     app = app or cdk.App()
     try:
-        settings = read_settings(app)
-        # The catalog is validated here so a broken catalog fails before anything is deployed.
-        catalog = load_catalog(settings.model_catalog)
-        # Every source resolves offline (torchvision's registry, the shipped configs), so a typo stops here.
-        check_sources(catalog, origin=settings.model_catalog)
-        check_build_target(settings, catalog)
+        # The construct validates the catalog, its sources and the build target before anything is deployed.
+        compose(app, read_settings(app))
     except (SettingsError, CatalogError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    compose(app, settings, catalog)
     app.synth()
     return 0
 

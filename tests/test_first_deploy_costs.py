@@ -17,21 +17,21 @@ def dollars(amount: float) -> str:
 
 def test_the_monthly_cost_of_the_defaults_comes_from_the_platform_table() -> None:
     settings = Settings()
-    price = hourly_price(settings.instance_type, "us-east-1")
+    price = hourly_price(settings.endpoint.instance_type, "us-east-1")
     assert price is not None
-    assert f"{settings.instance_type} at ${price:g}/hour" in PAGE
-    assert settings.min_instance_count == settings.initial_instance_count == 2
-    assert dollars(settings.min_instance_count * price * HOURS_PER_MONTH) in PAGE  # $2,055.68
-    assert dollars(settings.max_instance_count * price * HOURS_PER_MONTH) in PAGE  # $5,139.20
+    assert f"{settings.endpoint.instance_type} at ${price:g}/hour" in PAGE
+    assert settings.scaling.min_instance_count == settings.scaling.initial_instance_count == 2
+    assert dollars(settings.scaling.min_instance_count * price * HOURS_PER_MONTH) in PAGE  # $2,055.68
+    assert dollars(settings.scaling.max_instance_count * price * HOURS_PER_MONTH) in PAGE  # $5,139.20
 
 
 def test_the_second_fleet_of_an_update_is_priced_for_its_longest_duration() -> None:
     settings = Settings()
-    price = hourly_price(settings.instance_type, "us-east-1")
-    assert price is not None and settings.strategy.is_blue_green
-    hours = settings.deployment_timeout_seconds / 3600
-    assert dollars(settings.min_instance_count * price * hours) in PAGE  # $5.63
-    assert dollars(settings.max_instance_count * price * hours) in PAGE  # $14.08
+    price = hourly_price(settings.endpoint.instance_type, "us-east-1")
+    assert price is not None and settings.updates.strategy.is_blue_green
+    hours = settings.updates.timeout_seconds / 3600
+    assert dollars(settings.scaling.min_instance_count * price * hours) in PAGE  # $5.63
+    assert dollars(settings.scaling.max_instance_count * price * hours) in PAGE  # $14.08
 
 
 def test_the_page_says_plainly_that_it_never_ran_on_aws_and_how_to_tear_down() -> None:

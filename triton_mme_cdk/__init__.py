@@ -1,2 +1,73 @@
-"""The CDK app: settings and their platform rules, the stack and its constructs (everything that becomes
-CloudFormation), and the read-only preflight checks run before a deployment."""
+"""The CDK side: an embeddable construct library and the app that uses it.
+
+Public API (`pip install triton-mme-cdk[cdk]`, docs/embedding.md, docs/constructs.md):
+
+- `TritonMultiModelEndpoint` / `TritonMultiModelEndpointProps`: the whole multi-model endpoint.
+- `ModelStore` / `ModelStoreProps`: the model bucket and its grants.
+- `GpuRunner` / `GpuRunnerProps`: the GPU CodeBuild runner both build stages are.
+- `Settings` and its groups (`EndpointSettings`, `ScalingSettings`, `AlarmThresholds`, `UpdatePolicy`,
+  `BuildRunnerSettings`), `SettingsError`.
+
+The names load on first use, so `import triton_mme_cdk.settings` (the planner, preflight) starts no jsii
+process.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real types for type checkers; at run time they load on first use
+    from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
+    from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
+    from triton_mme_cdk.constructs.multi_model_endpoint import (
+        TritonMultiModelEndpoint,
+        TritonMultiModelEndpointProps,
+    )
+    from triton_mme_cdk.settings import (
+        AlarmThresholds,
+        BuildRunnerSettings,
+        EndpointSettings,
+        ScalingSettings,
+        Settings,
+        SettingsError,
+        UpdatePolicy,
+    )
+
+_EXPORTS = {
+    "TritonMultiModelEndpoint": "triton_mme_cdk.constructs.multi_model_endpoint",
+    "TritonMultiModelEndpointProps": "triton_mme_cdk.constructs.multi_model_endpoint",
+    "ModelStore": "triton_mme_cdk.constructs.model_store",
+    "ModelStoreProps": "triton_mme_cdk.constructs.model_store",
+    "GpuRunner": "triton_mme_cdk.constructs.gpu_runner",
+    "GpuRunnerProps": "triton_mme_cdk.constructs.gpu_runner",
+    "Settings": "triton_mme_cdk.settings",
+    "SettingsError": "triton_mme_cdk.settings",
+    "EndpointSettings": "triton_mme_cdk.settings",
+    "ScalingSettings": "triton_mme_cdk.settings",
+    "AlarmThresholds": "triton_mme_cdk.settings",
+    "UpdatePolicy": "triton_mme_cdk.settings",
+    "BuildRunnerSettings": "triton_mme_cdk.settings",
+}
+__all__ = [
+    "AlarmThresholds",
+    "BuildRunnerSettings",
+    "EndpointSettings",
+    "GpuRunner",
+    "GpuRunnerProps",
+    "ModelStore",
+    "ModelStoreProps",
+    "ScalingSettings",
+    "Settings",
+    "SettingsError",
+    "TritonMultiModelEndpoint",
+    "TritonMultiModelEndpointProps",
+    "UpdatePolicy",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'triton_mme_cdk' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from triton_mme.core.catalog import Catalog, Format
 from triton_mme.core.errors import quoted
 from triton_mme.core.platform import (
@@ -23,31 +21,17 @@ from triton_mme.model_build.build_memory import (
 from triton_mme_cdk.platform_rules import build_gpu_problem, instance_patterns
 from triton_mme_cdk.settings import Settings, SettingsError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-
-
-def catalog_in_project(settings: Settings) -> str:
-    """The catalog's path relative to the project root: the runner's source holds only project files."""
-    path = Path(settings.model_catalog).resolve()
-    if not path.is_relative_to(PROJECT_ROOT):
-        raise SettingsError(
-            f"modelCatalog={settings.model_catalog} is outside the project, so the build runner cannot get "
-            f"it; allowed: a catalog file under {PROJECT_ROOT}"
-        )
-    return path.relative_to(PROJECT_ROOT).as_posix()
-
 
 def check_build_target(settings: Settings, catalog: Catalog) -> None:
     """Raise SettingsError (one line, naming the fix) when the runner cannot build this catalog here."""
-    catalog_in_project(settings)
-    problem = build_memory_problem(catalog, builder_compute_type=settings.builder_compute_type)
+    problem = build_memory_problem(catalog, builder_compute_type=settings.build.compute_type)
     if problem:
         raise SettingsError(problem)
     if Format.TENSORRT in catalog.formats:
         problem = tensorrt_problem(
-            builder_compute_type=settings.builder_compute_type,
-            instance_type=settings.instance_type,
-            triton_image_tag=settings.triton_image_tag,
+            builder_compute_type=settings.build.compute_type,
+            instance_type=settings.endpoint.instance_type,
+            triton_image_tag=settings.endpoint.triton_image_tag,
         )
         if problem:
             raise SettingsError(problem)

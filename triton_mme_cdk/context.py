@@ -1,5 +1,12 @@
-"""The context `cdk` gives the app, read the same way for synthesis, `make preflight` and `triton-mme plan`:
-cdk.json's `context`, then cdk.context.json, then `-c key=value` pairs. Imports no aws_cdk."""
+"""The context of a run without the `cdk` CLI: `make preflight` and `triton-mme plan` read cdk.json's
+`context`, then cdk.context.json, then `-c key=value` pairs, in the CLI's order. Imports no aws_cdk.
+
+Synthesis does not use this merge: `cdk` resolves the context itself and app.py reads it from the App
+(`app.node.get_all_context()`). Preflight and the planner run where no `cdk` CLI runs (plain Python, no Node
+process, `triton-mme plan` even without aws_cdk installed), and an `App` made there sees only the
+CDK_CONTEXT_JSON environment variable the CLI sets, so they need this one merge of the same files; both paths
+end in `settings_from`, so the keys and their checks are the same.
+"""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ offered only where `make synth` with `-c instanceType=<type>` would pass. Import
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from triton_mme.core.catalog import load_catalog
 from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES
@@ -31,6 +31,10 @@ class StackPlan:
     def origin(self, key: str) -> str:
         return self.origins.get(key, "default (triton_mme_cdk/settings.py)")
 
+    def value(self, key: str) -> Any:
+        """The value of one context key (`minInstanceCount`), whichever group holds it."""
+        return self.settings.context()[key]
+
 
 def accepted_instance_types(
     settings: Settings, catalog_path: Path
@@ -41,7 +45,7 @@ def accepted_instance_types(
     accepted, refused = [], []
     for name in GPU_MME_INSTANCE_TYPES:
         try:
-            candidate = dataclasses.replace(settings, instance_type=name)
+            candidate = settings.with_values(instanceType=name)
             check_build_target(candidate, catalog)
         except SettingsError as error:
             refused.append((name, str(error)))

@@ -27,20 +27,20 @@ def test_the_output_carries_the_settings_the_endpoint_was_made_with(synth_with: 
     facts = rendered(synth)
     assert facts["instanceType"] == "ml.g5.2xlarge"
     assert facts["initialInstanceCount"] == 3
-    assert facts["inferenceAmiVersion"] == settings.resolved_inference_ami
-    assert facts["networkIsolation"] is settings.network_isolation
-    assert facts["imageTag"] == settings.triton_image_tag
-    assert facts["image"].endswith(f"/sagemaker-tritonserver:{settings.triton_image_tag}")
-    assert facts["buildFingerprint"] == synth.stack.serving_check.fingerprint
-    assert facts["scaling"]["minCapacity"] == settings.min_instance_count
+    assert facts["inferenceAmiVersion"] == settings.endpoint.resolved_inference_ami
+    assert facts["networkIsolation"] is settings.endpoint.network_isolation
+    assert facts["imageTag"] == settings.endpoint.triton_image_tag
+    assert facts["image"].endswith(f"/sagemaker-tritonserver:{settings.endpoint.triton_image_tag}")
+    assert facts["buildFingerprint"] == synth.stack.mme.serving_check.fingerprint
+    assert facts["scaling"]["minCapacity"] == settings.scaling.min_instance_count
     assert facts["scaling"]["maxCapacity"] == 6
     assert facts["scaling"]["resourceId"] == "endpoint/<ref>/variant/AllTraffic"
-    assert len(facts["alarmNames"]) == len(synth.stack.monitoring.alarms)
+    assert len(facts["alarmNames"]) == len(synth.stack.mme.monitoring.alarms)
 
 
 def test_the_deployment_config_is_the_endpoints_own(default_synth: Synthesized) -> None:
     facts = rendered(default_synth)
-    endpoint = default_synth.stack.endpoint.endpoint
+    endpoint = default_synth.stack.mme.endpoint.endpoint
     properties = default_synth.resources[default_synth.stack.get_logical_id(endpoint)]["Properties"]
     deployed = properties["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]
     recorded = facts["deploymentConfig"]["blueGreenUpdatePolicy"]["trafficRoutingConfiguration"]
@@ -66,7 +66,7 @@ def test_the_acceptance_run_reads_the_output_it_gets(default_synth: Synthesized)
 
 def test_the_deployment_events_are_recorded_before_the_endpoint(default_synth: Synthesized) -> None:
     stack = default_synth.stack
-    endpoint = default_synth.resources[stack.get_logical_id(stack.endpoint.endpoint)]
-    policy = stack.deployment_events.policy.node.default_child
+    endpoint = default_synth.resources[stack.get_logical_id(stack.mme.endpoint.endpoint)]
+    policy = stack.mme.deployment_events.policy.node.default_child
     assert stack.get_logical_id(policy) in endpoint["DependsOn"]  # type: ignore[arg-type]
     assert rendered(default_synth)["deploymentEventLogGroup"] == "<ref>"

@@ -17,7 +17,7 @@ from aws_cdk.assertions import Match
 from cfnlint.api import ManualArgs, lint_file
 from constructs import IConstruct
 from dashboard_support import widget
-from synth_support import FEATURE_FLAGS, KEY_ARN, Synthesized
+from synth_support import FEATURE_FLAGS, KEY_ARN, WITHOUT_TENSORRT, Synthesized
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 from syrupy.types import PropertyPath
@@ -43,7 +43,7 @@ def only(synth: Synthesized, resource_type: str) -> tuple[str, dict[str, Any]]:
 
 
 def endpoint_name(synth: Synthesized) -> dict[str, Any]:
-    return {"Fn::GetAtt": [lid(synth, synth.stack.endpoint.endpoint), "EndpointName"]}
+    return {"Fn::GetAtt": [lid(synth, synth.stack.mme.endpoint.endpoint), "EndpointName"]}
 
 
 # ----- the build before the endpoint -----------------------------------------------------------------
@@ -60,25 +60,25 @@ def test_the_endpoint_waits_for_both_stages_which_wait_for_their_grants(default_
     _, endpoint = only(default_synth, "AWS::SageMaker::Endpoint")
     assert build_id in endpoint["DependsOn"]
     # The trigger starts a build at once: both stages' grants (source read, store writes) must exist first.
-    for stage in (stack.build_runner, stack.serving_check):
+    for stage in (stack.mme.build_runner, stack.mme.serving_check):
         assert lid(default_synth, stage.role_policy) in build["DependsOn"]
     # The build, then the serving check in the endpoint's image: the order the trigger runs them in.
     assert build["Properties"]["Stages"] == [
-        {"Name": "model build", "Project": {"Ref": lid(default_synth, stack.build_runner.project)}},
-        {"Name": "serving check", "Project": {"Ref": lid(default_synth, stack.serving_check.project)}},
+        {"Name": "model build", "Project": {"Ref": lid(default_synth, stack.mme.build_runner.project)}},
+        {"Name": "serving check", "Project": {"Ref": lid(default_synth, stack.mme.serving_check.project)}},
     ]
     # One fingerprint names the run: the build stages its candidate, the check publishes the build manifest
     # and the promotion reads it, all under the same one.
-    assert build["Properties"]["Fingerprint"] == stack.serving_check.fingerprint
+    assert build["Properties"]["Fingerprint"] == stack.mme.serving_check.fingerprint
     _, promotion = only(default_synth, "Custom::ManifestPromotion")
-    assert promotion["Properties"]["Fingerprint"] == stack.serving_check.fingerprint
-    assert stack.serving_check.fingerprint != stack.build_runner.fingerprint
+    assert promotion["Properties"]["Fingerprint"] == stack.mme.serving_check.fingerprint
+    assert stack.mme.serving_check.fingerprint != stack.mme.build_runner.fingerprint
     _, config = only(default_synth, "AWS::SageMaker::EndpointConfig")
     assert config["Properties"]["ProductionVariants"][0]["ModelName"] == {
         "Fn::GetAtt": [model_id, "ModelName"]
     }
-    bucket_ref = {"Ref": lid(default_synth, stack.store.bucket)}
-    for stage in (stack.build_runner, stack.serving_check):
+    bucket_ref = {"Ref": lid(default_synth, stack.mme.store.bucket)}
+    for stage in (stack.mme.build_runner, stack.mme.serving_check):
         variables = project(default_synth, stage)["Environment"]["EnvironmentVariables"]
         assert bucket_ref in [v["Value"] for v in variables]
 
@@ -98,8 +98,8 @@ def test_only_the_endpoint_and_what_follows_it_wait_for_the_build(default_synth:
     assert {"Custom::ManifestPromotion", "AWS::ApplicationAutoScaling::ScalableTarget"} <= {
         resources[logical_id]["Type"] for logical_id in waiting
     }
-    stack = default_synth.stack
-    for construct in (stack.endpoint.model, stack.endpoint.endpoint_config, stack.endpoint.hosting.policy):
+    endpoint = default_synth.stack.mme.endpoint
+    for construct in (endpoint.model, endpoint.endpoint_config, endpoint.hosting.policy):
         assert lid(default_synth, construct) not in waiting
     assert not [
         alarm for alarm in default_synth.template.find_resources("AWS::CloudWatch::Alarm") if alarm in waiting
@@ -117,8 +117,8 @@ def test_only_the_endpoint_and_what_follows_it_wait_for_the_build(default_synth:
 
 def test_the_serving_check_runs_in_the_endpoints_own_image(default_synth: Synthesized) -> None:
     stack = default_synth.stack
-    check = project(default_synth, stack.serving_check)
-    image = stack.resolve(stack.endpoint.model.primary_container)["image"]  # type: ignore[index]
+    check = project(default_synth, stack.mme.serving_check)
+    image = stack.resolve(stack.mme.endpoint.model.primary_container)["image"]  # type: ignore[index]
     # The same registry mapping, region and tag as the endpoint's container.
     assert check["Environment"]["Image"] == image
     assert check["Environment"]["Type"] == "LINUX_GPU_CONTAINER"
@@ -134,7 +134,7 @@ def test_both_stages_and_their_queues_end_inside_the_custom_resources_hour_with_
     synth = synth_with(
         build_timeout_minutes=build, serving_check_timeout_minutes=check, build_queue_timeout_minutes=queue
     )
-    stages = [project(synth, synth.stack.build_runner), project(synth, synth.stack.serving_check)]
+    stages = [project(synth, synth.stack.mme.build_runner), project(synth, synth.stack.mme.serving_check)]
     trigger = only(synth, "Custom::ModelBuild")[1]["Properties"]
     machines = synth.template.find_resources("AWS::StepFunctions::StateMachine")
     (machine,) = [m for logical_id, m in machines.items() if logical_id.startswith("ModelBuildTrigger")]
@@ -154,8 +154,8 @@ def test_both_stages_and_their_queues_end_inside_the_custom_resources_hour_with_
 def test_default_runners_are_the_small_gpu_with_tensorrt_for_the_serving_image(
     default_synth: Synthesized,
 ) -> None:
-    build = project(default_synth, default_synth.stack.build_runner)
-    check = project(default_synth, default_synth.stack.serving_check)
+    build = project(default_synth, default_synth.stack.mme.build_runner)
+    check = project(default_synth, default_synth.stack.mme.serving_check)
     for stage, timeout in ((build, 30), (check, 15)):
         assert stage["Environment"]["ComputeType"] == "BUILD_GENERAL1_SMALL"
         assert (
@@ -176,18 +176,19 @@ def test_runner_settings_reach_both_projects_and_their_logs(synth_with: SynthWit
     synth = synth_with(
         instance_type="ml.p3.2xlarge",
         triton_image_tag="24.05-py3",
+        model_catalog=WITHOUT_TENSORRT,
         build_timeout_minutes=30,
         build_log_retention_days=7,
     )
-    for stage in (synth.stack.build_runner, synth.stack.serving_check):
+    for stage in (synth.stack.mme.build_runner, synth.stack.mme.serving_check):
         properties = project(synth, stage)
         # SMALL: LARGE's V100 is refused with today's build images (test_settings).
         assert properties["Environment"]["ComputeType"] == "BUILD_GENERAL1_SMALL"
         group = properties["LogsConfig"]["CloudWatchLogs"]["GroupName"]["Ref"]
         assert synth.resources[group]["Properties"]["RetentionInDays"] == 7
-    assert project(synth, synth.stack.build_runner)["TimeoutInMinutes"] == 30
+    assert project(synth, synth.stack.mme.build_runner)["TimeoutInMinutes"] == 30
     # 24.05's python3 is 3.10: the check runs with a uv-managed CPython 3.12 instead.
-    spec = json.loads(project(synth, synth.stack.serving_check)["Source"]["BuildSpec"])
+    spec = json.loads(project(synth, synth.stack.mme.serving_check)["Source"]["BuildSpec"])
     assert "python3 -m uv venv --python 3.12 /opt/serving-check" in spec["phases"]["install"]["commands"]
 
 
@@ -223,6 +224,7 @@ def test_ami_and_network_settings_reach_the_endpoint(synth_with: SynthWith) -> N
     synth = synth_with(
         instance_type="ml.p3.2xlarge",
         triton_image_tag="24.03-py3",
+        model_catalog=WITHOUT_TENSORRT,
         network_isolation=False,
     )
     synth.template.has_resource_properties(
@@ -262,7 +264,7 @@ def test_scaling_follows_the_endpoint_variant_and_can_be_left_out(
     )
     default_synth.template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 1)
     unscaled = synth_with(autoscaling=False)
-    assert unscaled.stack.autoscaling is None
+    assert unscaled.stack.mme.autoscaling is None
     unscaled.template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
     unscaled.template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 0)
 
@@ -441,7 +443,7 @@ def test_the_live_manifest_moves_only_after_the_build_and_the_endpoint(default_s
     )
     assert properties["EndpointName"] == endpoint_name(default_synth)
     assert properties["EndpointConfigName"] == {"Fn::GetAtt": [config_id, "EndpointConfigName"]}
-    assert properties["Bucket"] == {"Ref": lid(default_synth, default_synth.stack.store.bucket)}
+    assert properties["Bucket"] == {"Ref": lid(default_synth, default_synth.stack.mme.store.bucket)}
 
 
 # ----- outputs, environment, bootstrap ---------------------------------------------------------------------
@@ -451,7 +453,7 @@ def test_outputs_name_the_endpoint_its_logs_the_bucket_and_the_model_prefix(
     default_synth: Synthesized,
 ) -> None:
     outputs = default_synth.template.to_json()["Outputs"]
-    bucket = {"Ref": lid(default_synth, default_synth.stack.store.bucket)}
+    bucket = {"Ref": lid(default_synth, default_synth.stack.mme.store.bucket)}
     assert outputs["EndpointName"]["Value"] == endpoint_name(default_synth)
     assert outputs["ModelBucketName"]["Value"] == bucket
     assert outputs["ModelPrefixUrl"]["Value"] == {"Fn::Join": ["", ["s3://", bucket, "/models/"]]}
@@ -504,6 +506,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "kms_key_arn": KEY_ARN,
         "instance_type": "ml.p3.2xlarge",
         "triton_image_tag": "24.05-py3",
+        "model_catalog": WITHOUT_TENSORRT,
     },
     "invocations-policy": {"invocations_per_instance_target": 900},
     "pinned-region": {"region": "ap-northeast-1", "triton_image_tag": "25.09-py3"},

@@ -24,6 +24,7 @@ from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
 from triton_mme_cdk.constructs.build_spec import CUDA_COMPAT_SETUP
 from triton_mme_cdk.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
 from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.runner_files import REQUIREMENTS_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FLAGS = {
@@ -32,12 +33,12 @@ FLAGS = {
 
 
 def runner_stack(
-    outdir: Path, *, project_root: Path = REPO_ROOT, **overrides: Any
+    outdir: Path, *, source_root: Path | None = None, **overrides: Any
 ) -> tuple[Template, ModelBuildRunner, Path]:
     app = cdk.App(outdir=str(outdir), context=FLAGS)
     stack = cdk.Stack(app, "Runner", env=cdk.Environment(region="eu-west-1"))
     options: dict[str, Any] = {
-        "catalog": "models.yaml",
+        "catalog": (source_root or REPO_ROOT) / "models.yaml",
         "compute_type": "SMALL",
         "triton_image_tag": "25.04-py3",
         "tensorrt": True,
@@ -47,7 +48,7 @@ def runner_stack(
         **overrides,
     }
     runner = ModelBuildRunner(
-        stack, "Build", store=ModelStore(stack, "Store"), project_root=project_root, **options
+        stack, "Build", store=ModelStore(stack, "Store"), source_root=source_root, **options
     )
     ModelBuildTrigger(stack, "Trigger", stages=[BuildStage("model build", runner.project, runner.log_group)],
                       fingerprint=runner.fingerprint, log_retention=logs.RetentionDays.ONE_MONTH)  # fmt: skip
@@ -370,18 +371,18 @@ def fake_project(root: Path, catalog: str) -> Path:
     shutil.copytree(
         REPO_ROOT / "triton_mme", root / "triton_mme", ignore=shutil.ignore_patterns("__pycache__")
     )
-    for name in ("requirements.txt", "requirements-build.txt"):
-        shutil.copy(REPO_ROOT / name, root / name)
+    shutil.copy(REPO_ROOT / "requirements.txt", root / "requirements.txt")
+    shutil.copy(REQUIREMENTS_DIR / "requirements-build.txt", root / "requirements-build.txt")
     (root / "models.yaml").write_text(catalog)
     return root
 
 
 def test_fingerprint_follows_the_catalog_and_nothing_else(tmp_path: Path) -> None:
     catalog = (REPO_ROOT / "models.yaml").read_text()
-    first = runner_stack(tmp_path / "a", project_root=fake_project(tmp_path / "pa", catalog))[1].fingerprint
-    same = runner_stack(tmp_path / "b", project_root=fake_project(tmp_path / "pb", catalog))[1].fingerprint
+    first = runner_stack(tmp_path / "a", source_root=fake_project(tmp_path / "pa", catalog))[1].fingerprint
+    same = runner_stack(tmp_path / "b", source_root=fake_project(tmp_path / "pb", catalog))[1].fingerprint
     changed = runner_stack(
-        tmp_path / "c", project_root=fake_project(tmp_path / "pc", catalog.replace("128", "64"))
+        tmp_path / "c", source_root=fake_project(tmp_path / "pc", catalog.replace("128", "64"))
     )[1].fingerprint
     assert first == same
     assert changed != first
@@ -395,19 +396,19 @@ def test_an_edit_to_the_client_changes_neither_the_asset_nor_a_build_cache_key(
     monkeypatch.setattr(
         cache, "BUILD_CODE_DIRS", (project / "triton_mme/core", project / "triton_mme/model_build")
     )
-    before = runner_stack(tmp_path / "a", project_root=project)[1].source.asset_hash, cache.build_code_hash()
+    before = runner_stack(tmp_path / "a", source_root=project)[1].source.asset_hash, cache.build_code_hash()
 
     for edited in ("client/inputs.py", "local_triton/server.py"):
         with (project / "triton_mme" / edited).open("a") as source:
             source.write("\n# an edit\n")
     after_client = (
-        runner_stack(tmp_path / "b", project_root=project)[1].source.asset_hash,
+        runner_stack(tmp_path / "b", source_root=project)[1].source.asset_hash,
         cache.build_code_hash(),
     )
     with (project / "triton_mme/core/naming.py").open("a") as source:
         source.write("\n# an edit\n")
     after_core = (
-        runner_stack(tmp_path / "c", project_root=project)[1].source.asset_hash,
+        runner_stack(tmp_path / "c", source_root=project)[1].source.asset_hash,
         cache.build_code_hash(),
     )
 
@@ -415,8 +416,25 @@ def test_an_edit_to_the_client_changes_neither_the_asset_nor_a_build_cache_key(
     assert after_core[0] != before[0] and after_core[1] != before[1]
 
 
-def test_a_catalog_outside_the_project_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(
-        ValueError, match=r"catalog \.\./models\.yaml is not a file inside .*; allowed: a relative"
-    ):
-        runner_stack(tmp_path, catalog="../models.yaml")
+def test_a_missing_catalog_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"catalog \S+missing\.yaml is not a catalog file; allowed: a path"):
+        runner_stack(tmp_path, catalog=tmp_path / "missing.yaml")
+
+
+def test_a_catalog_anywhere_on_disk_is_copied_to_the_root_of_the_source(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere" / "team-models.yaml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text((REPO_ROOT / "models.yaml").read_text())
+    template, runner, outdir = runner_stack(tmp_path / "out", catalog=elsewhere)
+    staged = outdir / f"asset.{runner.source.asset_hash}" / "team-models.yaml"
+    assert staged.read_text() == elsewhere.read_text()
+    template.has_resource_properties(
+        "AWS::CodeBuild::Project",
+        {
+            "Environment": {
+                "EnvironmentVariables": Match.array_with(
+                    [{"Name": "MODEL_CATALOG", "Type": "PLAINTEXT", "Value": "team-models.yaml"}]
+                )
+            }
+        },
+    )

@@ -132,12 +132,12 @@ def test_the_documented_exclusions() -> None:
 
 def test_deployment_defaults_are_a_one_instance_canary_baking_ten_minutes() -> None:
     settings = Settings()
-    assert settings.strategy is Strategy.CANARY
-    assert settings.deployment_step == CapacitySize(1, False)
-    assert (settings.deployment_wait_seconds, settings.deployment_termination_wait_seconds) == (600, 0)
-    assert settings.deployment_timeout_seconds == 7200
-    assert settings.rollback_batch is None
-    assert settings.alarm_model_latency_p99_ms == 10_000
+    assert settings.updates.strategy is Strategy.CANARY
+    assert settings.updates.step == CapacitySize(1, False)
+    assert (settings.updates.wait_seconds, settings.updates.termination_wait_seconds) == (600, 0)
+    assert settings.updates.timeout_seconds == 7200
+    assert settings.updates.rollback_step is None
+    assert settings.alarms.model_latency_p99_ms == 10_000
     assert settings.update_fleet == Fleet(2, 5)
     assert settings.peak_update_instances == 10
 
@@ -153,13 +153,13 @@ def test_deployment_settings_parse_from_the_command_line_and_json_numbers() -> N
             "alarmModelLatencyP99Ms": "2000",
         }
     )
-    assert settings.strategy is Strategy.ROLLING
-    assert (settings.deployment_step, settings.rollback_batch) == (
+    assert settings.updates.strategy is Strategy.ROLLING
+    assert (settings.updates.step, settings.updates.rollback_step) == (
         CapacitySize(1, False),
         CapacitySize(50, True),
     )
-    assert (settings.deployment_wait_seconds, settings.deployment_timeout_seconds) == (300, 3600)
-    assert settings.alarm_model_latency_p99_ms == 2000
+    assert (settings.updates.wait_seconds, settings.updates.timeout_seconds) == (300, 3600)
+    assert settings.alarms.model_latency_p99_ms == 2000
     assert settings.peak_update_instances == 5 + 3
 
 
@@ -173,7 +173,7 @@ def test_only_the_chosen_strategys_size_has_to_fit() -> None:
     settings = Settings(
         deployment_strategy="linear", deployment_canary_size="40", deployment_linear_step_size="50%"
     )
-    assert settings.deployment_step == CapacitySize(50, True)
+    assert settings.updates.step == CapacitySize(50, True)
 
 
 REJECTED: list[tuple[dict[str, Any], str]] = [
@@ -284,9 +284,9 @@ def test_bad_deployment_settings_are_one_line(context: dict[str, Any], message: 
 
 @pytest.mark.parametrize("strategy", ["canary", "linear", "all-at-once", "rolling"])
 def test_every_strategy_works_with_the_other_defaults(strategy: str) -> None:
-    assert Settings(deployment_strategy=strategy).strategy.value == strategy
+    assert Settings(deployment_strategy=strategy).updates.strategy.value == strategy
 
 
 def test_all_at_once_needs_no_second_instance() -> None:
     settings = Settings(deployment_strategy="all-at-once", min_instance_count=1, initial_instance_count=1)
-    assert settings.deployment_step is None and settings.peak_update_instances == 10
+    assert settings.updates.step is None and settings.peak_update_instances == 10

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 from synth_support import KEY_ARN, bare_stack
 
 from triton_mme_cdk.constructs.hosting_role import HostingRole
+from triton_mme_cdk.constructs.model_store import ModelStore
 
 REPOSITORY_ARN = "arn:aws:ecr:eu-west-1:763104351884:repository/sagemaker-tritonserver"
-BUCKET_ARN = {"Fn::GetAtt": [Match.string_like_regexp("^Bucket"), "Arn"]}
+BUCKET_ARN = {"Fn::GetAtt": [Match.string_like_regexp("^StoreBucket"), "Arn"]}
 LOG_GROUPS = [
     "arn:",
     {"Ref": "AWS::Partition"},
@@ -27,13 +27,11 @@ LOG_GROUPS = [
 
 def hosting_template(*, with_key: bool = False) -> Template:
     stack = bare_stack()
-    bucket = s3.Bucket(stack, "Bucket")
     key = kms.Key.from_key_arn(stack, "Key", KEY_ARN) if with_key else None
     HostingRole(
         stack,
         "Hosting",
-        bucket=bucket,
-        model_prefix="models/",
+        store=ModelStore(stack, "Store"),
         image_repository_arn=REPOSITORY_ARN,
         encryption_key=key,
     )

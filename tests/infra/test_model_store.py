@@ -6,11 +6,12 @@ import fnmatch
 from typing import Any
 
 import pytest
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 from synth_support import KEY_ARN, bare_stack, with_nag
 
-from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
 
 BLOCK_ALL = {
     "BlockPublicAcls": True,
@@ -23,7 +24,7 @@ BLOCK_ALL = {
 def store_template(*, with_key: bool = False) -> tuple[Template, ModelStore]:
     stack = bare_stack()
     key = kms.Key.from_key_arn(stack, "Key", KEY_ARN) if with_key else None
-    store = ModelStore(stack, "Store", encryption_key=key)
+    store = ModelStore(stack, "Store", ModelStoreProps(encryption_key=key))
     return with_nag(stack), store
 
 
@@ -235,3 +236,43 @@ def test_the_bucket_policy_refuses_exactly_the_unconditional_writes(
 
 def test_the_store_names_its_live_manifest(default: tuple) -> None:
     assert default[1].live_manifest_key == "manifests/manifest.json"
+
+
+def test_the_store_grants_follow_its_key_layout() -> None:
+    stack = bare_stack()
+    store = ModelStore(stack, "Store")
+    roles = {
+        name: iam.Role(stack, name, assumed_by=iam.AccountRootPrincipal())
+        for name in ("Models", "All", "Live")
+    }
+    store.grant_read_models(roles["Models"])
+    store.grant_read(roles["All"])
+    store.grant_promote(roles["Live"])
+    template = Template.from_stack(stack)
+    bucket = {"Fn::GetAtt": [stack.get_logical_id(store.cfn_bucket), "Arn"]}
+
+    def objects(key: str) -> dict[str, Any]:
+        return {"Fn::Join": ["", [bucket, f"/{key}"]]}
+
+    def policy_of(role: str) -> list[dict[str, Any]]:
+        role_ref = {"Ref": stack.get_logical_id(roles[role].node.default_child)}  # type: ignore[arg-type]
+        (policy,) = [
+            p
+            for p in template.find_resources("AWS::IAM::Policy").values()
+            if p["Properties"]["Roles"] == [role_ref]
+        ]
+        return policy["Properties"]["PolicyDocument"]["Statement"]
+
+    list_bucket = {"Action": "s3:ListBucket", "Effect": "Allow", "Resource": bucket}
+    assert policy_of("Models") == [
+        {"Action": "s3:GetObject", "Effect": "Allow", "Resource": objects("models/*")},
+        list_bucket,
+    ]
+    reads = policy_of("All")
+    assert reads[1] == list_bucket and reads[0]["Action"] == "s3:GetObject"
+    assert sorted(map(str, reads[0]["Resource"])) == sorted(
+        map(str, [objects("models/*"), objects("manifests/*")])
+    )
+    assert policy_of("Live") == [
+        {"Action": "s3:PutObject", "Effect": "Allow", "Resource": objects(store.live_manifest_key)}
+    ]

@@ -11,7 +11,8 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 from dashboard_support import dashboard_widgets, widget
 
-from triton_mme_cdk.constructs.monitoring import AlarmThresholds, EndpointMonitoring
+from triton_mme_cdk.constructs.monitoring import EndpointMonitoring
+from triton_mme_cdk.settings import AlarmThresholds
 
 ENDPOINT = "Endpoint.EndpointName"  # how the endpoint's GetAtt reads once the dashboard body is rendered
 REQUESTS = "AWS/SageMaker"
@@ -72,7 +73,7 @@ DEFAULT_THRESHOLDS = AlarmThresholds(
     model_loading_wait_ms=10_000,
     model_latency_p99_ms=10_000,
     cache_hit_percent=80.0,
-    evaluation_periods=5,
+    evaluation_minutes=5,
     datapoints_to_alarm=3,
 )
 
@@ -92,12 +93,13 @@ def synthesize(thresholds: AlarmThresholds, app: cdk.App | None = None, **props:
     return stack
 
 
-FULL_PROPS: dict[str, Any] = {"alarm_email": "ops@example.com", "min_instances": 1, "max_instances": 5}
+FULL_PROPS: dict[str, Any] = {"min_instances": 1, "max_instances": 5}
+WITH_EMAIL = AlarmThresholds(**{**DEFAULT_THRESHOLDS.model_dump(), "email": "ops@example.com"})
 
 
 @pytest.fixture(scope="module")
 def template() -> Template:
-    return Template.from_stack(synthesize(DEFAULT_THRESHOLDS, **FULL_PROPS))
+    return Template.from_stack(synthesize(WITH_EMAIL, **FULL_PROPS))
 
 
 def charted_series(template: Template) -> list[tuple[str, str, dict[str, str], str]]:
@@ -243,7 +245,7 @@ def test_thresholds_come_from_settings_and_wait_time_is_converted_to_microsecond
         model_loading_wait_ms=2500,
         model_latency_p99_ms=750,
         cache_hit_percent=95,
-        evaluation_periods=10,
+        evaluation_minutes=10,
         datapoints_to_alarm=2,
     )
     template = Template.from_stack(synthesize(thresholds))
@@ -380,6 +382,6 @@ def test_no_subscription_without_an_alarm_email() -> None:
 
 def test_cdk_nag_finds_nothing() -> None:
     app = cdk.App()
-    synthesize(DEFAULT_THRESHOLDS, app, **FULL_PROPS)
+    synthesize(WITH_EMAIL, app, **FULL_PROPS)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises "Validation failed" on any AwsSolutions finding

@@ -216,7 +216,7 @@ def test_settings_refuse_in_one_line(context: dict[str, Any], message: str) -> N
 
 def test_settings_accept_an_older_tag_on_a_v100_with_the_ami_that_serves_it() -> None:
     settings = Settings.from_context({"instanceType": "ml.p3.2xlarge", "tritonImageTag": "24.03-py3"})
-    assert settings.resolved_inference_ami == GPU_3_1
+    assert settings.endpoint.resolved_inference_ami == GPU_3_1
 
 
 # --- the build runner's GPU against the build image ---------------------------------------------------------

@@ -24,7 +24,7 @@ def project(root: Path) -> Path:
 def staged(root: Path, outdir: Path, paths: tuple[str, ...]) -> tuple[set[str], str]:
     app = cdk.App(outdir=str(outdir))
     stack = cdk.Stack(app, "Runner")
-    asset = runner_source(stack, "Source", project_root=root, paths=paths)
+    asset = runner_source(stack, "Source", files={path: root / path for path in paths})
     app.synth()
     folder = outdir / f"asset.{asset.asset_hash}"
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}, asset.asset_hash
@@ -47,8 +47,26 @@ def test_the_hash_follows_the_content_not_the_folder(tmp_path: Path) -> None:
     assert first == second != changed
 
 
-@pytest.mark.parametrize("path", ["missing.py", "../outside", "/etc/hostname"])
-def test_a_path_outside_the_project_or_missing_is_refused(tmp_path: Path, path: str) -> None:
+def test_a_missing_source_is_refused(tmp_path: Path) -> None:
     root = project(tmp_path / "project")
-    with pytest.raises(ValueError, match=r"^runner source .* is not a file or folder inside "):
+    with pytest.raises(
+        ValueError, match=r"^runner source missing\.py is not a file or folder: .* does not exist$"
+    ):
+        staged(root, tmp_path / "out", ("missing.py",))
+
+
+@pytest.mark.parametrize("path", ["../outside", "/etc/hostname"])
+def test_an_asset_path_that_leaves_the_asset_is_refused(tmp_path: Path, path: str) -> None:
+    root = project(tmp_path / "project")
+    with pytest.raises(ValueError, match=r"^runner source \S+ leaves the asset; allowed: a relative path"):
         staged(root, tmp_path / "out", (path,))
+
+
+def test_a_source_from_anywhere_lands_at_its_asset_path(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere" / "team.yaml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("models: []\n")
+    app = cdk.App(outdir=str(tmp_path / "out"))
+    asset = runner_source(cdk.Stack(app, "Runner"), "Source", files={"models.yaml": elsewhere})
+    app.synth()
+    assert (tmp_path / "out" / f"asset.{asset.asset_hash}" / "models.yaml").read_text() == "models: []\n"

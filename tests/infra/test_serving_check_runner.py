@@ -14,7 +14,7 @@ import pytest
 from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
-from test_build_runner import FLAGS, REPO_ROOT, actions, joined, statements
+from test_build_runner import FLAGS, actions, joined, statements
 
 from triton_mme_cdk.constructs.build_spec import CUDA_COMPAT_SETUP
 from triton_mme_cdk.constructs.model_store import ModelStore
@@ -31,7 +31,6 @@ def check_stack(
     app = cdk.App(outdir=str(outdir), context=FLAGS)
     stack = cdk.Stack(app, "Check", env=cdk.Environment(region="eu-west-1"))
     options: dict[str, Any] = {
-        "project_root": REPO_ROOT,
         "compute_type": "SMALL",
         "build_fingerprint": BUILD_FINGERPRINT,
         "container_environment": CONTAINER_ENVIRONMENT,

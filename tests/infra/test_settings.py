@@ -4,10 +4,10 @@ The rules against the platform table (GPU, driver, region) have their own file, 
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from synth_support import CDK_JSON_CONTEXT, KEY_ARN
 
 from triton_mme_cdk.settings import CONTEXT_KEYS, GPU_MME_INSTANCE_TYPES, Settings, SettingsError
@@ -21,34 +21,41 @@ def test_cdk_json_holds_feature_flags_only_so_the_dataclass_is_the_one_place_for
 
 def test_defaults_are_the_documented_ones() -> None:
     settings = Settings()
-    assert (settings.instance_type, settings.initial_instance_count) == ("ml.g5.xlarge", 2)
-    assert (settings.min_instance_count, settings.max_instance_count) == (2, 5)
-    assert settings.gpu_utilization_target == 60
-    assert (settings.scale_in_cooldown_seconds, settings.scale_out_cooldown_seconds) == (600, 200)
-    assert settings.invocations_per_instance_target == 0
-    assert settings.triton_image_tag == "25.04-py3"
+    assert (settings.endpoint.instance_type, settings.scaling.initial_instance_count) == ("ml.g5.xlarge", 2)
+    assert (settings.scaling.min_instance_count, settings.scaling.max_instance_count) == (2, 5)
+    assert settings.scaling.gpu_utilization_target == 60
+    assert (settings.scaling.scale_in_cooldown_seconds, settings.scaling.scale_out_cooldown_seconds) == (
+        600,
+        200,
+    )
+    assert settings.scaling.invocations_per_instance_target == 0
+    assert settings.endpoint.triton_image_tag == "25.04-py3"
     assert settings.model_catalog == "models.yaml"
     assert settings.kms_key_arn is None and settings.region is None
-    assert (settings.inference_ami_version, settings.network_isolation, settings.autoscaling) == (
+    assert (
+        settings.endpoint.inference_ami_version,
+        settings.endpoint.network_isolation,
+        settings.scaling.enabled,
+    ) == (
         "auto",
         True,
         True,
     )
-    assert (settings.endpoint_log_retention_days, settings.build_log_retention_days) == (30, 30)
+    assert (settings.endpoint.log_retention_days, settings.build.log_retention_days) == (30, 30)
     # Two queues, the build and the serving check: 5 + 30 + 5 + 15 = 55, five minutes inside the hour.
     assert (
-        settings.build_timeout_minutes,
-        settings.serving_check_timeout_minutes,
-        settings.build_queue_timeout_minutes,
+        settings.build.timeout_minutes,
+        settings.build.serving_check_timeout_minutes,
+        settings.build.queue_timeout_minutes,
     ) == (30, 15, 5)
 
 
 def test_auto_resolves_to_the_ami_whose_driver_runs_the_default_tag() -> None:
-    assert Settings().resolved_inference_ami == "al2023-ami-sagemaker-inference-gpu-4-1"
+    assert Settings().endpoint.resolved_inference_ami == "al2023-ami-sagemaker-inference-gpu-4-1"
     explicit = Settings(
         triton_image_tag="24.05-py3", inference_ami_version="al2-ami-sagemaker-inference-gpu-3-1"
     )
-    assert explicit.resolved_inference_ami == "al2-ami-sagemaker-inference-gpu-3-1"
+    assert explicit.endpoint.resolved_inference_ami == "al2-ami-sagemaker-inference-gpu-3-1"
 
 
 def test_command_line_strings_are_converted() -> None:
@@ -97,7 +104,10 @@ def test_command_line_strings_are_converted() -> None:
 
 
 def test_json_booleans_from_cdk_json_are_taken_as_they_are() -> None:
-    assert Settings.from_context({"networkIsolation": False, "autoscaling": True}).network_isolation is False
+    assert (
+        Settings.from_context({"networkIsolation": False, "autoscaling": True}).endpoint.network_isolation
+        is False
+    )
 
 
 def test_empty_values_mean_the_default() -> None:
@@ -105,8 +115,10 @@ def test_empty_values_mean_the_default() -> None:
 
 
 def test_settings_are_frozen() -> None:
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        Settings().instance_type = "ml.g4dn.xlarge"  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="frozen"):
+        Settings().endpoint.instance_type = "ml.g4dn.xlarge"  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="frozen"):
+        Settings().stack_name = "Other"  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(
@@ -115,13 +127,13 @@ def test_settings_are_frozen() -> None:
 )
 def test_only_types_without_instance_storage_take_a_volume_key(instance_type: str, accepts_key: bool) -> None:
     settings = Settings(instance_type=instance_type, triton_image_tag="24.05-py3")
-    assert settings.endpoint_volume_accepts_kms_key is accepts_key
+    assert settings.endpoint.volume_accepts_kms_key is accepts_key
 
 
 def test_every_documented_gpu_mme_type_is_known_and_the_modern_ones_take_the_default_tag() -> None:
     for instance_type in GPU_MME_INSTANCE_TYPES:
         if instance_type.startswith(("ml.g4dn.", "ml.g5.")):
-            assert Settings(instance_type=instance_type).instance_type == instance_type
+            assert Settings(instance_type=instance_type).endpoint.instance_type == instance_type
         else:  # V100 and K80 are too old for 25.xx images (test_platform_rules.py)
             with pytest.raises(SettingsError, match=f"instanceType={instance_type} has a"):
                 Settings(instance_type=instance_type)
@@ -314,15 +326,15 @@ def test_alarm_settings_parse_from_command_line_strings() -> None:
             "alarmDatapointsToAlarm": "10",
         }
     )
-    assert settings.alarm_email == "ops@example.com"
+    assert settings.alarms.email == "ops@example.com"
     assert (
-        settings.alarm_5xx_errors_per_minute,
-        settings.alarm_gpu_memory_percent,
-        settings.alarm_disk_percent,
-        settings.alarm_model_loading_wait_ms,
-        settings.alarm_cache_hit_percent,
-        settings.alarm_evaluation_minutes,
-        settings.alarm_datapoints_to_alarm,
+        settings.alarms.errors_5xx_per_minute,
+        settings.alarms.gpu_memory_percent,
+        settings.alarms.disk_percent,
+        settings.alarms.model_loading_wait_ms,
+        settings.alarms.cache_hit_percent,
+        settings.alarms.evaluation_minutes,
+        settings.alarms.datapoints_to_alarm,
     ) == (3, 85.5, 70, 2500, 95, 10, 10)
 
 

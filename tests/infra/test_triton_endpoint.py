@@ -6,17 +6,17 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Annotations, Match, Template
 from synth_support import KEY_ARN, bare_stack
 
-from triton_mme_cdk.constructs.deployment_policy import DeploymentPolicy
+from triton_mme_cdk.constructs.deployment_policy import deployment_config
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.triton_endpoint import TritonEndpoint
 from triton_mme_cdk.constructs.triton_image import TritonImage
 from triton_mme_cdk.deployment_rules import CapacitySize, Strategy
+from triton_mme_cdk.settings import SettingsError, UpdatePolicy
 
 ENDPOINT_NAME = "test-endpoint"
 
@@ -162,7 +162,7 @@ def rollback_alarms(stack: cdk.Stack) -> list[cloudwatch.Alarm]:
     return [metric.create_alarm(stack, name, threshold=1, evaluation_periods=1) for name in ALARMS]
 
 
-def guarded(policy: DeploymentPolicy) -> tuple[Template, TritonEndpoint]:
+def guarded(policy: UpdatePolicy) -> tuple[Template, TritonEndpoint]:
     stack = bare_stack()
     endpoint = TritonEndpoint(
         stack,
@@ -177,18 +177,27 @@ def guarded(policy: DeploymentPolicy) -> tuple[Template, TritonEndpoint]:
     return Template.from_stack(stack), endpoint
 
 
-def policy(strategy: Strategy, step: str | None = None, **overrides: Any) -> DeploymentPolicy:
-    return DeploymentPolicy(
-        strategy=strategy,
-        step=CapacitySize.parse(step) if step else None,
-        wait=Duration.seconds(overrides.pop("wait", 600)),
-        timeout=Duration.seconds(overrides.pop("timeout", 7200)),
+STEP_FIELDS = {
+    Strategy.CANARY: "canary_size",
+    Strategy.LINEAR: "linear_step_size",
+    Strategy.ROLLING: "rolling_batch_size",
+}
+
+
+def policy(strategy: Strategy, step: str | None = None, **overrides: Any) -> UpdatePolicy:
+    values = {
+        "strategy": strategy,
+        "wait_seconds": overrides.pop("wait", 600),
+        "timeout_seconds": overrides.pop("timeout", 7200),
         **overrides,
-    )
+    }
+    if step:
+        values[STEP_FIELDS[strategy]] = step
+    return UpdatePolicy(**values)
 
 
 def test_a_canary_update_shifts_one_step_then_the_rest_and_rolls_back_on_the_alarms() -> None:
-    template, _ = guarded(policy(Strategy.CANARY, "1", termination_wait=Duration.seconds(120)))
+    template, _ = guarded(policy(Strategy.CANARY, "1", termination_wait_seconds=120))
     template.has_resource_properties(
         "AWS::SageMaker::Endpoint",
         {
@@ -253,9 +262,7 @@ def test_an_all_at_once_update_still_bakes_and_rolls_back() -> None:
 def test_a_rolling_update_replaces_batches_and_rolls_back_in_its_own_batches(
     rollback: str | None, expected: Any
 ) -> None:
-    template, _ = guarded(
-        policy(Strategy.ROLLING, "1", rollback_step=CapacitySize.parse(rollback) if rollback else None)
-    )
+    template, _ = guarded(policy(Strategy.ROLLING, "1", rollback_batch_size=rollback))
     template.has_resource_properties(
         "AWS::SageMaker::Endpoint",
         {
@@ -312,26 +319,23 @@ def test_a_rolling_update_of_several_variants_is_refused() -> None:
     endpoint.guard_updates(policy(Strategy.CANARY, "1"), rollback_alarms=alarms)
 
 
-@pytest.mark.parametrize(
-    ("make", "message"),
-    [
-        (
-            lambda: policy(Strategy.CANARY),
-            "a canary update needs a step size exactly when it is not all at once",
-        ),
-        (lambda: policy(Strategy.ALL_AT_ONCE, "1"), "needs a step size exactly when it is not all at once"),
-        (
-            lambda: policy(Strategy.CANARY, "1", rollback_step=CapacitySize.parse("1")),
-            "a rollback batch applies to rolling updates only, not canary",
-        ),
-    ],
-)
-def test_a_policy_that_cannot_be_deployed_is_refused(make: Any, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        make()
+def test_the_step_exists_exactly_when_the_update_is_not_all_at_once() -> None:
+    assert policy(Strategy.ALL_AT_ONCE).step is None
+    assert UpdatePolicy(strategy=Strategy.ALL_AT_ONCE, canary_size="2").step is None
+    assert policy(Strategy.CANARY).step == CapacitySize(1, False)
+    assert policy(Strategy.LINEAR, "25%").step == CapacitySize(25, True)
+
+
+def test_a_rollback_batch_outside_a_rolling_update_is_refused() -> None:
+    with pytest.raises(
+        SettingsError,
+        match=r"^deploymentRollbackBatchSize=1 applies to rolling updates only; allowed: unset with "
+        r"deploymentStrategy=canary$",
+    ):
+        policy(Strategy.CANARY, "1", rollback_batch_size="1")
 
 
 @pytest.mark.parametrize("count", [0, 11])
 def test_an_update_rolls_back_on_one_to_ten_alarms(count: int) -> None:
     with pytest.raises(ValueError, match=f"an update rolls back on 1..10 alarms, not {count}"):
-        policy(Strategy.CANARY, "1").deployment_config([f"alarm-{i}" for i in range(count)])
+        deployment_config(policy(Strategy.CANARY, "1"), [f"alarm-{i}" for i in range(count)])

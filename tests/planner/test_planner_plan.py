@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from planner_support import manifest_of
@@ -40,8 +38,7 @@ def _plan(served: Served, types: tuple[str, ...] = ("ml.g4dn.xlarge", "ml.g5.xla
 
 
 def test_the_planner_defaults_are_the_endpoint_settings_defaults() -> None:
-    defaults = {f.name: f.default for f in dataclasses.fields(Settings)}
-    assert defaults["gpu_utilization_target"] == DEFAULT_GPU_UTILIZATION_TARGET
+    assert Settings().scaling.gpu_utilization_target == DEFAULT_GPU_UTILIZATION_TARGET
     assert MAX_INSTANCES == DEFAULT_MAX_INSTANCES
 
 

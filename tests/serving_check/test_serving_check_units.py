@@ -284,9 +284,14 @@ def pins(path: Path) -> dict[str, str]:
 
 def test_the_check_stage_installs_the_same_pins_as_the_rest_of_the_project() -> None:
     root = Path(__file__).resolve().parents[2]
-    check = pins(root / "requirements-check.txt")
+    runner = root / "triton_mme_cdk" / "runner_requirements"
+    check = pins(runner / "requirements-check.txt")
     others: dict[str, str] = {}
-    for name in ("requirements-build.txt", "requirements-client.txt", "requirements.txt"):
-        others |= pins(root / name)
+    for path in (
+        runner / "requirements-build.txt",
+        root / "requirements-client.txt",
+        root / "requirements.txt",
+    ):
+        others |= pins(path)
     assert check and {name: others.get(name) for name in check} == check
     assert not {"torch", "onnxruntime", "onnx", "transformers"} & set(check)  # the archives run in Triton

@@ -11,7 +11,6 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk.assertions import Template
 
-from triton_mme.core.catalog import load_catalog
 from triton_mme_cdk.composition import compose
 from triton_mme_cdk.settings import Settings
 from triton_mme_cdk.stack import TritonMmeStack
@@ -19,6 +18,8 @@ from triton_mme_cdk.stack import TritonMmeStack
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_JSON_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 FEATURE_FLAGS = {key: value for key, value in CDK_JSON_CONTEXT.items() if key.startswith("@")}
+# The default catalog without TensorRT, for a V100 endpoint or a tag whose TensorRT has no pip pin.
+WITHOUT_TENSORRT = str(REPO_ROOT / "tests" / "support" / "models-without-tensorrt.yaml")
 KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
 
@@ -55,6 +56,6 @@ class Synthesized:
 
 def synthesize(settings: Settings, outdir: Path) -> Synthesized:
     app = cdk.App(outdir=str(outdir), context=FEATURE_FLAGS)
-    stack = compose(app, settings, load_catalog(REPO_ROOT / settings.model_catalog))
+    stack = compose(app, settings)
     app.synth()
     return Synthesized(stack=stack, template=Template.from_stack(stack), assembly_dir=outdir)

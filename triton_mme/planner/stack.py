@@ -105,25 +105,24 @@ def plan_for(
         except ValueError as error:  # SettingsError, CatalogError: one line each
             raise StackError(f"the stack's settings in {root}: {error}") from None
 
-    def chosen(given: Any, option: str, key: str, attribute: str, default: Any) -> Chosen:
+    def chosen(given: Any, option: str, key: str, default: Any) -> Chosen:
         if given is not None:
             return Chosen(given, option)
         if stack is not None:
-            return Chosen(getattr(stack.settings, attribute), _origin(key, stack.origin(key)))
+            return Chosen(stack.value(key), _origin(key, stack.origin(key)))
         return Chosen(default, PLANNER_DEFAULT)
 
-    low = chosen(min_instances, "--min-instances", "minInstanceCount", "min_instance_count", 1)
-    high = chosen(max_instances, "--max-instances", "maxInstanceCount", "max_instance_count", None)
+    low = chosen(min_instances, "--min-instances", "minInstanceCount", 1)
+    high = chosen(max_instances, "--max-instances", "maxInstanceCount", None)
     if high.value is None:
         high = Chosen(DEFAULT_MAX_INSTANCES, PLANNER_DEFAULT)
     target = chosen(
         gpu_utilization_target,
         "--gpu-utilization-target",
         "gpuUtilizationTarget",
-        "gpu_utilization_target",
         DEFAULT_GPU_UTILIZATION_TARGET,
     )
-    tag = chosen(triton_tag, "--triton-tag", "tritonImageTag", "triton_image_tag", default_triton_tag)
+    tag = chosen(triton_tag, "--triton-tag", "tritonImageTag", default_triton_tag)
     if instance_types:
         types = Chosen(tuple(instance_types), "--instance-types")
     elif stack is not None:
@@ -141,7 +140,7 @@ def plan_for(
         target,
         tag,
         types,
-        deployed=stack.settings.instance_type if stack is not None else None,
+        deployed=stack.value("instanceType") if stack is not None else None,
         refused=tuple(stack.refused_instance_types) if stack is not None and not instance_types else (),
         stack_root=root if stack is not None else None,
     )

@@ -1,2 +1,3 @@
-"""The app's building blocks: model store, build runner and trigger, hosting role, Triton image, endpoint,
-endpoint logs, autoscaling, monitoring."""
+"""The building blocks: the whole multi-model endpoint, and its parts (model store, GPU runner and the two
+build stages, trigger, hosting role, Triton image, endpoint, endpoint logs, autoscaling, monitoring,
+observability, deployment policy and events, manifest promotion)."""

@@ -1,23 +1,22 @@
+"""The model build stage: a GpuRunner that builds the catalog and stages its manifest as a candidate."""
+
 from __future__ import annotations
 
 import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_codebuild as codebuild
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from triton_mme.core.locations import BUILDS_FOLDER, CANDIDATE_PREFIX
-from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
 from triton_mme.core.platform import build_image, triton_image
-from triton_mme_cdk.constructs.build_spec import build_spec
+from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE, build_spec
+from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
-from triton_mme_cdk.constructs.runner_source import runner_source
+from triton_mme_cdk.runner_files import shipped_files
 
 # What the runner runs (`python -m triton_mme gpu-check | build | upload | stage-candidate`), besides the
 # catalog: the entry point, the shared core and the model_build and store packages. Nothing else of the
@@ -31,10 +30,9 @@ SOURCE_FILES = (
     "triton_mme/store",
     "requirements-build.txt",
 )
-COMPUTE_TYPES = {"SMALL": codebuild.ComputeType.SMALL, "LARGE": codebuild.ComputeType.LARGE}
 
 
-class ModelBuildRunner(Construct):
+class ModelBuildRunner(GpuRunner):
     """A GPU CodeBuild project that builds the catalog's archives, publishes them to the model store and
     stages the build's manifest as a candidate for the serving check (serving_check.py).
 
@@ -51,8 +49,7 @@ class ModelBuildRunner(Construct):
         construct_id: str,
         *,
         store: ModelStore,
-        project_root: Path,
-        catalog: str,
+        catalog: Path,
         compute_type: str,
         triton_image_tag: str,
         tensorrt: bool,
@@ -60,103 +57,53 @@ class ModelBuildRunner(Construct):
         queued_timeout: Duration,
         log_retention: logs.RetentionDays,
         encryption_key: kms.IKey | None = None,
+        source_root: Path | None = None,
     ) -> None:
-        super().__init__(scope, construct_id)
-        path = Path(catalog)
-        if path.is_absolute() or ".." in path.parts or not (project_root / path).is_file():
+        catalog = Path(catalog)
+        if not catalog.is_file() or catalog.name in SOURCE_FILES:
             raise ValueError(
-                f"catalog {catalog} is not a file inside {project_root}; allowed: a relative path to one"
+                f"catalog {catalog} is not a catalog file; allowed: a path to one (e.g. models.yaml)"
             )
         image = build_image(triton_image_tag)
-        self.source = runner_source(self, "Source", project_root=project_root, paths=(*SOURCE_FILES, catalog))
         spec = build_spec(tensorrt=tensorrt)
+        # The catalog goes to the root of the source, under its own name, wherever it lies on disk.
         variables = {
             "MODEL_BUCKET": store.bucket.bucket_name,
             "MODEL_PREFIX": store.model_prefix,
             "MANIFEST_PREFIX": store.manifest_prefix,
-            "MODEL_CATALOG": catalog,
-            "TRITON_IMAGE_TAG": triton_image_tag,
+            "MODEL_CATALOG": catalog.name,
+            TRITON_TAG_VARIABLE: triton_image_tag,
             "TENSORRT_REQUIREMENT": triton_image(triton_image_tag).tensorrt_requirement or "",
         }
-        self.log_group = logs.LogGroup(
-            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
-        )
-        self.project = codebuild.Project(
-            self,
-            "Project",
-            description="Builds the model catalog on a GPU and publishes the archives to the model store",
-            source=codebuild.Source.s3(bucket=self.source.bucket, path=self.source.s3_object_key),
-            build_spec=codebuild.BuildSpec.from_object(spec),
-            environment=codebuild.BuildEnvironment(
+        super().__init__(
+            scope,
+            construct_id,
+            GpuRunnerProps(
+                description="Builds the model catalog on a GPU and publishes the archives to the model store",
                 build_image=codebuild.LinuxGpuBuildImage.aws_deep_learning_containers_image(
                     image.repository, image.tag
                 ),
-                compute_type=COMPUTE_TYPES[compute_type],
+                compute_type=compute_type,
+                files={**shipped_files(SOURCE_FILES, root=source_root), catalog.name: catalog},
+                build_spec=spec,
+                environment=variables,
+                timeout=timeout,
+                queued_timeout=queued_timeout,
+                log_retention=log_retention,
+                encryption_key=encryption_key,
             ),
-            environment_variables={
-                k: codebuild.BuildEnvironmentVariable(value=v) for k, v in variables.items()
-            },
-            timeout=timeout,
-            queued_timeout=queued_timeout,
-            # A second build of the same catalog would race the first to publish; StartBuild refuses it.
-            concurrent_build_limit=1,
-            logging=codebuild.LoggingOptions(
-                cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)
-            ),
-            encryption_key=encryption_key,
-            grant_report_group_permissions=False,
         )
-        self.role_policy = self._grant_store_writes(store, encryption_key)
-        # Everything the build's output depends on; the bucket name is a token at synthesis and does not.
-        inputs = [self.source.asset_hash, compute_type, image.tag, spec, {**variables, "MODEL_BUCKET": ""}]
-        self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
-
-    def _grant_store_writes(self, store: ModelStore, encryption_key: kms.IKey | None) -> iam.Policy:
-        role = self.project.role
-        assert role is not None
-        objects = store.bucket.arn_for_objects
-        manifests = store.manifest_prefix
-        # What a build writes, each key once: archives, the content-addressed files beside the manifests
-        # (`labels-<hash>.json`, `tokenizer-<hash>.json`, `golden-<hash>.npz`) and its candidate manifest.
-        # Never a build manifest nor the live manifest: the serving check publishes the first, the
-        # deployment promotes the second.
-        suffixes = sorted({"json", *COMPANION_SUFFIXES.values()})
-        writes = [
-            objects(f"{store.model_prefix}*"),
-            *(objects(f"{manifests}*-{'?' * CONTENT_HASH_LENGTH}.{suffix}") for suffix in suffixes),
-            objects(f"{manifests}{BUILDS_FOLDER}*/{CANDIDATE_PREFIX}*.json"),
-        ]
-        reads = [objects(f"{p}*") for p in (store.model_prefix, manifests)]
-        for statement in (
-            iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=writes),
-            # Stated although nothing above allows it: a build must never move the live manifest.
-            iam.PolicyStatement(
-                effect=iam.Effect.DENY,
-                actions=["s3:PutObject"],
-                resources=[objects(store.live_manifest_key)],
-            ),
-            # The upload reads back what is already published to skip identical archives.
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=reads),
-            # S3 answers a missing key with 404 (the upload's "not published yet") only to a caller
-            # allowed to list the bucket; to anyone else it answers 403 and the upload would stop.
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[store.bucket.bucket_arn]),
-        ):
-            role.add_to_principal_policy(statement)
-        prefixes = [*writes, *reads]
-        policy = role.node.find_child("DefaultPolicy")
-        assert isinstance(policy, iam.Policy)
-        acknowledge_wildcard_resources(
-            policy,
-            prefixes,
+        # What a build writes (never a build manifest nor the live manifest), and what its upload reads
+        # back to skip identical archives.
+        store.grant_publish_archives(self.project)
+        store.grant_read(self.project)
+        self.acknowledge(
+            [*store.archive_write_arns, *store.read_arns],
             reason="Reads and writes are confined to the model and manifest prefixes of the model store; "
             "writes to archives, candidate manifests and content-addressed files there.",
-        )
-        # With a key, the project's key is the store's: CodeBuild's grant on it also covers SSE-KMS uploads.
-        acknowledge_codebuild_grants(
-            policy,
-            self.project,
-            encrypted=encryption_key is not None,
             image_reason="CodeBuild's own GPU image cannot be selected through CDK (aws/aws-cdk#29094); "
             "the AWS Deep Learning Containers image carries CUDA, Python and PyTorch for the build.",
         )
-        return policy
+        # Everything the build's output depends on; the bucket name is a token at synthesis and does not.
+        inputs = [self.source.asset_hash, compute_type, image.tag, spec, {**variables, "MODEL_BUCKET": ""}]
+        self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()

@@ -20,6 +20,9 @@ COMMAND = "python -m triton_mme"
 # Set by the build trigger on every build it starts (model_build_trigger_handler/handler.py, which cannot
 # import it: it ships alone; a test checks that both name the same variable).
 FINGERPRINT_VARIABLE = "MODEL_BUILD_FINGERPRINT"
+# Set on both stages' projects: the Triton image tag the archives are built for and checked in (the command
+# line's --triton-tag default reads the same variable).
+TRITON_TAG_VARIABLE = "TRITON_IMAGE_TAG"
 # Exported by the build stage (buildspec `exported-variables`, read from BatchGetBuilds by the trigger, which
 # passes it on to the serving check stage).
 CANDIDATE_VARIABLE = "CANDIDATE_MANIFEST_SHA256"
@@ -68,7 +71,7 @@ def build_spec(*, tensorrt: bool) -> dict[str, Any]:
         )
     store = f"--from {BUILD_DIR} {STORE_ARGUMENTS}"
     build = [
-        f'{COMMAND} build --catalog "$MODEL_CATALOG" --out {BUILD_DIR} --triton-tag "$TRITON_IMAGE_TAG"',
+        f'{COMMAND} build --catalog "$MODEL_CATALOG" --out {BUILD_DIR} --triton-tag "${TRITON_TAG_VARIABLE}"',
         f"{COMMAND} upload --archives-only {store}",
         # Last: the build's manifest as a candidate for the serving check, under the trigger's fingerprint.
         f'{COMMAND} stage-candidate --fingerprint "${FINGERPRINT_VARIABLE}" --digest-file '

@@ -3,13 +3,12 @@ from __future__ import annotations
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from triton_mme.core.platform import INSTANCE_METRICS_NAMESPACE
+from triton_mme_cdk.constructs.endpoint_logs import ENDPOINT_LOG_GROUP_PREFIX
+from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
-
-ENDPOINT_LOG_GROUPS = "/aws/sagemaker/Endpoints"
-ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
 
 
 class HostingRole(Construct):
@@ -24,8 +23,7 @@ class HostingRole(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        bucket: s3.IBucket,
-        model_prefix: str,
+        store: ModelStore,
         image_repository_arn: str,
         encryption_key: kms.IKey | None = None,
     ) -> None:
@@ -35,19 +33,14 @@ class HostingRole(Construct):
         log_groups = stack.format_arn(
             service="logs",
             resource="log-group",
-            resource_name=f"{ENDPOINT_LOG_GROUPS}/*",
+            resource_name=f"{ENDPOINT_LOG_GROUP_PREFIX}/*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
-        model_objects = bucket.arn_for_objects(f"{model_prefix}*")
+        model_objects = store.model_objects_arn()
         log_streams = f"{log_groups}:log-stream:*"
         statements = [
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=[model_objects]),
-            # A missing TargetModel answers 404 (rather than 403) only to a caller that may list the bucket
-            # (S3, GetObject: "If you have the s3:ListBucket permission on the bucket, Amazon S3 returns ...
-            # 404"). GetObject carries no s3:prefix, so a ListBucket conditioned on the model prefix would not
-            # count (inferred from how conditions on absent keys evaluate): the grant is unconditional, and
-            # lists only key names of this one bucket.
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn]),
+            # The archives SageMaker loads by TargetModel, in this policy (which the Model waits for).
+            *store.read_models_statements(),
             iam.PolicyStatement(
                 actions=[
                     "ecr:BatchCheckLayerAvailability",
@@ -72,7 +65,7 @@ class HostingRole(Construct):
             iam.PolicyStatement(
                 actions=["cloudwatch:PutMetricData"],
                 resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": ENDPOINT_METRICS_NAMESPACE}},
+                conditions={"StringEquals": {"cloudwatch:namespace": INSTANCE_METRICS_NAMESPACE}},
             ),
         ]
         if encryption_key is not None:

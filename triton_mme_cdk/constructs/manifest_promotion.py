@@ -47,27 +47,19 @@ class ManifestPromotion(Construct):
             source = build_manifest_key(fingerprint, store.manifest_prefix)
         except ValueError as error:
             raise ValueError(f"cannot promote a build: {error}") from None
-        reads = [
-            bucket.arn_for_objects(f"{prefix}*") for prefix in (store.model_prefix, store.manifest_prefix)
-        ]
-        storage = [
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=reads),
-            # A missing key answers 404 (rather than 403) only to a caller that may list the bucket.
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn]),
-        ]
         describe = iam.PolicyStatement(actions=["sagemaker:DescribeEndpoint"], resources=[endpoint_arn])
-        writes = iam.PolicyStatement(
-            actions=["s3:PutObject"], resources=[bucket.arn_for_objects(store.live_manifest_key)]
-        )
         handlers = waiting_provider(
             self,
             handler_dir=HANDLER_DIR,
             on_event_statements=[],
-            is_complete_statements=[describe, *storage, writes],
+            is_complete_statements=[describe],
             query_interval=POLL_INTERVAL,
             total_timeout=TOTAL_TIMEOUT,
             log_retention=log_retention,
         )
+        # It checks the build's archives exist, reads its manifest and writes the live manifest only.
+        store.grant_read(handlers.is_complete)
+        store.grant_promote(handlers.is_complete)
         if encryption_key is not None:
             # SSE-KMS: reading an object needs kms:Decrypt, writing one kms:GenerateDataKey.
             handlers.is_complete.add_to_role_policy(
@@ -77,7 +69,7 @@ class ManifestPromotion(Construct):
             )
         acknowledge_wildcard_resources(
             self,
-            reads,
+            store.read_arns,
             reason="Reads are confined to the model store's models (to check they exist) and manifests.",
         )
         self.resource = CustomResource(

@@ -10,12 +10,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from triton_mme.core.platform import CUSTOM_RESOURCE_TIMEOUT_MINUTES
 from triton_mme_cdk.constructs.waiting_provider import waiting_provider
 
 HANDLER_DIR = Path(__file__).parent / "model_build_trigger_handler"
-# CloudFormation waits at most one hour for a custom resource (ServiceTimeout 1..3600 s): every stage, its
-# queueing and the polling must all fit in it.
-CUSTOM_RESOURCE_LIMIT = Duration.hours(1)
+# CloudFormation waits at most one hour for a custom resource (the platform table's
+# CUSTOM_RESOURCE_TIMEOUT_MINUTES): every stage, its queueing and the polling must all fit in it.
+CUSTOM_RESOURCE_LIMIT = Duration.minutes(CUSTOM_RESOURCE_TIMEOUT_MINUTES)
 POLL_INTERVAL = Duration.minutes(1)
 # is-complete stops a build still running this long after the first stage started: two polls before the
 # limit, so the resource fails with the build's own message instead of the framework's "Operation timed out".

@@ -11,7 +11,6 @@ metric each). Why this shape and what it costs: docs/observability.md.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from aws_cdk import Acknowledgment, Aws, CfnResource, Duration, RemovalPolicy, Validations
@@ -34,6 +33,7 @@ from triton_mme.core.model_metrics import (
     insight_rule_name,
 )
 from triton_mme_cdk.constructs.runner_source import runner_source
+from triton_mme_cdk.runner_files import shipped_files
 
 # What the function runs: its handler and the log parser it shares with `triton-mme models --local`.
 HANDLER_FILES = (
@@ -116,9 +116,7 @@ class ModelObservability(Construct):
         super().__init__(scope, construct_id)
         self._endpoint_name = endpoint_name
         self.events = logs.LogGroup(self, "Events", retention=retention, removal_policy=RemovalPolicy.DESTROY)
-        code = runner_source(
-            self, "HandlerSource", project_root=Path(__file__).parents[2], paths=HANDLER_FILES
-        )
+        code = runner_source(self, "HandlerSource", files=shipped_files(HANDLER_FILES))
         self.function = lambda_.Function(
             self,
             "Reader",

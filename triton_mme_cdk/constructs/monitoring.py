@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from constructs import Construct
@@ -9,25 +7,11 @@ from constructs import Construct
 from triton_mme_cdk.constructs.alarm_topic import AlarmTopic
 from triton_mme_cdk.constructs.endpoint_dashboard import EndpointDashboard
 from triton_mme_cdk.constructs.endpoint_metrics import EndpointMetrics
+from triton_mme_cdk.settings import AlarmThresholds
 
 MICROSECONDS_PER_MILLISECOND = 1000
 Comparison = cloudwatch.ComparisonOperator
 Missing = cloudwatch.TreatMissingData
-
-
-@dataclass(frozen=True, kw_only=True)
-class AlarmThresholds:
-    """When the alarms fire. Each alarm looks at 1-minute periods and fires when `datapoints_to_alarm`
-    of the last `evaluation_periods` cross its threshold."""
-
-    errors_5xx_per_minute: int
-    gpu_memory_percent: float
-    disk_percent: float
-    model_loading_wait_ms: int
-    model_latency_p99_ms: int
-    cache_hit_percent: float
-    evaluation_periods: int
-    datapoints_to_alarm: int
 
 
 class EndpointMonitoring(Construct):
@@ -46,13 +30,12 @@ class EndpointMonitoring(Construct):
         endpoint_name: str,
         variant_name: str,
         thresholds: AlarmThresholds,
-        alarm_email: str | None = None,
         min_instances: int | None = None,
         max_instances: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.metrics = EndpointMetrics(endpoint_name=endpoint_name, variant_name=variant_name)
-        self.alarm_topic = AlarmTopic(self, "AlarmTopic", email=alarm_email)
+        self.alarm_topic = AlarmTopic(self, "AlarmTopic", email=thresholds.email)
         self.thresholds = thresholds
         self.rollback_alarms: list[cloudwatch.Alarm] = []
         m, t = self.metrics, thresholds
@@ -139,7 +122,7 @@ class EndpointMonitoring(Construct):
             construct_id,
             threshold=threshold,
             comparison_operator=comparison,
-            evaluation_periods=self.thresholds.evaluation_periods,
+            evaluation_periods=self.thresholds.evaluation_minutes,
             datapoints_to_alarm=self.thresholds.datapoints_to_alarm,
             treat_missing_data=missing,
             alarm_description=description,

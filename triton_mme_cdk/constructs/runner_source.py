@@ -9,7 +9,7 @@ re-included) stages an empty asset when the project's folder name has a dot in i
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from aws_cdk import Names, Stage
@@ -20,19 +20,18 @@ from constructs import Construct
 LEFT_OUT = ("__pycache__", "*.pyc", "tests")
 
 
-def runner_source(
-    scope: Construct, construct_id: str, *, project_root: Path, paths: Sequence[str]
-) -> s3_assets.Asset:
-    """An asset holding `paths` (files or package folders, relative to `project_root`) at the same relative
-    paths; ValueError naming a path that is missing or leaves the project."""
+def runner_source(scope: Construct, construct_id: str, *, files: Mapping[str, Path]) -> s3_assets.Asset:
+    """An asset holding each source of `files` (a file or a package folder, anywhere on disk) at its asset
+    path; ValueError naming a source that is missing or an asset path that leaves the asset."""
     stage = Stage.of(scope)
-    outdir = Path(stage.outdir if stage is not None else project_root / "cdk.out")
+    outdir = Path(stage.outdir if stage is not None else "cdk.out")
     folder = outdir / "runner-sources" / Names.unique_id(scope)
     shutil.rmtree(folder, ignore_errors=True)
-    for relative in paths:
-        source = project_root / relative
-        if Path(relative).is_absolute() or ".." in Path(relative).parts or not source.exists():
-            raise ValueError(f"runner source {relative} is not a file or folder inside {project_root}")
+    for relative, source in files.items():
+        if Path(relative).is_absolute() or ".." in Path(relative).parts:
+            raise ValueError(f"runner source {relative} leaves the asset; allowed: a relative path inside it")
+        if not source.exists():
+            raise ValueError(f"runner source {relative} is not a file or folder: {source} does not exist")
         target = folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():

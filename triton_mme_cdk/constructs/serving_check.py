@@ -1,24 +1,25 @@
+"""The serving check stage: a GpuRunner in the endpoint's own Triton image that checks a build's archives
+and publishes its manifest."""
+
 from __future__ import annotations
 
 import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_codebuild as codebuild
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from triton_mme.core.locations import BUILDS_FOLDER, MANIFEST_FILE_NAME, SERVING_REPORT_SUFFIX
 from triton_mme.core.platform import TRITON_REPOSITORY, runs_serving_check, triton_image
-from triton_mme_cdk.constructs.build_runner import COMPUTE_TYPES
+from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE
+from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
-from triton_mme_cdk.constructs.runner_source import runner_source
 from triton_mme_cdk.constructs.serving_check_spec import serving_check_spec
 from triton_mme_cdk.constructs.triton_image import TritonImage
+from triton_mme_cdk.runner_files import shipped_files
 
 # What the stage runs (`python3 -m triton_mme cuda-check | fetch-candidate | serving-check | publish-report |
 # publish-build`): the entry point, the shared core, the client's payload helpers, the serving check and the
@@ -36,7 +37,7 @@ SOURCE_FILES = (
 )
 
 
-class ServingCheckRunner(Construct):
+class ServingCheckRunner(GpuRunner):
     """A second GPU CodeBuild project whose build image is the endpoint's own `sagemaker-tritonserver:<tag>`
     (the same registry mapping as the endpoint, TritonImage): it fetches a build's candidate manifest and its
     files, loads every archive in that image's Triton as a multi-model endpoint does, and publishes the
@@ -55,7 +56,6 @@ class ServingCheckRunner(Construct):
         *,
         store: ModelStore,
         image: TritonImage,
-        project_root: Path,
         compute_type: str,
         build_fingerprint: str,
         container_environment: dict[str, str],
@@ -63,11 +63,8 @@ class ServingCheckRunner(Construct):
         queued_timeout: Duration,
         log_retention: logs.RetentionDays,
         encryption_key: kms.IKey | None = None,
+        source_root: Path | None = None,
     ) -> None:
-        super().__init__(scope, construct_id)
-        if compute_type not in COMPUTE_TYPES:
-            raise ValueError(f"compute type {compute_type}: not a CodeBuild GPU size; allowed SMALL, LARGE")
-        self.source = runner_source(self, "Source", project_root=project_root, paths=SOURCE_FILES)
         spec = serving_check_spec(image_python_runs_check=runs_serving_check(triton_image(image.tag)))
         # The endpoint's container environment, so `serve` starts Triton with the endpoint's settings.
         variables = {
@@ -75,80 +72,39 @@ class ServingCheckRunner(Construct):
             "MODEL_BUCKET": store.bucket.bucket_name,
             "MODEL_PREFIX": store.model_prefix,
             "MANIFEST_PREFIX": store.manifest_prefix,
-            "TRITON_IMAGE_TAG": image.tag,
+            TRITON_TAG_VARIABLE: image.tag,
         }
-        self.log_group = logs.LogGroup(
-            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
-        )
-        self.project = codebuild.Project(
-            self,
-            "Project",
-            description="Checks every archive of a build in the endpoint's Triton image on a GPU, then "
-            "publishes the build's manifest",
-            source=codebuild.Source.s3(bucket=self.source.bucket, path=self.source.s3_object_key),
-            build_spec=codebuild.BuildSpec.from_object(spec),
-            environment=codebuild.BuildEnvironment(
+        super().__init__(
+            scope,
+            construct_id,
+            GpuRunnerProps(
+                description="Checks every archive of a build in the endpoint's Triton image on a GPU, then "
+                "publishes the build's manifest",
                 # The image's registry account from the endpoint's mapping; CDK grants the pull.
                 build_image=codebuild.LinuxGpuBuildImage.aws_deep_learning_containers_image(
                     TRITON_REPOSITORY, image.tag, image.registry_account
                 ),
-                compute_type=COMPUTE_TYPES[compute_type],
+                compute_type=compute_type,
+                files=shipped_files(SOURCE_FILES, root=source_root),
+                build_spec=spec,
+                environment=variables,
+                timeout=timeout,
+                queued_timeout=queued_timeout,
+                log_retention=log_retention,
+                encryption_key=encryption_key,
             ),
-            environment_variables={
-                k: codebuild.BuildEnvironmentVariable(value=v) for k, v in variables.items()
-            },
-            timeout=timeout,
-            queued_timeout=queued_timeout,
-            concurrent_build_limit=1,
-            logging=codebuild.LoggingOptions(
-                cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)
-            ),
-            encryption_key=encryption_key,
-            grant_report_group_permissions=False,
         )
-        self.role_policy = self._grant_store(store, encryption_key)
-        inputs = [build_fingerprint, self.source.asset_hash, compute_type, image.tag, spec]
-        inputs.append({**variables, "MODEL_BUCKET": ""})
-        self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
-
-    def _grant_store(self, store: ModelStore, encryption_key: kms.IKey | None) -> iam.Policy:
-        role = self.project.role
-        assert role is not None
-        objects = store.bucket.arn_for_objects
-        manifests = store.manifest_prefix
-        # Written once each, after the check: the report of the checked manifest, then the build's manifest.
-        writes = [
-            objects(f"{manifests}*{SERVING_REPORT_SUFFIX}"),
-            objects(f"{manifests}{BUILDS_FOLDER}*/{MANIFEST_FILE_NAME}"),
-        ]
-        reads = [objects(f"{p}*") for p in (store.model_prefix, manifests)]
-        for statement in (
-            iam.PolicyStatement(actions=["s3:PutObject"], resources=writes),
-            iam.PolicyStatement(
-                effect=iam.Effect.DENY,
-                actions=["s3:PutObject"],
-                resources=[objects(store.live_manifest_key)],
-            ),
-            # The candidate, its archives and files, and an earlier report or manifest of the same build.
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=reads),
-            # A missing key answers 404 (rather than 403) only to a caller allowed to list the bucket.
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[store.bucket.bucket_arn]),
-        ):
-            role.add_to_principal_policy(statement)
-        policy = role.node.find_child("DefaultPolicy")
-        assert isinstance(policy, iam.Policy)
-        acknowledge_wildcard_resources(
-            policy,
-            [*writes, *reads],
+        # Written once each, after the check: the report, then the build's manifest; read: the candidate,
+        # its archives and files, and an earlier report or manifest of the same build.
+        store.grant_publish_builds(self.project)
+        store.grant_read(self.project)
+        self.acknowledge(
+            [*store.build_write_arns, *store.read_arns],
             reason="Reads are confined to the model and manifest prefixes of the model store; writes to "
             "serving reports and build manifests there.",
-        )
-        # With a key, the project's key is the store's: CodeBuild's grant on it also covers SSE-KMS uploads.
-        acknowledge_codebuild_grants(
-            policy,
-            self.project,
-            encrypted=encryption_key is not None,
             image_reason="The check must run in the endpoint's own sagemaker-tritonserver image, which is "
             "not a CodeBuild managed image.",
         )
-        return policy
+        inputs = [build_fingerprint, self.source.asset_hash, compute_type, image.tag, spec]
+        inputs.append({**variables, "MODEL_BUCKET": ""})
+        self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()

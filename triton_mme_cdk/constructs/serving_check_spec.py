@@ -19,6 +19,7 @@ from triton_mme_cdk.constructs.build_spec import (
     CUDA_COMPAT_SETUP,
     FINGERPRINT_VARIABLE,
     STORE_ARGUMENTS,
+    TRITON_TAG_VARIABLE,
 )
 
 IMAGE_PYTHON = "python3"
@@ -53,12 +54,13 @@ def serving_check_spec(*, image_python_runs_check: bool) -> dict[str, Any]:
         CUDA_COMPAT_SETUP,
         *setup,
         # The driver API, as Triton will use it: one line and a stop when CUDA is unusable.
-        f'{command} cuda-check --triton-tag "$TRITON_IMAGE_TAG"',
+        f'{command} cuda-check --triton-tag "${TRITON_TAG_VARIABLE}"',
     ]
     build = [
         f'{command} fetch-candidate --fingerprint "${FINGERPRINT_VARIABLE}" '
         f'--candidate "${CANDIDATE_VARIABLE}" --to {BUILD_DIR} {STORE_ARGUMENTS}',
-        f'{command} serving-check --server sagemaker --from {BUILD_DIR} --triton-tag "$TRITON_IMAGE_TAG"',
+        f"{command} serving-check --server sagemaker --from {BUILD_DIR} "
+        f'--triton-tag "${TRITON_TAG_VARIABLE}"',
         f"{command} publish-report --from {BUILD_DIR} {STORE_ARGUMENTS}",
         # Last: the build's manifest, beside its passing report, under the trigger's fingerprint.
         f'{command} publish-build --fingerprint "${FINGERPRINT_VARIABLE}" --from {BUILD_DIR} '

@@ -10,11 +10,12 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from triton_mme.core.triton_logging import LOG_ENVIRONMENT
-from triton_mme_cdk.constructs.deployment_policy import DeploymentPolicy
+from triton_mme_cdk.constructs.deployment_policy import deployment_config
 from triton_mme_cdk.constructs.hosting_role import HostingRole
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.triton_image import TritonImage
 from triton_mme_cdk.deployment_rules import variant_count_problem
+from triton_mme_cdk.settings import UpdatePolicy
 
 VARIANT_NAME = "AllTraffic"
 # Triton's SageMaker entry point (docker/sagemaker/serve) logs verbosely unless told otherwise, which writes
@@ -55,8 +56,7 @@ class TritonEndpoint(Construct):
         self.hosting = HostingRole(
             self,
             "Hosting",
-            bucket=store.bucket,
-            model_prefix=store.model_prefix,
+            store=store,
             image_repository_arn=image.repository_arn,
             encryption_key=encryption_key,
         )
@@ -108,9 +108,30 @@ class TritonEndpoint(Construct):
         self.variant_name = VARIANT_NAME
         self.variant_count = 1
 
-    def guard_updates(
-        self, policy: DeploymentPolicy, *, rollback_alarms: Sequence[cloudwatch.IAlarm]
-    ) -> None:
+    @property
+    def cfn_model(self) -> sagemaker.CfnModel:
+        return self.model
+
+    @property
+    def cfn_endpoint_config(self) -> sagemaker.CfnEndpointConfig:
+        return self.endpoint_config
+
+    @property
+    def cfn_endpoint(self) -> sagemaker.CfnEndpoint:
+        return self.endpoint
+
+    @property
+    def endpoint_arn(self) -> str:
+        """The endpoint's ARN (CfnEndpoint's Ref)."""
+        return self.endpoint.ref
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let `grantee` call sagemaker:InvokeEndpoint on this endpoint (any TargetModel)."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=["sagemaker:InvokeEndpoint"], resource_arns=[self.endpoint_arn]
+        )
+
+    def guard_updates(self, policy: UpdatePolicy, *, rollback_alarms: Sequence[cloudwatch.IAlarm]) -> None:
         """Update the endpoint with `policy` and roll back when one of `rollback_alarms` fires.
 
         The endpoint refers to the alarms, so they exist before it does, also on the first deployment; they
@@ -121,7 +142,7 @@ class TritonEndpoint(Construct):
         problem = variant_count_problem(policy.strategy, self.variant_count)
         if problem:
             raise ValueError(f"a {policy.strategy.value} update cannot guard this endpoint: {problem}")
-        self.endpoint.deployment_config = policy.deployment_config([a.alarm_name for a in rollback_alarms])
+        self.endpoint.deployment_config = deployment_config(policy, [a.alarm_name for a in rollback_alarms])
         self.hosting.policy.add_statements(
             iam.PolicyStatement(
                 actions=["cloudwatch:DescribeAlarms"], resources=[a.alarm_arn for a in rollback_alarms]

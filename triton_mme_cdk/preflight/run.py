@@ -52,7 +52,7 @@ class PreflightClients:
 
 def run_preflight(settings: Settings, region: str, clients: PreflightClients) -> list[CheckResult]:
     """Every check, in the order a first deployment meets them."""
-    tag = settings.triton_image_tag
+    tag = settings.endpoint.triton_image_tag
     registry = dlc_registry_account(region)
     unconfirmed = settings.allow_unconfirmed_build_region
     results = [
@@ -71,12 +71,12 @@ def run_preflight(settings: Settings, region: str, clients: PreflightClients) ->
         check_bootstrap(clients.cloudformation),
         check_endpoint_quota(
             clients.service_quotas,
-            endpoint_quota_name(settings.instance_type),
+            endpoint_quota_name(settings.endpoint.instance_type),
             settings.peak_update_instances,
             update_capacity(settings),
         ),
         check_codebuild_gpu_quota(
-            clients.service_quotas, CODEBUILD_GPUS[settings.builder_compute_type].concurrency_quota_name
+            clients.service_quotas, CODEBUILD_GPUS[settings.build.compute_type].concurrency_quota_name
         ),
         check_image(
             clients.ecr,
@@ -101,7 +101,7 @@ def run_preflight(settings: Settings, region: str, clients: PreflightClients) ->
             stack_name=settings.stack_name,
             endpoint_output=ENDPOINT_NAME_OUTPUT,
             variant_name=VARIANT_NAME,
-            instance_type=settings.instance_type,
+            instance_type=settings.endpoint.instance_type,
         ),
         check_variant_name(
             cloudformation=clients.cloudformation,
@@ -117,11 +117,11 @@ def update_capacity(settings: Settings) -> str:
     """Why the endpoint can run `settings.peak_update_instances` instances at once, in one phrase."""
     largest = settings.update_fleet.largest
     extra = settings.peak_update_instances - largest
-    bound = "maxInstanceCount" if settings.autoscaling else "initialInstanceCount"
+    bound = "maxInstanceCount" if settings.scaling.enabled else "initialInstanceCount"
     during = (
-        f"a {settings.strategy.value} update runs a second fleet beside the first"
-        if settings.strategy.is_blue_green
+        f"a {settings.updates.strategy.value} update runs a second fleet beside the first"
+        if settings.updates.strategy.is_blue_green
         else "a rolling update adds a batch; its rollback brings the old instances back "
-        + (f"{settings.rollback_batch} at a time" if settings.rollback_batch else "all at once")
+        + (f"{settings.updates.rollback_step} at a time" if settings.updates.rollback_step else "all at once")
     )
     return f"{bound}={largest}, plus {extra} while {during}"

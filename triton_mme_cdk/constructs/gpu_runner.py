@@ -1,0 +1,120 @@
+"""One GPU CodeBuild runner: the construct both build stages (the model build and the serving check) are."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from triton_mme_cdk.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.runner_source import runner_source
+
+COMPUTE_TYPES = {"SMALL": codebuild.ComputeType.SMALL, "LARGE": codebuild.ComputeType.LARGE}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuRunnerProps:
+    """The props of a GpuRunner."""
+
+    description: str
+    """The CodeBuild project's description. @default - required"""
+
+    build_image: codebuild.IBuildImage
+    """The GPU image the commands run in. @default - required"""
+
+    compute_type: str
+    """The CodeBuild GPU size: SMALL or LARGE (CODEBUILD_GPUS of the platform table). @default - required"""
+
+    files: Mapping[str, Path]
+    """What the runner ships: asset path -> file or package folder (triton_mme_cdk.runner_files).
+    @default - required"""
+
+    build_spec: Mapping[str, Any]
+    """The buildspec, as an object. @default - required"""
+
+    environment: Mapping[str, str]
+    """Plain-text environment variables of every build. @default - required"""
+
+    timeout: Duration
+    """How long one build may run. @default - required"""
+
+    queued_timeout: Duration
+    """How long one build may wait for a GPU runner. @default - required"""
+
+    log_retention: logs.RetentionDays
+    """How long the build logs (in the runner's own log group) are kept. @default - required"""
+
+    encryption_key: kms.IKey | None = None
+    """The key of the project's artifacts and logs. @default - the AWS managed key for S3"""
+
+
+class GpuRunner(Construct):
+    """A GPU CodeBuild project running `build_spec` over exactly `files`, one build at a time.
+
+    Children: `source` (the asset), `log_group`, `project`. Whoever uses it grants its role what the stage
+    may touch (`project` is IGrantable) and acknowledges the wildcards of those grants (`acknowledge`).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, props: GpuRunnerProps) -> None:
+        super().__init__(scope, construct_id)
+        if props.compute_type not in COMPUTE_TYPES:
+            raise ValueError(
+                f"compute type {props.compute_type}: not a CodeBuild GPU size; allowed SMALL, LARGE"
+            )
+        self.props = props
+        self.source = runner_source(self, "Source", files=props.files)
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=props.log_retention, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.project = codebuild.Project(
+            self,
+            "Project",
+            description=props.description,
+            source=codebuild.Source.s3(bucket=self.source.bucket, path=self.source.s3_object_key),
+            build_spec=codebuild.BuildSpec.from_object(dict(props.build_spec)),
+            environment=codebuild.BuildEnvironment(
+                build_image=props.build_image, compute_type=COMPUTE_TYPES[props.compute_type]
+            ),
+            environment_variables={
+                k: codebuild.BuildEnvironmentVariable(value=v) for k, v in props.environment.items()
+            },
+            timeout=props.timeout,
+            queued_timeout=props.queued_timeout,
+            # A second build would race the first to publish; StartBuild refuses it.
+            concurrent_build_limit=1,
+            logging=codebuild.LoggingOptions(
+                cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)
+            ),
+            encryption_key=props.encryption_key,
+            grant_report_group_permissions=False,
+        )
+
+    @property
+    def role_policy(self) -> iam.Policy:
+        """The role's policy, which holds every grant: whatever starts a build can wait for it."""
+        role = self.project.role
+        assert role is not None
+        policy = role.node.find_child("DefaultPolicy")
+        assert isinstance(policy, iam.Policy)
+        return policy
+
+    def acknowledge(self, wildcard_resources: list[str], *, reason: str, image_reason: str) -> None:
+        """Acknowledge the wildcards of the stage's grants (`reason`), CodeBuild's own grants, and the
+        non-managed build image (`image_reason`)."""
+        policy = self.role_policy
+        acknowledge_wildcard_resources(policy, wildcard_resources, reason=reason)
+        # With a key, the project's key is the store's: CodeBuild's grant on it also covers SSE-KMS uploads.
+        acknowledge_codebuild_grants(
+            policy,
+            self.project,
+            encrypted=self.props.encryption_key is not None,
+            image_reason=image_reason,
+        )

@@ -1,0 +1,304 @@
+"""The whole multi-model endpoint as one construct: what a platform team embeds in its own CDK app.
+
+`TritonMultiModelEndpoint(self, "Mme", TritonMultiModelEndpointProps(catalog=Path("models.yaml")))` adds
+the model store, the Triton image, the endpoint and its logs, the GPU build runner with its serving check and
+the trigger that runs both on deployment, the autoscaling, the monitoring, the per-model observability, the
+deployment policy and events, and the manifest promotion (docs/embedding.md, docs/constructs.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from triton_mme.core.catalog import Format, load_catalog
+from triton_mme.model_build.offline_sources import check_sources
+from triton_mme_cdk.build_target import check_build_target
+from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
+from triton_mme_cdk.constructs.deployment_events import DeploymentEvents
+from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
+from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
+from triton_mme_cdk.constructs.manifest_promotion import ManifestPromotion
+from triton_mme_cdk.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
+from triton_mme_cdk.constructs.model_observability import ModelObservability
+from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
+from triton_mme_cdk.constructs.monitoring import EndpointMonitoring
+from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
+from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
+from triton_mme_cdk.constructs.triton_image import TritonImage
+from triton_mme_cdk.settings import (
+    AlarmThresholds,
+    BuildRunnerSettings,
+    EndpointSettings,
+    ScalingSettings,
+    Settings,
+    UpdatePolicy,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TritonMultiModelEndpointProps:
+    """The props of a TritonMultiModelEndpoint.
+
+    The groups are the app's settings groups (triton_mme_cdk.settings): each of their fields is one cdk.json
+    key of docs/settings.md with the same default, and the construct checks them together as synthesis does
+    (the GPU, driver and build runner against the Triton tag, the update steps against the fleet).
+    """
+
+    catalog: Path
+    """The model catalog (models.yaml) the build stage builds: any file, copied into the build runner's
+    source.
+
+    @default - required
+    """
+
+    endpoint_name: str | None = None
+    """The SageMaker endpoint's name; fixed, since the alarms that guard its updates watch it by name.
+
+    @default - the stack's name
+    """
+
+    endpoint: EndpointSettings = field(default_factory=EndpointSettings)
+    """Instance type, Triton image tag, inference AMI, network isolation, endpoint log retention.
+
+    @default - ml.g5.xlarge, the default Triton tag of the platform table, `auto` AMI, isolated, 30 days
+    """
+
+    scaling: ScalingSettings = field(default_factory=ScalingSettings)
+    """Instance counts and target tracking on GPU utilization (and optionally invocations).
+
+    @default - 2 instances, autoscaling 2..5 at 60 % GPU utilization
+    """
+
+    alarms: AlarmThresholds = field(default_factory=AlarmThresholds)
+    """Alarm thresholds, evaluation window and the optional email subscriber of the alarm topic.
+
+    @default - the thresholds of docs/settings.md, no email subscription
+    """
+
+    updates: UpdatePolicy = field(default_factory=UpdatePolicy)
+    """How an endpoint update moves traffic and when it rolls back.
+
+    @default - a one-instance canary, 600 s baking, 7200 s timeout
+    """
+
+    build: BuildRunnerSettings = field(default_factory=BuildRunnerSettings)
+    """The GPU CodeBuild runners of the build and the serving check: size, timeouts, log retention.
+
+    @default - SMALL (A10G), 30 min build, 15 min check, 5 min queue, 30 days of logs
+    """
+
+    encryption_key: kms.IKey | None = None
+    """A customer managed key for the model bucket, the build runners and (where the instance type allows)
+    the endpoint's volume.
+
+    @default - no customer key: SSE-S3 for the bucket, AWS managed keys elsewhere
+    """
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, encryption_key: kms.IKey | None = None
+    ) -> TritonMultiModelEndpointProps:
+        """The props of the app's settings (its catalog, endpoint name and groups as they are)."""
+        return cls(
+            catalog=Path(settings.model_catalog),
+            endpoint_name=settings.endpoint_name,
+            endpoint=settings.endpoint,
+            scaling=settings.scaling,
+            alarms=settings.alarms,
+            updates=settings.updates,
+            build=settings.build,
+            encryption_key=encryption_key,
+        )
+
+    def settings(self, endpoint_name: str) -> Settings:
+        """The groups checked together (SettingsError, one line, on a combination that cannot deploy)."""
+        return Settings(
+            stack_name=endpoint_name,
+            model_catalog=str(self.catalog),
+            endpoint=self.endpoint,
+            scaling=self.scaling,
+            alarms=self.alarms,
+            updates=self.updates,
+            build=self.build,
+        )
+
+
+class TritonMultiModelEndpoint(Construct):
+    """A SageMaker GPU multi-model endpoint served by NVIDIA Triton, with its model store, its GPU model
+    build and serving check, its autoscaling, monitoring and guarded updates.
+
+    Raises SettingsError or CatalogError (one line each) for props or a catalog that cannot deploy. Children:
+    `store` (ModelStore), `endpoint` (TritonEndpoint: `cfn_model`, `cfn_endpoint_config`, `cfn_endpoint`),
+    `build_runner`, `serving_check`, `build`, `autoscaling` (None without), `monitoring`, `models`,
+    `deployment_events`, `promotion`. `grant_invoke` lets a principal call the endpoint.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, props: TritonMultiModelEndpointProps) -> None:
+        super().__init__(scope, construct_id)
+        self.props = props
+        self.settings = settings = props.settings(props.endpoint_name or Stack.of(scope).stack_name)
+        catalog = load_catalog(props.catalog)
+        # Every source resolves offline (torchvision's registry, the shipped configs), so a typo stops here.
+        check_sources(catalog, origin=str(props.catalog))
+        check_build_target(settings, catalog)
+        self.encryption_key = props.encryption_key
+        self.store = ModelStore(self, "ModelStore", ModelStoreProps(encryption_key=self.encryption_key))
+        self.image = TritonImage(self, "TritonImage", tag=settings.endpoint.triton_image_tag)
+        self.endpoint = TritonEndpoint(
+            self,
+            "Triton",
+            name=settings.endpoint_name,
+            store=self.store,
+            image=self.image,
+            instance_type=settings.endpoint.instance_type,
+            initial_instance_count=settings.scaling.initial_instance_count,
+            encryption_key=self.encryption_key,
+            encrypt_volume=settings.endpoint.volume_accepts_kms_key,
+            inference_ami_version=settings.endpoint.resolved_inference_ami,
+            network_isolation=settings.endpoint.network_isolation,
+        )
+        self.endpoint_logs = EndpointLogs(
+            self,
+            "EndpointLogs",
+            endpoint_name=self.endpoint.endpoint_name,
+            retention=settings.endpoint.log_retention,
+        )
+        self.build_runner = ModelBuildRunner(
+            self,
+            "ModelBuild",
+            store=self.store,
+            catalog=props.catalog,
+            compute_type=settings.build.compute_type,
+            triton_image_tag=settings.endpoint.triton_image_tag,
+            tensorrt=Format.TENSORRT in catalog.formats,
+            timeout=Duration.minutes(settings.build.timeout_minutes),
+            queued_timeout=Duration.minutes(settings.build.queue_timeout_minutes),
+            log_retention=settings.build.log_retention,
+            encryption_key=self.encryption_key,
+        )
+        # Every archive of the build, loaded and called in the endpoint's own image on a GPU before the
+        # build's manifest is published (docs/serving-check.md).
+        self.serving_check = ServingCheckRunner(
+            self,
+            "ServingCheck",
+            store=self.store,
+            image=self.image,
+            compute_type=settings.build.compute_type,
+            build_fingerprint=self.build_runner.fingerprint,
+            container_environment=CONTAINER_ENVIRONMENT,
+            timeout=Duration.minutes(settings.build.serving_check_timeout_minutes),
+            queued_timeout=Duration.minutes(settings.build.queue_timeout_minutes),
+            log_retention=settings.build.log_retention,
+            encryption_key=self.encryption_key,
+        )
+        self.build = ModelBuildTrigger(
+            self,
+            "ModelBuildTrigger",
+            stages=[
+                BuildStage("model build", self.build_runner.project, self.build_runner.log_group),
+                BuildStage("serving check", self.serving_check.project, self.serving_check.log_group),
+            ],
+            fingerprint=self.serving_check.fingerprint,
+            log_retention=settings.build.log_retention,
+        )
+        # The build starts as soon as the trigger exists: both stages' grants must exist before it.
+        self.build.resource.node.add_dependency(self.build_runner.role_policy, self.serving_check.role_policy)
+        # The Model and the endpoint config do not wait: CreateModel and CreateEndpointConfig check the image,
+        # the instance type and the inference AMI in the deployment's first minutes. The endpoint waits: it
+        # starts serving the prefix, or moves to a new image, only once the build's archives passed the
+        # serving check in that image (docs/deploy.md, "What waits for the build").
+        self.endpoint.endpoint.node.add_dependency(self.build.resource)
+        self.autoscaling = (
+            EndpointAutoscaling(
+                self,
+                "Autoscaling",
+                endpoint_name=self.endpoint.endpoint_name,
+                variant_name=self.endpoint.variant_name,
+                min_capacity=settings.scaling.min_instance_count,
+                max_capacity=settings.scaling.max_instance_count,
+                gpu_utilization_target=settings.scaling.gpu_utilization_target,
+                invocations_per_instance_target=settings.scaling.invocations_per_instance_target,
+                scale_in_cooldown=Duration.seconds(settings.scaling.scale_in_cooldown_seconds),
+                scale_out_cooldown=Duration.seconds(settings.scaling.scale_out_cooldown_seconds),
+            )
+            if settings.scaling.enabled
+            else None
+        )
+        self.monitoring = EndpointMonitoring(
+            self,
+            "Monitoring",
+            endpoint_name=self.endpoint.name,
+            variant_name=self.endpoint.variant_name,
+            thresholds=settings.alarms,
+            min_instances=settings.scaling.min_instance_count,
+            max_instances=settings.scaling.max_instance_count,
+        )
+        # Loads, evictions, failed loads per TargetModel from the endpoint's own log (docs/observability.md).
+        self.models = ModelObservability(
+            self,
+            "ModelObservability",
+            endpoint_name=self.endpoint.name,
+            endpoint_log_group_name=self.endpoint_logs.log_group_name,
+            log_group_ready=self.endpoint_logs.retention,
+            retention=settings.endpoint.log_retention,
+            cache_hit=self.monitoring.metrics.cache_hit_ratio(),
+            evictions_per_minute=settings.alarms.thrash_evictions_per_minute,
+            alarm_topic=self.monitoring.alarm_topic.topic,
+        )
+        self.monitoring.dashboard.add_section("Per model", self.models.dashboard_widgets())
+        # Updates shift traffic step by step and roll back on the monitoring's alarms, which exist before the
+        # endpoint: they watch it by its fixed name (guard_updates).
+        self.endpoint.guard_updates(
+            settings.updates,
+            rollback_alarms=self.monitoring.rollback_alarms,
+        )
+        # How SageMaker carried out each update, for the acceptance run: recorded from before the endpoint's
+        # first update on (the rule matches the endpoint's fixed name).
+        self.deployment_events = DeploymentEvents(
+            self,
+            "DeploymentEvents",
+            endpoint_name=self.endpoint.name,
+            retention=settings.endpoint.log_retention,
+        )
+        self.endpoint.endpoint.node.add_dependency(self.deployment_events.policy)
+        # The live manifest moves to this build only once the endpoint serves this deployment's config.
+        self.promotion = ManifestPromotion(
+            self,
+            "ManifestPromotion",
+            store=self.store,
+            fingerprint=self.serving_check.fingerprint,
+            endpoint_name=self.endpoint.endpoint_name,
+            endpoint_arn=self.endpoint.endpoint.ref,
+            endpoint_config_name=self.endpoint.endpoint_config.attr_endpoint_config_name,
+            log_retention=settings.build.log_retention,
+            encryption_key=self.encryption_key,
+        )
+        self.promotion.resource.node.add_dependency(self.build.resource)
+
+    @property
+    def endpoint_name(self) -> str:
+        """The endpoint's name, as a reference (what depends on it comes after the endpoint)."""
+        return self.endpoint.endpoint_name
+
+    @property
+    def cfn_endpoint(self) -> sagemaker.CfnEndpoint:
+        return self.endpoint.cfn_endpoint
+
+    @property
+    def cfn_endpoint_config(self) -> sagemaker.CfnEndpointConfig:
+        return self.endpoint.cfn_endpoint_config
+
+    @property
+    def cfn_model(self) -> sagemaker.CfnModel:
+        return self.endpoint.cfn_model
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let `grantee` call sagemaker:InvokeEndpoint on the endpoint (any TargetModel)."""
+        return self.endpoint.grant_invoke(grantee)
