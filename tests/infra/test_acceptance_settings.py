@@ -49,7 +49,7 @@ def test_the_deployment_config_is_the_endpoints_own(default_synth: Synthesized) 
 
 
 def test_without_scaling_the_output_says_so(synth_with: SynthWith) -> None:
-    facts = rendered(synth_with(autoscaling=False))
+    facts = rendered(synth_with(autoscaling=False, network_isolation=False))  # test_app's no-scaling variant
     assert "scaling" not in facts  # CDK leaves out what is None
     parsed = StackFacts.from_outputs({ACCEPTANCE_SETTINGS_OUTPUT: json.dumps(facts)}, stack_name="S")
     assert parsed.settings.scaling is None

@@ -173,13 +173,7 @@ def test_default_runners_are_the_small_gpu_with_tensorrt_for_the_serving_image(
 
 
 def test_runner_settings_reach_both_projects_and_their_logs(synth_with: SynthWith) -> None:
-    synth = synth_with(
-        instance_type="ml.p3.2xlarge",
-        triton_image_tag="24.05-py3",
-        model_catalog=WITHOUT_TENSORRT,
-        build_timeout_minutes=30,
-        build_log_retention_days=7,
-    )
+    synth = synth_with(**VARIANTS["kms-on-p3"])  # p3, 24.05, the build's log kept 7 days
     for stage in (synth.stack.mme.build_runner, synth.stack.mme.serving_check):
         properties = project(synth, stage)
         # SMALL: LARGE's V100 is refused with today's build images (test_settings).
@@ -239,7 +233,7 @@ def test_ami_and_network_settings_reach_the_endpoint(synth_with: SynthWith) -> N
 
 
 def test_the_endpoints_own_log_group_gets_the_retention_setting(synth_with: SynthWith) -> None:
-    synth = synth_with(endpoint_log_retention_days=90)
+    synth = synth_with(**VARIANTS["tuned"])
     synth.template.has_resource_properties(
         "Custom::LogRetention",
         {
@@ -263,20 +257,14 @@ def test_scaling_follows_the_endpoint_variant_and_can_be_left_out(
         },
     )
     default_synth.template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 1)
-    unscaled = synth_with(autoscaling=False)
+    unscaled = synth_with(**VARIANTS["no-scaling-no-isolation"])
     assert unscaled.stack.mme.autoscaling is None
     unscaled.template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
     unscaled.template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 0)
 
 
 def test_scaling_settings_reach_the_target_and_policies(synth_with: SynthWith) -> None:
-    synth = synth_with(
-        min_instance_count=2,
-        initial_instance_count=3,
-        max_instance_count=8,
-        gpu_utilization_target=72.5,
-        invocations_per_instance_target=900,
-    )
+    synth = synth_with(**VARIANTS["tuned"])
     synth.template.has_resource_properties(
         "AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 2, "MaxCapacity": 8}
     )
@@ -292,7 +280,7 @@ def test_scaling_settings_reach_the_target_and_policies(synth_with: SynthWith) -
 
 
 def test_alarms_watch_this_endpoint_and_the_dashboard_draws_the_scaling_bounds(synth_with: SynthWith) -> None:
-    synth = synth_with(alarm_email="ops@example.com", min_instance_count=2, max_instance_count=7)
+    synth = synth_with(**VARIANTS["tuned"])
     alarms = synth.template.find_resources("AWS::CloudWatch::Alarm")
     assert len(alarms) == 7
     this_variant = [
@@ -312,11 +300,11 @@ def test_alarms_watch_this_endpoint_and_the_dashboard_draws_the_scaling_bounds(s
         assert query["MetricStat"]["Metric"]["Dimensions"] == this_variant
     synth.template.has_resource_properties("AWS::SNS::Subscription", {"Endpoint": "ops@example.com"})
     annotations = widget(synth.template, "Instances")["properties"]["annotations"]["horizontal"]
-    assert {a["label"]: a["value"] for a in annotations} == {"min instances": 2, "max instances": 7}
+    assert {a["label"]: a["value"] for a in annotations} == {"min instances": 2, "max instances": 8}
 
 
 def test_a_key_encrypts_the_store_and_reaches_the_hosting_role(synth_with: SynthWith) -> None:
-    synth = synth_with(kms_key_arn=KEY_ARN)
+    synth = synth_with(**VARIANTS["kms-on-nvme-type"])
     synth.template.has_resource_properties(
         "AWS::S3::Bucket",
         {"BucketEncryption": Match.object_like({"ServerSideEncryptionConfiguration": Match.any_value()})},
@@ -470,8 +458,8 @@ def test_stack_is_environment_agnostic_unless_a_region_is_given(
     default_synth: Synthesized, synth_with: SynthWith
 ) -> None:
     assert default_synth.stack.resolve(default_synth.stack.region) == {"Ref": "AWS::Region"}
-    pinned = synth_with(region="eu-west-1")
-    assert pinned.stack.region == "eu-west-1"
+    pinned = synth_with(**VARIANTS["pinned-region"])
+    assert pinned.stack.region == "ap-northeast-1"
     assert pinned.template.to_json()["Mappings"], "the image mapping stays in a region-pinned template"
 
 
@@ -499,6 +487,8 @@ def test_stack_template_matches_snapshot(default_synth: Synthesized, snapshot: S
 
 # ----- cdk-nag and cfn-lint over every variant ------------------------------------------------------------
 
+# The settings variants the tests above reuse (one synthesis each per session) and that cdk-nag and cfn-lint
+# check below.
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "kms-on-nvme-type": {"kms_key_arn": KEY_ARN},
@@ -507,8 +497,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "instance_type": "ml.p3.2xlarge",
         "triton_image_tag": "24.05-py3",
         "model_catalog": WITHOUT_TENSORRT,
+        "build_log_retention_days": 7,
     },
-    "invocations-policy": {"invocations_per_instance_target": 900},
+    # Every scaling, alarm and log setting away from its default, with the invocations policy on.
+    "tuned": {
+        "min_instance_count": 2,
+        "initial_instance_count": 3,
+        "max_instance_count": 8,
+        "gpu_utilization_target": 72.5,
+        "invocations_per_instance_target": 900,
+        "alarm_email": "ops@example.com",
+        "endpoint_log_retention_days": 90,
+    },
     "pinned-region": {"region": "ap-northeast-1", "triton_image_tag": "25.09-py3"},
     "unconfirmed-build-region": {"region": "ap-northeast-2", "allow_unconfirmed_build_region": True},
     "no-scaling-no-isolation": {"autoscaling": False, "network_isolation": False},
