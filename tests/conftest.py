@@ -19,6 +19,11 @@ from triton_mme.core.manifest import Manifest
 from triton_mme.local_triton.isolation import isolation_available
 from triton_mme.model_build.pipeline import build_catalog
 
+# Under `make test` (make -j) the tests inherit make's job server; a `make` a test starts is a user's own
+# top-level make, not a job of that one (it would warn "jobserver unavailable" on stderr).
+for _variable in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+    os.environ.pop(_variable, None)
+
 
 def _cuda_available() -> bool:
     try:
