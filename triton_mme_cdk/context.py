@@ -59,7 +59,7 @@ def project_context(pairs: Sequence[str], root: Path) -> dict[str, Any]:
 
 def setting_origins(pairs: Sequence[str], root: Path) -> dict[str, str]:
     """Where each setting's value comes from: the last layer that sets it, else the Settings default."""
-    origins = {key: "default (triton_mme_cdk/settings.py)" for key in CONTEXT_KEYS}
+    origins = {key: "default (triton_mme_cdk/settings/)" for key in CONTEXT_KEYS}
     for origin, values in context_layers(pairs, root):
         for key, value in values.items():
             if key in origins and value not in (None, ""):

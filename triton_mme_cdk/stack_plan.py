@@ -1,6 +1,6 @@
 """What `triton-mme plan` needs to plan the stack `cdk deploy` would create: the instance counts and the GPU
 utilisation target of the settings, the instance types synthesis accepts for the settings' catalog, and where
-each value comes from (cdk.json, cdk.context.json, `-c`, or the default in triton_mme_cdk/settings.py).
+each value comes from (cdk.json, cdk.context.json, `-c`, or the default in triton_mme_cdk/settings/).
 
 Read with the same code as synthesis (triton_mme_cdk.context, Settings, check_build_target): an instance type
 is
@@ -29,7 +29,7 @@ class StackPlan:
     origins: dict[str, str]
 
     def origin(self, key: str) -> str:
-        return self.origins.get(key, "default (triton_mme_cdk/settings.py)")
+        return self.origins.get(key, "default (triton_mme_cdk/settings/)")
 
     def value(self, key: str) -> Any:
         """The value of one context key (`minInstanceCount`), whichever group holds it."""

@@ -13,7 +13,7 @@ from triton_mme.core.platform import DEFAULT_TRITON_TAG
 from triton_mme.planner.stack import StackError, plan_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT = "default (triton_mme_cdk/settings.py)"
+DEFAULT = "default (triton_mme_cdk/settings/)"
 
 
 def test_the_default_stack_gives_its_counts_target_and_the_types_synth_accepts() -> None:

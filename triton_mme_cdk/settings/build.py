@@ -1,0 +1,84 @@
+"""The GPU build runner and the serving check."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Self
+
+from pydantic import Field, model_validator
+
+from triton_mme.core.platform import (
+    CODEBUILD_GPUS,
+    CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES,
+    CODEBUILD_QUEUED_TIMEOUT_RANGE,
+    CUSTOM_RESOURCE_TIMEOUT_MINUTES,
+)
+from triton_mme_cdk.settings.base import (
+    BUILD_DEADLINE_MARGIN_MINUTES,
+    BUILD_DEADLINE_MINUTES,
+    SettingsError,
+    SettingsGroup,
+    log_retention_of,
+    retention_problem,
+    setting_error,
+)
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_logs as logs
+
+
+class BuildRunnerSettings(SettingsGroup):
+    """The GPU build runner and the serving check, on the same GPU size (triton_mme_cdk/constructs/
+    build_runner.py, serving_check.py); `cdk deploy` waits for both, each queueing up to
+    `queue_timeout_minutes`."""
+
+    compute_type: str = Field("SMALL", alias="builderComputeType")
+    timeout_minutes: int = Field(30, alias="buildTimeoutMinutes")
+    serving_check_timeout_minutes: int = Field(15, alias="servingCheckTimeoutMinutes")
+    queue_timeout_minutes: int = Field(5, alias="buildQueueTimeoutMinutes")
+    log_retention_days: int = Field(30, alias="buildLogRetentionDays")
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if self.compute_type not in CODEBUILD_GPUS:
+            allowed = ", ".join(f"{name} ({gpu.gpu})" for name, gpu in CODEBUILD_GPUS.items())
+            raise setting_error(
+                "builderComputeType", self.compute_type, f"is not a CodeBuild GPU size; allowed: {allowed}"
+            )
+        lowest_queue, _ = CODEBUILD_QUEUED_TIMEOUT_RANGE
+        lowest_stage = CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES
+        # Two stages, each queueing and running: 2 x queue + build + check must end before the deadline.
+        together = BUILD_DEADLINE_MINUTES - 2 * lowest_queue
+        for name in ("timeout_minutes", "serving_check_timeout_minutes"):
+            value = getattr(self, name)
+            if not lowest_stage <= value <= together - lowest_stage:
+                raise setting_error(
+                    self.key(name),
+                    value,
+                    f"is out of range; allowed: {lowest_stage}..{together - lowest_stage} (cdk deploy waits "
+                    "at most an hour for the build, the serving check and their queueing)",
+                )
+        build, check = self.timeout_minutes, self.serving_check_timeout_minutes
+        if build + check > together:
+            raise SettingsError(
+                f"buildTimeoutMinutes={build} and servingCheckTimeoutMinutes={check} add up to "
+                f"{build + check} minutes; allowed: at most {together} together (cdk deploy waits at most an "
+                "hour for the build, the serving check and their queueing)"
+            )
+        longest_queue = (BUILD_DEADLINE_MINUTES - build - check) // 2
+        if not lowest_queue <= self.queue_timeout_minutes <= longest_queue:
+            raise setting_error(
+                "buildQueueTimeoutMinutes",
+                self.queue_timeout_minutes,
+                f"is out of range with buildTimeoutMinutes={build} and servingCheckTimeoutMinutes={check}; "
+                f"allowed: {lowest_queue}..{longest_queue} (both stages queue: 2 x queue + build + check "
+                f"must end {BUILD_DEADLINE_MARGIN_MINUTES} minutes before cdk deploy stops waiting after "
+                f"{CUSTOM_RESOURCE_TIMEOUT_MINUTES})",
+            )
+        problem = retention_problem("buildLogRetentionDays", self.log_retention_days)
+        if problem:
+            raise problem
+        return self
+
+    @property
+    def log_retention(self) -> logs.RetentionDays:
+        return log_retention_of(self.log_retention_days)
