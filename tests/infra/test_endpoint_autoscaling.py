@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
 from synth_support import bare_stack
 
 from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
+from triton_mme_cdk.settings import ScalingSettings
 
 ENDPOINT_NAME = {"Fn::GetAtt": ["Endpoint", "EndpointName"]}
 
@@ -20,16 +20,15 @@ def scaling_stack(**overrides: Any) -> tuple[Template, EndpointAutoscaling]:
     stack = bare_stack()
     endpoint = sagemaker.CfnEndpoint(stack, "Endpoint", endpoint_config_name="config")
     endpoint.override_logical_id("Endpoint")
-    props: dict[str, Any] = {
-        "min_capacity": 1,
-        "max_capacity": 5,
-        "gpu_utilization_target": 60,
-        "scale_in_cooldown": Duration.seconds(600),
-        "scale_out_cooldown": Duration.seconds(200),
-        **overrides,
-    }
+    settings = ScalingSettings(
+        **{"min_instance_count": 1, "initial_instance_count": 1, "max_instance_count": 5, **overrides}
+    )
     scaling = EndpointAutoscaling(
-        stack, "Scaling", endpoint_name=endpoint.attr_endpoint_name, variant_name="AllTraffic", **props
+        stack,
+        "Scaling",
+        endpoint_name=endpoint.attr_endpoint_name,
+        variant_name="AllTraffic",
+        scaling=settings,
     )
     return Template.from_stack(stack), scaling
 
@@ -67,9 +66,7 @@ def test_target_is_the_variant_of_this_endpoint_with_the_service_linked_role(def
 
 def test_gpu_policy_tracks_the_variants_average_gpu_utilization() -> None:
     template, _ = scaling_stack(
-        gpu_utilization_target=72.5,
-        scale_in_cooldown=Duration.seconds(900),
-        scale_out_cooldown=Duration.seconds(120),
+        gpu_utilization_target=72.5, scale_in_cooldown_seconds=900, scale_out_cooldown_seconds=120
     )
     template.has_resource_properties(
         "AWS::ApplicationAutoScaling::ScalingPolicy",

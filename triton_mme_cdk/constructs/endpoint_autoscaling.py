@@ -7,6 +7,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from triton_mme.core.platform import INSTANCE_METRICS_NAMESPACE
+from triton_mme_cdk.settings import ScalingSettings
 
 SERVICE_LINKED_ROLE = (
     "aws-service-role/sagemaker.application-autoscaling.amazonaws.com/"
@@ -27,14 +28,12 @@ class EndpointAutoscaling(Construct):
         *,
         endpoint_name: str,
         variant_name: str,
-        min_capacity: int,
-        max_capacity: int,
-        gpu_utilization_target: float,
-        scale_in_cooldown: Duration,
-        scale_out_cooldown: Duration,
-        invocations_per_instance_target: int = 0,
+        scaling: ScalingSettings,
     ) -> None:
+        """Scales `variant_name` of `endpoint_name` between `scaling`'s min and max instance counts."""
         super().__init__(scope, construct_id)
+        scale_in_cooldown = Duration.seconds(scaling.scale_in_cooldown_seconds)
+        scale_out_cooldown = Duration.seconds(scaling.scale_out_cooldown_seconds)
         # Naming the service-linked role makes Application Auto Scaling create it when missing;
         # otherwise the L2 would add an unused role of its own.
         scaling_role = iam.Role.from_role_arn(
@@ -53,8 +52,8 @@ class EndpointAutoscaling(Construct):
             service_namespace=autoscaling.ServiceNamespace.SAGEMAKER,
             resource_id=f"endpoint/{endpoint_name}/variant/{variant_name}",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
-            min_capacity=min_capacity,
-            max_capacity=max_capacity,
+            min_capacity=scaling.min_instance_count,
+            max_capacity=scaling.max_instance_count,
             role=scaling_role,
         )
         self.gpu_utilization = cloudwatch.Metric(
@@ -66,16 +65,16 @@ class EndpointAutoscaling(Construct):
         )
         self.gpu_policy = self.target.scale_to_track_metric(
             "GpuUtilization",
-            target_value=gpu_utilization_target,
+            target_value=scaling.gpu_utilization_target,
             custom_metric=self.gpu_utilization,
             scale_in_cooldown=scale_in_cooldown,
             scale_out_cooldown=scale_out_cooldown,
         )
         self.invocations_policy = None
-        if invocations_per_instance_target > 0:
+        if scaling.invocations_per_instance_target > 0:
             self.invocations_policy = self.target.scale_to_track_metric(
                 "InvocationsPerInstance",
-                target_value=invocations_per_instance_target,
+                target_value=scaling.invocations_per_instance_target,
                 predefined_metric=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
                 scale_in_cooldown=scale_in_cooldown,
                 scale_out_cooldown=scale_out_cooldown,

@@ -221,12 +221,7 @@ class TritonMultiModelEndpoint(Construct):
                 "Autoscaling",
                 endpoint_name=self.endpoint.endpoint_name,
                 variant_name=self.endpoint.variant_name,
-                min_capacity=settings.scaling.min_instance_count,
-                max_capacity=settings.scaling.max_instance_count,
-                gpu_utilization_target=settings.scaling.gpu_utilization_target,
-                invocations_per_instance_target=settings.scaling.invocations_per_instance_target,
-                scale_in_cooldown=Duration.seconds(settings.scaling.scale_in_cooldown_seconds),
-                scale_out_cooldown=Duration.seconds(settings.scaling.scale_out_cooldown_seconds),
+                scaling=settings.scaling,
             )
             if settings.scaling.enabled
             else None
