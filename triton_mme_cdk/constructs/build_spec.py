@@ -14,15 +14,16 @@ from typing import Any
 
 from triton_mme.core.locations import BUILD_DIR
 from triton_mme.core.platform import CUDA_COMPAT_DIRECTORIES, NVIDIA_PIP_INDEX
+from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
 
 # The runner runs the project's one command line from its source (core, model_build, store).
 COMMAND = "python -m triton_mme"
 # Set by the build trigger on every build it starts (model_build_trigger_handler/handler.py, which cannot
 # import it: it ships alone; a test checks that both name the same variable).
-FINGERPRINT_VARIABLE = "MODEL_BUILD_FINGERPRINT"
+FINGERPRINT_VARIABLE = FINGERPRINT_ENV
 # Set on both stages' projects: the Triton image tag the archives are built for and checked in (the command
 # line's --triton-tag default reads the same variable).
-TRITON_TAG_VARIABLE = "TRITON_IMAGE_TAG"
+TRITON_TAG_VARIABLE = TRITON_TAG_ENV
 # Exported by the build stage (buildspec `exported-variables`, read from BatchGetBuilds by the trigger, which
 # passes it on to the serving check stage).
 CANDIDATE_VARIABLE = "CANDIDATE_MANIFEST_SHA256"
