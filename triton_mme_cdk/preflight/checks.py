@@ -13,6 +13,7 @@ from typing import Any, ParamSpec
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from triton_mme.core.errors import describe_aws_error
 from triton_mme.core.platform import CDK_BOOTSTRAP_STACK, CDK_MIN_BOOTSTRAP_VERSION
 
 P = ParamSpec("P")
@@ -44,18 +45,19 @@ def reports_aws_errors(name: str) -> Callable[[Callable[P, CheckResult]], Callab
             try:
                 return check(*args, **kwargs)
             except ClientError as error:
-                details = error.response.get("Error", {})
                 return CheckResult(
                     name,
                     False,
-                    f"AWS {error.operation_name} answered {details.get('Code')}: {details.get('Message')}",
+                    f"AWS {error.operation_name} answered {describe_aws_error(error)}",
                     f"let the credentials running preflight call {error.operation_name} "
                     "(docs/first-deploy.md lists the read-only permissions)",
                 )
             except NoCredentialsError:
                 raise  # one line for the whole run, not one per check
             except BotoCoreError as error:
-                return CheckResult(name, False, f"AWS: {error}", "check the AWS credentials and region")
+                return CheckResult(
+                    name, False, f"AWS: {describe_aws_error(error)}", "check the AWS credentials and region"
+                )
 
         return guarded
 
