@@ -2,11 +2,11 @@
 
 `python -m benchmarks.fresh_clone [--repo DIR] [--out PREFIX]` clones DIR's HEAD (default: this checkout)
 into a temporary folder, runs the README's two commands there one after the other, and writes PREFIX.md and
-PREFIX.json (default benchmarks/results/fresh-clone). Each command's wall time and CPU time (its whole
-process tree, from getrusage), the pytest figures of `make test` (tests passed, pytest's own time) and the
-load average before the run are recorded: a busy machine shows as a load above its core count, and such a
-run is not a figure to quote. Downloads the registries serve from a local cache still count: the clone's
-`.venv` and `node_modules` are new.
+PREFIX.json (default benchmarks/results/fresh-clone), and PREFIX.<target>.log when a command fails. Each
+command's wall time and CPU time (its whole process tree, from getrusage), the pytest figures of `make test`
+(tests passed, pytest's own time) and the load average before the run are recorded: a busy machine shows as a
+load above its core count, and such a run is not a figure to quote. Downloads the registries serve from a
+local cache still count: the clone's `.venv` and `node_modules` are new.
 """
 
 from __future__ import annotations
@@ -145,9 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("make") is None or shutil.which("git") is None:
         print("error: the benchmark needs make and git on PATH", file=sys.stderr)
         return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fresh-clone-") as scratch:
         result = measure(args.repo.resolve(), Path(scratch))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+        if not result.passed:  # the failed command's whole output, for reading after the clone is gone
+            failed = result.runs[-1].command.split()[-1]
+            shutil.copy(Path(scratch) / f"make-{failed}.log", args.out.with_suffix(f".{failed}.log"))
     text = report(result)
     args.out.with_suffix(".md").write_text(text, encoding="utf-8")
     payload = asdict(result) | {"total_seconds": result.total_seconds, "passed": result.passed}

@@ -61,3 +61,4 @@ def test_a_failed_synth_stops_the_run_and_fails_it(tmp_path: Path) -> None:
     recorded = json.loads(out.with_suffix(".json").read_text())
     assert [(run["command"], run["returncode"]) for run in recorded["runs"]] == [("make synth", 2)]
     assert recorded["passed"] is False and recorded["pytest_seconds"] is None
+    assert "Error 3" in out.with_suffix(".synth.log").read_text()  # make's own line about the failed recipe
