@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_cdk import Acknowledgment, Aws, CfnResource, Duration, RemovalPolicy, Validations
+from aws_cdk import Acknowledgment, Annotations, Aws, CfnResource, Duration, RemovalPolicy, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_lambda as lambda_
@@ -128,6 +128,12 @@ class ModelObservability(Construct):
             timeout=Duration.seconds(30),
             log_group=self.events,
             description="Turns the endpoint's Triton model lines into one JSON line per model event",
+        )
+        # CDK warns on the source's bucket, a child of this construct.
+        Annotations.of(self).acknowledge_warning(
+            "@aws-cdk/aws-lambda:codeFromBucketObjectVersionNotSpecified",
+            "the object key is the source asset's content hash: changed code is a new key, which updates "
+            "the function",
         )
         source = logs.LogGroup.from_log_group_name(self, "EndpointLogGroup", endpoint_log_group_name)
         subscription = logs.SubscriptionFilter(
