@@ -13,7 +13,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import CfnElement
 from aws_cdk import aws_iam as iam
-from aws_cdk.assertions import Match
+from aws_cdk.assertions import Annotations, Match
 from cfnlint.api import ManualArgs, lint_file
 from constructs import IConstruct
 from dashboard_support import widget
@@ -461,6 +461,12 @@ def test_stack_is_environment_agnostic_unless_a_region_is_given(
     pinned = synth_with(**VARIANTS["pinned-region"])
     assert pinned.stack.region == "ap-northeast-1"
     assert pinned.template.to_json()["Mappings"], "the image mapping stays in a region-pinned template"
+
+
+def test_the_default_synth_warns_of_nothing(default_synth: Synthesized) -> None:
+    """`make synth` prints CDK's warnings; each one is either fixed or acknowledged with its reason."""
+    warnings = Annotations.from_stack(default_synth.stack).find_warning("*", Match.any_value())
+    assert [(w.id, w.entry.data) for w in warnings] == []
 
 
 def test_templates_require_the_bootstrap_version_preflight_checks_for(default_synth: Synthesized) -> None:
