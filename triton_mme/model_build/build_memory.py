@@ -18,13 +18,14 @@ from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
 from triton_mme.core.errors import quoted
 from triton_mme.model_build.hf_config import resolve_hf_config
 
-# Measured with `make build-models` on the default catalog (2-core workstation, random weights, no TensorRT;
-# each step's line in the build's output gives the build process's peak): ResNet-50 (25.6 M parameters)
-# peaked at 2.34 GiB, RoBERTa-large (355.4 M) at 8.63 GiB in its ONNX export (7.50 GiB while fusing). The
-# line through both is 1.85 GiB + 20.5 bytes per parameter, rounded up here. A GPU runner adds CUDA's own
-# host memory for TensorRT formats; see docs/deploy.md.
+# Measured with `triton-mme bench --only build` on the default catalog (2-core workstation, random weights, no
+# TensorRT; the build's line per archive gives the build process's peak over its steps): ResNet-50
+# (25.6 M parameters) peaked at 2.20 GiB, RoBERTa-large (355.4 M) at 7.55 GiB; the whole process tree at
+# 7.51 GiB (benchmarks/results/build/2026-12-01-amd-epyc-2c.md). The line through both is 1.79 GiB + 17.4
+# bytes per parameter, rounded up here. A GPU runner adds CUDA's own host memory for TensorRT formats; see
+# docs/deploy.md.
 BUILD_PEAK_BASE_GIB = 2.0
-BUILD_PEAK_BYTES_PER_PARAMETER = 21.0
+BUILD_PEAK_BYTES_PER_PARAMETER = 17.5
 # torchvision 0.29.1 (requirements-torch.txt): `weights.meta["num_params"]` of every model in
 # `torchvision.models.list_models()`, the largest over the model's weights (a ViT's position embeddings
 # grow with the image size of some weights). tests/model_build/test_build_parameters.py checks the table

@@ -27,6 +27,7 @@ from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.naming import GOLDEN_ROLE, MODEL_FILE_NAMES, companion_file_name, model_directory
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
 from triton_mme.core.triton_config import build_model_config, render_config
+from triton_mme.model_build.allocator import return_freed_memory_eagerly
 from triton_mme.model_build.cache import BuildCache, cache_key, companions_in_place
 from triton_mme.model_build.exporters import (
     ExportContext,
@@ -310,6 +311,7 @@ def build_catalog(
     """
     from tqdm import tqdm
 
+    return_freed_memory_eagerly()  # each step's peak then counts what it holds, not earlier steps' heap
     out_dir = Path(out_dir)
     skip = frozenset(skip_formats)
     selected = [catalog.entry(only)] if only else list(catalog.models)

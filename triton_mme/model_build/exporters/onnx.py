@@ -63,11 +63,29 @@ def graph_tensors(model_file: Path) -> tuple[tuple[TensorSpec, ...], tuple[Tenso
     return inputs, tuple(_spec(v) for v in graph.output)
 
 
+@contextmanager
+def frozen_parameters(module: torch.nn.Module) -> Iterator[None]:
+    """The module's parameters with requires_grad off for the duration, then as they were.
+
+    The exporter traces the module with autograd on unless its parameters say otherwise, and the trace
+    then holds autograd state of the size of the weights: measured on RoBERTa-large (random weights), the
+    export's peak resident memory went from 8.33 GiB to 6.08 GiB with the parameters frozen. The ONNX
+    graph and its weights are the same either way.
+    """
+    flags = [(parameter, parameter.requires_grad) for parameter in module.parameters()]
+    module.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for parameter, flag in flags:
+            parameter.requires_grad_(flag)
+
+
 def export_plain(loaded: LoadedModel, path: Path) -> Path:
     """torch.onnx.export with the TorchScript-based exporter: its graphs are what ONNX Runtime's
     transformer optimizer fuses (the dynamo exporter's attention is left unfused)."""
     names = [s.name for s in loaded.inputs]
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), frozen_parameters(loaded.module):
         warnings.simplefilter("ignore")
         torch.onnx.export(
             loaded.module,
