@@ -53,7 +53,7 @@ class FreshCloneRun:
 
     @property
     def total_seconds(self) -> float:
-        return sum(run.wall_seconds for run in self.runs)
+        return round(sum(run.wall_seconds for run in self.runs), 1)
 
     @property
     def passed(self) -> bool:
