@@ -12,6 +12,9 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# Python writes the bytecode of what it imports (the install skips compiling, below): an environment that
+# turns that off would have every test process compile PyTorch, transformers and aws-cdk-lib from source again.
+unexport PYTHONDONTWRITEBYTECODE
 CDK := npx --no-install cdk --no-notices
 TRITON_MME := $(VENV)/bin/triton-mme
 BUILD_DIR := build/models
@@ -49,9 +52,11 @@ lint: $(PY_STAMP)
 typecheck: $(PY_STAMP)
 	$(PY) -m mypy
 
-# One pytest worker per core; the longest tests (marked slow) start first (tests/conftest.py).
+# One pytest worker per core and one more, as a worker often waits on a server, build or synth it started.
+# The longest tests (marked slow) start first; tests sharing a module's fixture share a worker (tests/conftest.py).
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 unit: install
-	$(PY) -m pytest -n auto --dist worksteal
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 # lint and typecheck run beside the tests, each target's output printed whole when it ends.
 test: install

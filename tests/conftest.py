@@ -3,14 +3,18 @@ are skipped where no CUDA device exists."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.loaders
+import botocore.session
 import pytest
 from build_support import catalog_of, tiny_cnn, tiny_roberta
+from filelock import FileLock
 from moto import mock_aws
 from store_support import BUCKET
 
@@ -18,6 +22,10 @@ from triton_mme.core.catalog import Catalog
 from triton_mme.core.manifest import Manifest
 from triton_mme.local_triton.isolation import isolation_available
 from triton_mme.model_build.pipeline import build_catalog
+
+# moto gives every test a fresh boto3 session, and each session would read and parse the same botocore
+# service models again (about 0.15 s per client): the run's sessions share one data loader instead.
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 
 # Under `make test` (make -j) the tests inherit make's job server; a `make` a test starts is a user's own
 # top-level make, not a job of that one (it would warn "jobserver unavailable" on stderr).
@@ -33,10 +41,23 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    fixtures = getattr(item, "_fixtureinfo", None)
+    return fixtures is not None and any(
+        definitions[-1].scope == "module" for definitions in fixtures.name2fixturedefs.values()
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The longest tests first: under `make unit`'s workers (pytest-xdist) none of them starts last and keeps
-    # one core busy after the other is done. Otherwise the order stays the collection's.
+    # one core busy after the others are done. Otherwise the order stays the collection's.
     items.sort(key=lambda item: "slow" not in item.keywords)
+    # Tests that share a module-scoped fixture (a local Triton, a synthesized stack) run in one worker
+    # (`--dist loadgroup`), so that fixture is set up once rather than once per worker.
+    for item in items:
+        if _uses_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
     if _cuda_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine)")
@@ -52,9 +73,19 @@ def tiny_catalog() -> Catalog:
 
 @pytest.fixture(scope="session")
 def tiny_build(tmp_path_factory: pytest.TempPathFactory, tiny_catalog: Catalog) -> tuple[Path, Manifest]:
-    """The session's one real build of both tiny models in both CPU formats; tests only read it."""
-    out = tmp_path_factory.mktemp("built")
-    return out, build_catalog(tiny_catalog, out, progress=False)
+    """The run's one real build of both tiny models in both CPU formats; tests only read it.
+
+    Under pytest-xdist the first worker to ask builds it in the run's shared temporary directory while the
+    others wait on a file lock, then read the same build."""
+    workers_root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        workers_root = workers_root.parent  # shared by the run's workers
+    out = workers_root / "tiny-build"
+    with FileLock(workers_root / "tiny-build.lock"):
+        done = out / "manifest.json"
+        if done.is_file():
+            return out, Manifest.from_json(done.read_bytes())
+        return out, build_catalog(tiny_catalog, out, progress=False)
 
 
 @pytest.fixture(scope="session")

@@ -298,6 +298,7 @@ def test_stop_leaves_no_server_no_stub_and_no_scratch(served: Served) -> None:
     group = served.local.triton.pid
     scratch = served.local.scratch_dir
     assert group is not None
+    assert served.invoke_sample("tiny-cnn/onnx") == 200  # a model loaded here: its stub is running
     assert any("triton_python_backend_stub" in p for p in processes_mentioning(str(scratch)))
     served.local.stop()
     assert group_members(group) == []
