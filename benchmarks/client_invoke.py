@@ -126,7 +126,7 @@ def run(ctx: RunContext, section: Section) -> None:
                 runs[side].append(measure_command(command, env))
         from benchmarks.metrics_overhead import measure as measure_metrics
 
-        measure_metrics(section, stub.url, ctx.scratch, rounds=ctx.pick(10, 3), requests=ctx.pick(100, 50))
+        measure_metrics(section, stub.url, ctx.scratch, rounds=ctx.pick(10, 3), requests=ctx.pick(100, 20))
     project = top_labels(runs["project"][0]["output"], PROJECT_LINE)
     plain = top_labels(runs["plain"][0]["output"], PLAIN_LINE)
     if len(project) != 5 or project != plain:

@@ -31,7 +31,7 @@ README = REPO_ROOT / "README.md"
 MARK = "<!-- round-trip -->"
 # The default catalog's names, as the README uses them, and the small catalog's.
 RENAMED = {"resnet50": "tiny-cnn", "roberta-large": "tiny-roberta"}
-LOAD_TEST_SECONDS = "8"
+LOAD_TEST_SECONDS = "4"
 
 
 def round_trip_commands() -> list[list[str]]:

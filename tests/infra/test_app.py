@@ -14,7 +14,10 @@ import pytest
 from aws_cdk import CfnElement
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match
-from cfnlint.api import ManualArgs, lint_file
+from cfnlint.config import ConfigMixIn
+from cfnlint.decode.decode import decode_str
+from cfnlint.rules import Rules
+from cfnlint.runner import Runner, run_template_by_data
 from constructs import IConstruct
 from dashboard_support import widget
 from synth_support import FEATURE_FLAGS, KEY_ARN, WITHOUT_TENSORRT, Synthesized
@@ -568,12 +571,28 @@ def test_every_acknowledgment_has_a_reason(default_synth: Synthesized) -> None:
         assert len(reason.strip()) >= 30, f"{rule}: the reason must explain the exception"
 
 
+@pytest.fixture(scope="module")
+def lint_rules() -> Rules:
+    """cfn-lint's rules as its command line loads them, once (about a second) for every template here."""
+    return Runner(ConfigMixIn(regions=LINT_REGIONS)).rules
+
+
+def test_the_lint_rules_find_a_misspelled_property(lint_rules: Rules) -> None:
+    template, _ = decode_str(
+        '{"Resources": {"B": {"Type": "AWS::S3::Bucket", "Properties": {"BucketNam": "b"}}}}'
+    )
+    matches = run_template_by_data(template, ConfigMixIn(regions=LINT_REGIONS), lint_rules)
+    assert [m.rule.id for m in matches] == ["E3002"]
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_cfn_lint_is_clean_on_every_template(synth_with: SynthWith, variant: str) -> None:
+def test_cfn_lint_is_clean_on_every_template(synth_with: SynthWith, variant: str, lint_rules: Rules) -> None:
     synth = synth_with(**VARIANTS[variant])
     templates = sorted(synth.assembly_dir.glob("*.template.json"))
     assert templates, "the assembly holds no template"
     regions = [synth.stack.region] if variant == "pinned-region" else LINT_REGIONS
     for template in templates:
-        matches = lint_file(template, config=ManualArgs(regions=regions))
+        decoded, errors = decode_str(template.read_text(encoding="utf-8"))
+        assert errors == [] and decoded is not None, errors
+        matches = run_template_by_data(decoded, ConfigMixIn(regions=regions), lint_rules)
         assert [str(m) for m in matches] == []

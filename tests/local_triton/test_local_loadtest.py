@@ -13,7 +13,7 @@ from tiny_archives import BuiltArchive
 from triton_mme.local_triton.runner import LocalTriton
 
 pytestmark = pytest.mark.timeout(420)
-REQUESTS = 16
+REQUESTS = 8
 
 
 @pytest.mark.slow

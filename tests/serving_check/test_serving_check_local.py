@@ -3,8 +3,11 @@ wrong the way real ones do fails with one line naming it and what Triton (or the
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,12 +30,38 @@ def local(isolated: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         yield target
 
 
+@dataclass(frozen=True)
+class WholeBuildCheck:
+    """One run of the command over the whole tiny build, its own local Triton included: what it printed,
+    its exit status and its report. Read by the tests below; the check of four archives runs once."""
+
+    status: int
+    printed: list[str]
+    out: Path
+    report: ServingReport
+
+
+@pytest.fixture(scope="module")
+def whole_build_check(
+    built: tuple[Path, Manifest], isolated: None, tmp_path_factory: pytest.TempPathFactory
+) -> WholeBuildCheck:
+    build_dir, _ = built
+    out = tmp_path_factory.mktemp("whole-build") / "report.json"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = main(["serving-check", "--server", "local", "--from", str(build_dir), "--out", str(out),
+                       "--requests", str(QUICK.requests), "--warmup", str(QUICK.warmup)])  # fmt: skip
+    report = ServingReport.from_json(out.read_bytes()) if out.is_file() else None
+    assert report is not None, printed.getvalue()
+    return WholeBuildCheck(status, printed.getvalue().splitlines(), out, report)
+
+
 @pytest.mark.slow
 def test_every_archive_of_the_build_passes_with_its_figures(
-    built: tuple[Path, Manifest], local: LocalCpuTriton
+    built: tuple[Path, Manifest], whole_build_check: WholeBuildCheck
 ) -> None:
-    build_dir, manifest = built
-    report = check_build(build_dir, local, settings=QUICK)
+    _, manifest = built
+    report = whole_build_check.report
 
     assert report.passed and report.manifest_sha256 == manifest.sha256
     assert [a.target_model for a in report.archives] == [a.target_model for a in manifest.archives]
@@ -125,18 +154,13 @@ def test_the_command_writes_the_report_and_stops_with_the_first_failure(
     assert report.failures[0].target_model == record.target_model
 
 
-@pytest.mark.slow
 def test_the_command_checks_a_whole_build_and_prints_a_line_per_archive(
-    built: tuple[Path, Manifest], isolated: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    built: tuple[Path, Manifest], whole_build_check: WholeBuildCheck
 ) -> None:
-    build_dir, manifest = built
-    out = tmp_path / "report.json"
+    _, manifest = built
+    out, printed = whole_build_check.out, whole_build_check.printed
 
-    status = main(["serving-check", "--server", "local", "--from", str(build_dir), "--out", str(out),
-                   "--requests", "1", "--warmup", "1"])  # fmt: skip
-
-    assert status == 0
-    printed = capsys.readouterr().out.splitlines()
+    assert whole_build_check.status == 0
     results = [line for line in printed[1:-1] if not line.startswith("  ")]
     assert [line.split()[0] for line in results] == ["passed"] * len(manifest.archives)
     assert printed[-1] == f"report  {out}"
@@ -148,7 +172,7 @@ def test_the_command_checks_a_whole_build_and_prints_a_line_per_archive(
         f"1/{total} {first}: checking and unpacking the archive",
         f"1/{total} {first}: loading it in Triton",
     ]
-    assert phases[-1].endswith(": 1 + 1 request") and len(phases) == 6  # batches 1 and 4: compare, time
+    assert phases[-1].endswith(": 1 + 2 requests") and len(phases) == 6  # batches 1 and 4: compare, time
     assert json.loads(out.read_text())["manifest_sha256"] == manifest.sha256
 
 
