@@ -107,7 +107,7 @@ def cdk_synth_error_lines(out: Path, *context: str) -> list[str]:
     result = subprocess.run(
         ["npx", "--no-install", "cdk", "--no-notices", "synth", *pairs, "-o", str(out)],
         cwd=REPO_ROOT,
-        env={**os.environ, "CDK_DISABLE_VERSION_CHECK": "1"},
+        env={**os.environ, "CDK_DISABLE_VERSION_CHECK": "1", "CDK_DISABLE_CLI_TELEMETRY": "true"},
         capture_output=True,
         text=True,
         timeout=300,
