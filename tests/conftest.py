@@ -41,11 +41,23 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def _uses_a_module_fixture(item: pytest.Item) -> bool:
+# Session fixtures that cannot be shared between worker processes: a synthesized CDK app lives in its
+# worker's jsii runtime (tests/infra/conftest.py synthesizes each distinct settings once per worker).
+ONE_WORKER_FIXTURES = ("synth_with",)
+
+
+def _worker_group(item: pytest.Item) -> str | None:
+    """The xdist group of a test that shares a costly fixture with other tests, or None."""
     fixtures = getattr(item, "_fixtureinfo", None)
-    return fixtures is not None and any(
-        definitions[-1].scope == "module" for definitions in fixtures.name2fixturedefs.values()
-    )
+    if fixtures is None:
+        return None
+    definitions = fixtures.name2fixturedefs
+    shared = [name for name in ONE_WORKER_FIXTURES if name in definitions]
+    if shared:
+        return shared[0]
+    if any(chain[-1].scope == "module" for chain in definitions.values()):
+        return item.nodeid.split("::", 1)[0]
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
@@ -53,11 +65,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # The longest tests first: under `make unit`'s workers (pytest-xdist) none of them starts last and keeps
     # one core busy after the others are done. Otherwise the order stays the collection's.
     items.sort(key=lambda item: "slow" not in item.keywords)
-    # Tests that share a module-scoped fixture (a local Triton, a synthesized stack) run in one worker
-    # (`--dist loadgroup`), so that fixture is set up once rather than once per worker.
+    # Tests that share a module-scoped fixture (a local Triton, a synthesized stack) or one of
+    # ONE_WORKER_FIXTURES run in one worker (`--dist loadgroup`): the fixture is set up once, not per worker.
     for item in items:
-        if _uses_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+        if group := _worker_group(item):
+            item.add_marker(pytest.mark.xdist_group(group))
     if _cuda_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine)")
