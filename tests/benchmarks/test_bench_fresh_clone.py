@@ -18,6 +18,8 @@ MAKEFILE = """synth:
 test:
 \t@test -f synthesized
 \t@echo "=========== 3 passed, 1 skipped, 2 warnings in 0.42s ==========="
+unit:
+\t@echo "=========== 3 passed, 1 skipped in 0.21s ==========="
 """
 
 
@@ -62,3 +64,16 @@ def test_a_failed_synth_stops_the_run_and_fails_it(tmp_path: Path) -> None:
     assert [(run["command"], run["returncode"]) for run in recorded["runs"]] == [("make synth", 2)]
     assert recorded["passed"] is False and recorded["pytest_seconds"] is None
     assert "Error 3" in out.with_suffix(".synth.log").read_text()  # make's own line about the failed recipe
+
+
+def test_the_rerun_is_pytest_alone_in_the_same_clone_and_not_in_the_total(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo", MAKEFILE)
+    out = tmp_path / "fresh-clone"
+
+    assert main(["--repo", str(repo), "--out", str(out), "--rerun-unit"]) == 0
+
+    recorded = json.loads(out.with_suffix(".json").read_text())
+    assert recorded["rerun"]["command"] == "make unit" and recorded["rerun"]["returncode"] == 0
+    assert recorded["rerun_pytest_seconds"] == 0.21 and recorded["pytest_seconds"] == 0.42
+    assert recorded["total_seconds"] == round(sum(run["wall_seconds"] for run in recorded["runs"]), 1)
+    assert "`make unit` again in the same clone" in out.with_suffix(".md").read_text()
