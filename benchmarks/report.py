@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from pathlib import Path
 
 from benchmarks.machine import machine_slug
@@ -129,7 +130,8 @@ def render_chart(report: Report, path: Path) -> None:
         values = [figure.value for figure in figures]
         bars = axis.barh(labels, values, color="#4C72B0")
         axis.bar_label(bars, labels=[_number(v) for v in values], padding=3, fontsize=8)
-        axis.set_title(section.title, fontsize=10, loc="left")
+        # Wrapped: a long title starts where the bars do, right of long labels, and would run off the image.
+        axis.set_title("\n".join(textwrap.wrap(section.title, 60)), fontsize=10, loc="left")
         axis.set_xlabel(figures[0].unit, fontsize=8)
         axis.tick_params(labelsize=8)
         axis.invert_yaxis()
