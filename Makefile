@@ -25,15 +25,19 @@ CONTEXT ?=
 
 .PHONY: install synth test lint typecheck unit preflight deploy destroy diff acceptance build-models serve-local bench snapshot-update clean
 
-# --no-compile: byte-compiling every installed file (PyTorch, transformers, aws-cdk-lib) costs about 100
-# CPU-seconds; Python compiles the modules a run imports on first use instead.
+# uv (pinned in runner_requirements/requirements-uv.txt, the serving check stage's installer) installs the same pins as pip
+# would, from PyPI, in about 40 s where pip takes about 100 s (most of it the CUDA libraries of PyTorch:
+# docs/development.md). Like pip's --no-compile it writes no bytecode: Python compiles the modules a run
+# imports on first use (byte-compiling all of PyTorch, transformers and aws-cdk-lib costs ~100 CPU-seconds).
+UV_REQUIREMENTS := triton_mme_cdk/runner_requirements/requirements-uv.txt
+UV := $(VENV)/bin/uv pip install --quiet --python $(PY)
 $(PY_STAMP): requirements.txt triton_mme_cdk/runner_requirements/requirements-build.txt \
 		requirements-client.txt requirements-loadtest.txt \
-		requirements-torch.txt requirements-dev.txt pyproject.toml
+		requirements-torch.txt requirements-dev.txt $(UV_REQUIREMENTS) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip==26.3
-	$(PY) -m pip install --quiet --no-compile -r requirements-dev.txt
-	$(PY) -m pip install -qq --no-deps --editable .
+	$(PY) -m pip install --quiet --disable-pip-version-check -r $(UV_REQUIREMENTS)
+	$(UV) -r requirements-dev.txt
+	$(UV) --no-deps --editable .
 	touch $@
 
 $(NODE_STAMP): package.json package-lock.json

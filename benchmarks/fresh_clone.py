@@ -5,10 +5,10 @@ checkout) into a temporary folder, runs the README's two commands there one afte
 PREFIX.md and PREFIX.json (default benchmarks/results/fresh-clone), and PREFIX.<target>.log when a command
 fails. Each command's wall time and CPU time (its whole process tree, from getrusage), the pytest figures of
 `make test` (tests passed, pytest's own time) and the load average before the run are recorded: a busy machine
-shows as a load above its core count, and such a run is not a figure to quote. Downloads the registries serve
-from a local cache still count: the clone's `.venv` and `node_modules` are new. With --rerun-unit, `make unit`
-then runs once more in the same clone (pytest alone, with the bytecode the first run wrote): a developer's
-next run, not counted in the total.
+shows as a load above its core count, and such a run is not a figure to quote. The clone's `.venv` and
+`node_modules` are new, and uv installs with an empty cache of its own (a new machine's), so its downloads
+count. With --rerun-unit, `make unit` then runs once more in the same clone (pytest alone, with the bytecode
+the first run wrote): a developer's next run, not counted in the total.
 """
 
 from __future__ import annotations
@@ -77,11 +77,13 @@ def pytest_figures(output: str) -> tuple[float | None, dict[str, int]]:
     return float(last["seconds"]), counts
 
 
-def run_make(target: str, cwd: Path, log: Path) -> tuple[CommandRun, str]:
+def run_make(target: str, cwd: Path, log: Path, env: dict[str, str] | None = None) -> tuple[CommandRun, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with log.open("w", encoding="utf-8") as sink:
-        done = subprocess.run(["make", target], cwd=cwd, stdout=sink, stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run(
+            ["make", target], cwd=cwd, stdout=sink, stderr=subprocess.STDOUT, check=False, env=env
+        )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -95,16 +97,17 @@ def measure(repo: Path, scratch: Path, *, rerun_unit: bool = False) -> FreshClon
         ["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True, check=True
     ).stdout.strip()
     load_before = os.getloadavg()[0]
+    env = {**os.environ, "UV_CACHE_DIR": str(scratch / "uv-cache")}
     runs, output = [], ""
     for target in COMMANDS:
-        run, output = run_make(target, clone, scratch / f"make-{target}.log")
+        run, output = run_make(target, clone, scratch / f"make-{target}.log", env)
         runs.append(run)
         if run.returncode != 0:
             break
     seconds, counts = pytest_figures(output) if runs[-1].command == "make test" else (None, {})
     rerun, rerun_seconds = None, None
     if rerun_unit and len(runs) == len(COMMANDS) and all(run.returncode == 0 for run in runs):
-        rerun, rerun_output = run_make("unit", clone, scratch / "make-unit.log")
+        rerun, rerun_output = run_make("unit", clone, scratch / "make-unit.log", env)
         rerun_seconds = pytest_figures(rerun_output)[0]
     return FreshCloneRun(
         commit=commit,

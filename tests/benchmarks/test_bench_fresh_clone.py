@@ -13,7 +13,9 @@ from benchmarks.fresh_clone import main, pytest_figures
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
+# synth fails unless uv's cache is set and empty: the clone installs as a new machine would.
 MAKEFILE = """synth:
+\t@test -n "$$UV_CACHE_DIR" && test -z "$$(ls -A "$$UV_CACHE_DIR" 2>/dev/null)"
 \t@touch synthesized
 test:
 \t@test -f synthesized
