@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from synth_support import Synthesized
+from synth_support import VARIANTS, Synthesized
 
 from triton_mme.acceptance.stack import StackFacts
 from triton_mme_cdk.acceptance_settings import ACCEPTANCE_SETTINGS_OUTPUT
@@ -22,7 +22,7 @@ def rendered(synth: Synthesized) -> dict[str, Any]:
 
 
 def test_the_output_carries_the_settings_the_endpoint_was_made_with(synth_with: SynthWith) -> None:
-    synth = synth_with(instance_type="ml.g5.2xlarge", initial_instance_count=3, max_instance_count=6)
+    synth = synth_with(**VARIANTS["tuned"])  # ml.g5.2xlarge, 3 instances to start, 2 to 8
     settings = synth.stack.settings
     facts = rendered(synth)
     assert facts["instanceType"] == "ml.g5.2xlarge"
@@ -33,7 +33,7 @@ def test_the_output_carries_the_settings_the_endpoint_was_made_with(synth_with: 
     assert facts["image"].endswith(f"/sagemaker-tritonserver:{settings.endpoint.triton_image_tag}")
     assert facts["buildFingerprint"] == synth.stack.mme.serving_check.fingerprint
     assert facts["scaling"]["minCapacity"] == settings.scaling.min_instance_count
-    assert facts["scaling"]["maxCapacity"] == 6
+    assert facts["scaling"]["maxCapacity"] == 8
     assert facts["scaling"]["resourceId"] == "endpoint/<ref>/variant/AllTraffic"
     assert len(facts["alarmNames"]) == len(synth.stack.mme.monitoring.alarms)
 
@@ -49,7 +49,7 @@ def test_the_deployment_config_is_the_endpoints_own(default_synth: Synthesized) 
 
 
 def test_without_scaling_the_output_says_so(synth_with: SynthWith) -> None:
-    facts = rendered(synth_with(autoscaling=False, network_isolation=False))  # test_app's no-scaling variant
+    facts = rendered(synth_with(**VARIANTS["no-scaling-no-isolation"]))
     assert "scaling" not in facts  # CDK leaves out what is None
     parsed = StackFacts.from_outputs({ACCEPTANCE_SETTINGS_OUTPUT: json.dumps(facts)}, stack_name="S")
     assert parsed.settings.scaling is None

@@ -20,7 +20,7 @@ from cfnlint.rules import Rules
 from cfnlint.runner import Runner, run_template_by_data
 from constructs import IConstruct
 from dashboard_support import widget
-from synth_support import FEATURE_FLAGS, KEY_ARN, WITHOUT_TENSORRT, Synthesized
+from synth_support import FEATURE_FLAGS, KEY_ARN, VARIANTS, WITHOUT_TENSORRT, Synthesized
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 from syrupy.types import PropertyPath
@@ -496,34 +496,6 @@ def test_stack_template_matches_snapshot(default_synth: Synthesized, snapshot: S
 
 # ----- cdk-nag and cfn-lint over every variant ------------------------------------------------------------
 
-# The settings variants the tests above reuse (one synthesis each per session) and that cdk-nag and cfn-lint
-# check below.
-VARIANTS: dict[str, dict[str, Any]] = {
-    "defaults": {},
-    "kms-on-nvme-type": {"kms_key_arn": KEY_ARN},
-    "kms-on-p3": {
-        "kms_key_arn": KEY_ARN,
-        "instance_type": "ml.p3.2xlarge",
-        "triton_image_tag": "24.05-py3",
-        "model_catalog": WITHOUT_TENSORRT,
-        "build_log_retention_days": 7,
-    },
-    # Every scaling, alarm and log setting away from its default, with the invocations policy on.
-    "tuned": {
-        "min_instance_count": 2,
-        "initial_instance_count": 3,
-        "max_instance_count": 8,
-        "gpu_utilization_target": 72.5,
-        "invocations_per_instance_target": 900,
-        "alarm_email": "ops@example.com",
-        "endpoint_log_retention_days": 90,
-    },
-    "pinned-region": {"region": "ap-northeast-1", "triton_image_tag": "25.09-py3"},
-    "unconfirmed-build-region": {"region": "ap-northeast-2", "allow_unconfirmed_build_region": True},
-    "no-scaling-no-isolation": {"autoscaling": False, "network_isolation": False},
-    "rolling-update": {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "1"},
-    "linear-update": {"deployment_strategy": "linear", "deployment_linear_step_size": "50%"},
-}
 LINT_REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-3", "cn-north-1"]
 
 

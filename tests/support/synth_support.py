@@ -59,3 +59,35 @@ def synthesize(settings: Settings, outdir: Path) -> Synthesized:
     stack = compose(app, settings)
     app.synth()
     return Synthesized(stack=stack, template=Template.from_stack(stack), assembly_dir=outdir)
+
+
+# The settings variants the CDK tests reuse (one synthesis each per session: tests/infra/conftest.py), each
+# checked by cdk-nag and cfn-lint in test_app.py.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "kms-on-nvme-type": {"kms_key_arn": KEY_ARN},
+    "kms-on-p3": {
+        "kms_key_arn": KEY_ARN,
+        "instance_type": "ml.p3.2xlarge",
+        "triton_image_tag": "24.05-py3",
+        "model_catalog": WITHOUT_TENSORRT,
+        "build_log_retention_days": 7,
+    },
+    # Every scaling, alarm and log setting away from its default, with the invocations policy on, on a larger
+    # instance of the default's family.
+    "tuned": {
+        "instance_type": "ml.g5.2xlarge",
+        "min_instance_count": 2,
+        "initial_instance_count": 3,
+        "max_instance_count": 8,
+        "gpu_utilization_target": 72.5,
+        "invocations_per_instance_target": 900,
+        "alarm_email": "ops@example.com",
+        "endpoint_log_retention_days": 90,
+    },
+    "pinned-region": {"region": "ap-northeast-1", "triton_image_tag": "25.09-py3"},
+    "unconfirmed-build-region": {"region": "ap-northeast-2", "allow_unconfirmed_build_region": True},
+    "no-scaling-no-isolation": {"autoscaling": False, "network_isolation": False},
+    "rolling-update": {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "1"},
+    "linear-update": {"deployment_strategy": "linear", "deployment_linear_step_size": "50%"},
+}
