@@ -25,10 +25,9 @@ CONTEXT ?=
 
 .PHONY: install synth test lint typecheck unit preflight deploy destroy diff acceptance build-models serve-local bench snapshot-update clean
 
-# uv (pinned in runner_requirements/requirements-uv.txt, the serving check stage's installer) installs the same pins as pip
-# would, from PyPI, in about 40 s where pip takes about 100 s (most of it the CUDA libraries of PyTorch:
-# docs/development.md). Like pip's --no-compile it writes no bytecode: Python compiles the modules a run
-# imports on first use (byte-compiling all of PyTorch, transformers and aws-cdk-lib costs ~100 CPU-seconds).
+# uv installs the pins (its own pin is the serving check stage's, requirements-uv.txt): about 40 s where pip
+# took about 100 s (docs/development.md). It writes no bytecode: Python compiles what a run imports on first
+# use (byte-compiling all of PyTorch, transformers and aws-cdk-lib would cost ~100 CPU-seconds).
 UV_REQUIREMENTS := triton_mme_cdk/runner_requirements/requirements-uv.txt
 UV := $(VENV)/bin/uv pip install --quiet --python $(PY)
 $(PY_STAMP): requirements.txt triton_mme_cdk/runner_requirements/requirements-build.txt \
