@@ -25,6 +25,7 @@ from triton_mme_cdk.constructs.build_spec import CUDA_COMPAT_SETUP
 from triton_mme_cdk.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.runner_files import REQUIREMENTS_DIR
+from triton_mme_cdk.settings import BuildRunnerSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FLAGS = {
@@ -39,12 +40,9 @@ def runner_stack(
     stack = cdk.Stack(app, "Runner", env=cdk.Environment(region="eu-west-1"))
     options: dict[str, Any] = {
         "catalog": (source_root or REPO_ROOT) / "models.yaml",
-        "compute_type": "SMALL",
+        "runner": BuildRunnerSettings(timeout_minutes=25),
         "triton_image_tag": "25.04-py3",
         "tensorrt": True,
-        "timeout": cdk.Duration.minutes(50),
-        "queued_timeout": cdk.Duration.minutes(5),
-        "log_retention": logs.RetentionDays.ONE_MONTH,
         **overrides,
     }
     runner = ModelBuildRunner(
@@ -83,7 +81,7 @@ def test_project_runs_on_the_small_gpu_with_the_cuda12_image_and_settings(defaul
     image = json.dumps(environment["Image"])
     assert "763104351884.dkr.ecr." in image
     assert "/pytorch-training:2.8.0-gpu-py312-cu129-ubuntu22.04-ec2" in image
-    assert project["TimeoutInMinutes"] == 50
+    assert project["TimeoutInMinutes"] == 25
     assert project["QueuedTimeoutInMinutes"] == 5
     # One build at a time: CodeBuild answers a second StartBuild with an error instead of queueing it.
     assert project["ConcurrentBuildLimit"] == 1
@@ -200,7 +198,9 @@ def test_no_tensorrt_install_when_the_catalog_has_no_tensorrt(tmp_path: Path) ->
 
 def test_large_runner_and_cuda13_tag_pick_the_v100_fleet_and_the_al2023_image(tmp_path: Path) -> None:
     # The construct maps what it is given; the settings refuse LARGE with today's images (test_settings).
-    template, _, _ = runner_stack(tmp_path, compute_type="LARGE", triton_image_tag="25.09-py3")
+    template, _, _ = runner_stack(
+        tmp_path, runner=BuildRunnerSettings(compute_type="LARGE"), triton_image_tag="25.09-py3"
+    )
     environment = project_of(template)["Environment"]
     assert environment["ComputeType"] == "BUILD_GENERAL1_LARGE"
     assert "/pytorch:2.12.1-cu130-amzn2023" in json.dumps(environment["Image"])

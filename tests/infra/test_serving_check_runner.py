@@ -11,7 +11,6 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 from test_build_runner import FLAGS, actions, joined, statements
@@ -21,6 +20,7 @@ from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
 from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT
 from triton_mme_cdk.constructs.triton_image import TritonImage
+from triton_mme_cdk.settings import BuildRunnerSettings
 
 BUILD_FINGERPRINT = "b" * 64
 
@@ -31,12 +31,9 @@ def check_stack(
     app = cdk.App(outdir=str(outdir), context=FLAGS)
     stack = cdk.Stack(app, "Check", env=cdk.Environment(region="eu-west-1"))
     options: dict[str, Any] = {
-        "compute_type": "SMALL",
+        "runner": BuildRunnerSettings(),
         "build_fingerprint": BUILD_FINGERPRINT,
         "container_environment": CONTAINER_ENVIRONMENT,
-        "timeout": cdk.Duration.minutes(15),
-        "queued_timeout": cdk.Duration.minutes(5),
-        "log_retention": logs.RetentionDays.ONE_MONTH,
         **overrides,
     }
     check = ServingCheckRunner(
@@ -91,6 +88,12 @@ def test_the_project_runs_the_endpoints_image_from_its_registry_mapping_on_a_gpu
     # The role may pull that one repository, in the mapped account.
     pulls = [s for s in statements(template, "CheckProjectRole") if "ecr:BatchGetImage" in actions(s)]
     assert "repository/sagemaker-tritonserver" in json.dumps(pulls)
+
+
+def test_the_check_runs_under_its_own_timeout_and_the_groups_queueing_limit(tmp_path: Path) -> None:
+    runner = BuildRunnerSettings(timeout_minutes=20, serving_check_timeout_minutes=9, queue_timeout_minutes=6)
+    project = project_of(check_stack(tmp_path, runner=runner)[0])
+    assert (project["TimeoutInMinutes"], project["QueuedTimeoutInMinutes"]) == (9, 6)
 
 
 def spec_of(template: Template) -> dict[str, Any]:

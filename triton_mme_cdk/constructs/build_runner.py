@@ -6,17 +6,16 @@ import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Duration
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from triton_mme.core.platform import build_image, triton_image
-from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE, build_spec
+from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE, build_spec, store_variables
 from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.runner_files import shipped_files
+from triton_mme_cdk.settings import BuildRunnerSettings
 
 # What the runner runs (`python -m triton_mme gpu-check | build | upload | stage-candidate`), besides the
 # catalog: the entry point, the shared core and the model_build and store packages. Nothing else of the
@@ -38,9 +37,9 @@ class ModelBuildRunner(GpuRunner):
 
     Its role may write only archives, content-addressed files and candidate manifests to the store (never a
     build manifest or the live manifest: only the serving check publishes a build), read its own source and
-    write its own logs; `role_policy` holds those grants, so
-    whatever starts a build can wait for them. One build runs at a time and waits at most `queued_timeout`
-    for a runner. `fingerprint` changes exactly when what the build would produce can change.
+    write its own logs; `role_policy` holds those grants, so whatever starts a build can wait for them. One
+    build runs at a time and waits at most the runner group's `queue_timeout_minutes` for a runner.
+    `fingerprint` changes exactly when what the build would produce can change.
     """
 
     def __init__(
@@ -50,12 +49,9 @@ class ModelBuildRunner(GpuRunner):
         *,
         store: ModelStore,
         catalog: Path,
-        compute_type: str,
+        runner: BuildRunnerSettings,
         triton_image_tag: str,
         tensorrt: bool,
-        timeout: Duration,
-        queued_timeout: Duration,
-        log_retention: logs.RetentionDays,
         encryption_key: kms.IKey | None = None,
         source_root: Path | None = None,
     ) -> None:
@@ -68,9 +64,7 @@ class ModelBuildRunner(GpuRunner):
         spec = build_spec(tensorrt=tensorrt)
         # The catalog goes to the root of the source, under its own name, wherever it lies on disk.
         variables = {
-            "MODEL_BUCKET": store.bucket.bucket_name,
-            "MODEL_PREFIX": store.model_prefix,
-            "MANIFEST_PREFIX": store.manifest_prefix,
+            **store_variables(store),
             "MODEL_CATALOG": catalog.name,
             TRITON_TAG_VARIABLE: triton_image_tag,
             "TENSORRT_REQUIREMENT": triton_image(triton_image_tag).tensorrt_requirement or "",
@@ -83,13 +77,11 @@ class ModelBuildRunner(GpuRunner):
                 build_image=codebuild.LinuxGpuBuildImage.aws_deep_learning_containers_image(
                     image.repository, image.tag
                 ),
-                compute_type=compute_type,
+                runner=runner,
                 files={**shipped_files(SOURCE_FILES, root=source_root), catalog.name: catalog},
                 build_spec=spec,
                 environment=variables,
-                timeout=timeout,
-                queued_timeout=queued_timeout,
-                log_retention=log_retention,
+                timeout_minutes=runner.timeout_minutes,
                 encryption_key=encryption_key,
             ),
         )
@@ -105,5 +97,11 @@ class ModelBuildRunner(GpuRunner):
             "the AWS Deep Learning Containers image carries CUDA, Python and PyTorch for the build.",
         )
         # Everything the build's output depends on; the bucket name is a token at synthesis and does not.
-        inputs = [self.source.asset_hash, compute_type, image.tag, spec, {**variables, "MODEL_BUCKET": ""}]
+        inputs = [
+            self.source.asset_hash,
+            runner.compute_type,
+            image.tag,
+            spec,
+            {**variables, "MODEL_BUCKET": ""},
+        ]
         self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()

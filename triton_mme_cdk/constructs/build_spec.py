@@ -10,11 +10,14 @@ manifest once the endpoint serves it (docs/updates.md).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triton_mme.core.locations import BUILD_DIR
 from triton_mme.core.platform import CUDA_COMPAT_DIRECTORIES, NVIDIA_PIP_INDEX
 from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
+
+if TYPE_CHECKING:
+    from triton_mme_cdk.constructs.model_store import ModelStore
 
 # The runner runs the project's one command line from its source (core, model_build, store).
 COMMAND = "python -m triton_mme"
@@ -52,8 +55,17 @@ CUDA_COMPAT_SETUP = (
 )
 
 
-# Where the store commands of both stages publish (the projects' environment variables).
+# Where the store commands of both stages publish (the projects' environment variables, store_variables).
 STORE_ARGUMENTS = '--prefix "$MODEL_PREFIX" --bucket "$MODEL_BUCKET" --manifest-prefix "$MANIFEST_PREFIX"'
+
+
+def store_variables(store: ModelStore) -> dict[str, str]:
+    """The environment variables STORE_ARGUMENTS reads: the store's bucket and prefixes."""
+    return {
+        "MODEL_BUCKET": store.bucket.bucket_name,
+        "MODEL_PREFIX": store.model_prefix,
+        "MANIFEST_PREFIX": store.manifest_prefix,
+    }
 
 
 def build_spec(*, tensorrt: bool) -> dict[str, Any]:

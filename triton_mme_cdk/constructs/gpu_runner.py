@@ -16,6 +16,7 @@ from constructs import Construct
 
 from triton_mme_cdk.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
 from triton_mme_cdk.constructs.runner_source import runner_source
+from triton_mme_cdk.settings import BuildRunnerSettings
 
 COMPUTE_TYPES = {"SMALL": codebuild.ComputeType.SMALL, "LARGE": codebuild.ComputeType.LARGE}
 
@@ -30,8 +31,9 @@ class GpuRunnerProps:
     build_image: codebuild.IBuildImage
     """The GPU image the commands run in. @default - required"""
 
-    compute_type: str
-    """The CodeBuild GPU size: SMALL or LARGE (CODEBUILD_GPUS of the platform table). @default - required"""
+    runner: BuildRunnerSettings
+    """The GPU size (SMALL or LARGE), how long a build may wait for a runner and how long its logs are kept:
+    the settings' build runner group. @default - required"""
 
     files: Mapping[str, Path]
     """What the runner ships: asset path -> file or package folder (triton_mme_cdk.runner_files).
@@ -43,14 +45,9 @@ class GpuRunnerProps:
     environment: Mapping[str, str]
     """Plain-text environment variables of every build. @default - required"""
 
-    timeout: Duration
-    """How long one build may run. @default - required"""
-
-    queued_timeout: Duration
-    """How long one build may wait for a GPU runner. @default - required"""
-
-    log_retention: logs.RetentionDays
-    """How long the build logs (in the runner's own log group) are kept. @default - required"""
+    timeout_minutes: int
+    """How long one build may run, in minutes (the stage's own timeout of the runner group). @default -
+    required"""
 
     encryption_key: kms.IKey | None = None
     """The key of the project's artifacts and logs. @default - the AWS managed key for S3"""
@@ -65,14 +62,15 @@ class GpuRunner(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, props: GpuRunnerProps) -> None:
         super().__init__(scope, construct_id)
-        if props.compute_type not in COMPUTE_TYPES:
+        runner = props.runner
+        if runner.compute_type not in COMPUTE_TYPES:
             raise ValueError(
-                f"compute type {props.compute_type}: not a CodeBuild GPU size; allowed SMALL, LARGE"
+                f"compute type {runner.compute_type}: not a CodeBuild GPU size; allowed SMALL, LARGE"
             )
         self.props = props
         self.source = runner_source(self, "Source", files=props.files)
         self.log_group = logs.LogGroup(
-            self, "Logs", retention=props.log_retention, removal_policy=RemovalPolicy.DESTROY
+            self, "Logs", retention=runner.log_retention, removal_policy=RemovalPolicy.DESTROY
         )
         self.project = codebuild.Project(
             self,
@@ -81,13 +79,13 @@ class GpuRunner(Construct):
             source=codebuild.Source.s3(bucket=self.source.bucket, path=self.source.s3_object_key),
             build_spec=codebuild.BuildSpec.from_object(dict(props.build_spec)),
             environment=codebuild.BuildEnvironment(
-                build_image=props.build_image, compute_type=COMPUTE_TYPES[props.compute_type]
+                build_image=props.build_image, compute_type=COMPUTE_TYPES[runner.compute_type]
             ),
             environment_variables={
                 k: codebuild.BuildEnvironmentVariable(value=v) for k, v in props.environment.items()
             },
-            timeout=props.timeout,
-            queued_timeout=props.queued_timeout,
+            timeout=Duration.minutes(props.timeout_minutes),
+            queued_timeout=Duration.minutes(runner.queue_timeout_minutes),
             # A second build would race the first to publish; StartBuild refuses it.
             concurrent_build_limit=1,
             logging=codebuild.LoggingOptions(

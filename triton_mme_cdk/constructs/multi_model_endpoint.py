@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
@@ -175,12 +175,9 @@ class TritonMultiModelEndpoint(Construct):
             "ModelBuild",
             store=self.store,
             catalog=props.catalog,
-            compute_type=settings.build.compute_type,
+            runner=settings.build,
             triton_image_tag=settings.endpoint.triton_image_tag,
             tensorrt=Format.TENSORRT in catalog.formats,
-            timeout=Duration.minutes(settings.build.timeout_minutes),
-            queued_timeout=Duration.minutes(settings.build.queue_timeout_minutes),
-            log_retention=settings.build.log_retention,
             encryption_key=self.encryption_key,
         )
         # Every archive of the build, loaded and called in the endpoint's own image on a GPU before the
@@ -190,12 +187,9 @@ class TritonMultiModelEndpoint(Construct):
             "ServingCheck",
             store=self.store,
             image=self.image,
-            compute_type=settings.build.compute_type,
+            runner=settings.build,
             build_fingerprint=self.build_runner.fingerprint,
             container_environment=CONTAINER_ENVIRONMENT,
-            timeout=Duration.minutes(settings.build.serving_check_timeout_minutes),
-            queued_timeout=Duration.minutes(settings.build.queue_timeout_minutes),
-            log_retention=settings.build.log_retention,
             encryption_key=self.encryption_key,
         )
         self.build = ModelBuildTrigger(

@@ -7,19 +7,18 @@ import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Duration
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from triton_mme.core.platform import TRITON_REPOSITORY, runs_serving_check, triton_image
-from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE
+from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE, store_variables
 from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.serving_check_spec import serving_check_spec
 from triton_mme_cdk.constructs.triton_image import TritonImage
 from triton_mme_cdk.runner_files import shipped_files
+from triton_mme_cdk.settings import BuildRunnerSettings
 
 # What the stage runs (`python3 -m triton_mme cuda-check | fetch-candidate | serving-check | publish-report |
 # publish-build`): the entry point, the shared core, the client's payload helpers, the serving check and the
@@ -56,12 +55,9 @@ class ServingCheckRunner(GpuRunner):
         *,
         store: ModelStore,
         image: TritonImage,
-        compute_type: str,
+        runner: BuildRunnerSettings,
         build_fingerprint: str,
         container_environment: dict[str, str],
-        timeout: Duration,
-        queued_timeout: Duration,
-        log_retention: logs.RetentionDays,
         encryption_key: kms.IKey | None = None,
         source_root: Path | None = None,
     ) -> None:
@@ -69,9 +65,7 @@ class ServingCheckRunner(GpuRunner):
         # The endpoint's container environment, so `serve` starts Triton with the endpoint's settings.
         variables = {
             **container_environment,
-            "MODEL_BUCKET": store.bucket.bucket_name,
-            "MODEL_PREFIX": store.model_prefix,
-            "MANIFEST_PREFIX": store.manifest_prefix,
+            **store_variables(store),
             TRITON_TAG_VARIABLE: image.tag,
         }
         super().__init__(
@@ -84,13 +78,11 @@ class ServingCheckRunner(GpuRunner):
                 build_image=codebuild.LinuxGpuBuildImage.aws_deep_learning_containers_image(
                     TRITON_REPOSITORY, image.tag, image.registry_account
                 ),
-                compute_type=compute_type,
+                runner=runner,
                 files=shipped_files(SOURCE_FILES, root=source_root),
                 build_spec=spec,
                 environment=variables,
-                timeout=timeout,
-                queued_timeout=queued_timeout,
-                log_retention=log_retention,
+                timeout_minutes=runner.serving_check_timeout_minutes,
                 encryption_key=encryption_key,
             ),
         )
@@ -105,6 +97,6 @@ class ServingCheckRunner(GpuRunner):
             image_reason="The check must run in the endpoint's own sagemaker-tritonserver image, which is "
             "not a CodeBuild managed image.",
         )
-        inputs = [build_fingerprint, self.source.asset_hash, compute_type, image.tag, spec]
+        inputs = [build_fingerprint, self.source.asset_hash, runner.compute_type, image.tag, spec]
         inputs.append({**variables, "MODEL_BUCKET": ""})
         self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
