@@ -1,14 +1,16 @@
 """How long a new user waits for a first green run: `make synth`, then `make test`, in a fresh clone.
 
-`python -m benchmarks.fresh_clone [--repo DIR] [--out PREFIX] [--rerun-unit]` clones DIR's HEAD (default: this
-checkout) into a temporary folder, runs the README's two commands there one after the other, and writes
-PREFIX.md and PREFIX.json (default benchmarks/results/fresh-clone), and PREFIX.<target>.log when a command
-fails. Each command's wall time and CPU time (its whole process tree, from getrusage), the pytest figures of
+`python -m benchmarks.fresh_clone [--repo DIR] [--out PREFIX] [--rerun-unit] [--test-target unit]` clones
+DIR's HEAD (default: this checkout) into a temporary folder, runs the README's two commands there one after
+the other, and writes PREFIX.md and PREFIX.json (default benchmarks/results/fresh-clone), and
+PREFIX.<target>.log when a command fails. Each command's wall time and CPU time (its whole process tree, from getrusage), the pytest figures of
 `make test` (tests passed, pytest's own time) and the load average before the run are recorded: a busy machine
 shows as a load above its core count, and such a run is not a figure to quote. The clone's `.venv` and
 `node_modules` are new, and uv installs with an empty cache of its own (a new machine's), so its downloads
 count. With --rerun-unit, `make unit` then runs once more in the same clone (pytest alone, with the bytecode
-the first run wrote): a developer's next run, not counted in the total.
+the first run wrote): a developer's next run, not counted in the total. With --test-target unit, the second
+command is `make unit` instead of `make test`: pytest alone on a fresh clone's first run, without lint and
+typecheck beside it (as `make test` ran it before they ran in parallel).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from benchmarks.context import REPO_ROOT
 from benchmarks.machine import cpu_model
 
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "fresh-clone"
-COMMANDS = ("synth", "test")
+TEST_TARGETS = ("test", "unit")
 # pytest's last line, e.g. "1422 passed, 6 skipped, 3 warnings in 172.31s (0:02:52)".
 PYTEST_SUMMARY = re.compile(r"=* *(?P<counts>(?:\d+ \w+(?:, )?)+) in (?P<seconds>[\d.]+)s\b")
 
@@ -90,7 +92,9 @@ def run_make(target: str, cwd: Path, log: Path, env: dict[str, str] | None = Non
     return CommandRun(f"make {target}", done.returncode, round(wall, 1), round(cpu, 1)), log.read_text()
 
 
-def measure(repo: Path, scratch: Path, *, rerun_unit: bool = False) -> FreshCloneRun:
+def measure(
+    repo: Path, scratch: Path, *, rerun_unit: bool = False, test_target: str = "test"
+) -> FreshCloneRun:
     clone = scratch / "clone"
     subprocess.run(["git", "clone", "--quiet", str(repo), str(clone)], check=True)
     commit = subprocess.run(
@@ -99,14 +103,15 @@ def measure(repo: Path, scratch: Path, *, rerun_unit: bool = False) -> FreshClon
     load_before = os.getloadavg()[0]
     env = {**os.environ, "UV_CACHE_DIR": str(scratch / "uv-cache")}
     runs, output = [], ""
-    for target in COMMANDS:
+    commands = ("synth", test_target)
+    for target in commands:
         run, output = run_make(target, clone, scratch / f"make-{target}.log", env)
         runs.append(run)
         if run.returncode != 0:
             break
-    seconds, counts = pytest_figures(output) if runs[-1].command == "make test" else (None, {})
+    seconds, counts = pytest_figures(output) if runs[-1].command == f"make {test_target}" else (None, {})
     rerun, rerun_seconds = None, None
-    if rerun_unit and len(runs) == len(COMMANDS) and all(run.returncode == 0 for run in runs):
+    if rerun_unit and len(runs) == len(commands) and all(run.returncode == 0 for run in runs):
         rerun, rerun_output = run_make("unit", clone, scratch / "make-unit.log", env)
         rerun_seconds = pytest_figures(rerun_output)[0]
     return FreshCloneRun(
@@ -128,8 +133,9 @@ def _minutes(seconds: float) -> str:
 
 def report(result: FreshCloneRun) -> str:
     busy = " (busy: not a figure to quote)" if result.load_before > result.cores else ""
+    second = result.runs[1].command if len(result.runs) > 1 else "make test"
     lines = [
-        "# A fresh clone's `make synth` + `make test`",
+        f"# A fresh clone's `make synth` + `{second}`",
         "",
         f"Commit {result.commit}, {result.machine}, {result.cores} cores; load average before the run "
         f"{result.load_before}{busy}.",
@@ -145,7 +151,7 @@ def report(result: FreshCloneRun) -> str:
     lines += [f"| total | {'ok' if result.passed else 'failed'} | {_minutes(result.total_seconds)} | |", ""]
     if result.pytest_seconds is not None:
         counts = ", ".join(f"{number} {word}" for word, number in result.pytest_counts.items())
-        lines.append(f"pytest inside `make test`: {_minutes(result.pytest_seconds)} ({counts}).")
+        lines.append(f"pytest inside `{second}`: {_minutes(result.pytest_seconds)} ({counts}).")
     if result.rerun is not None:
         pytest_time = (
             _minutes(result.rerun_pytest_seconds) if result.rerun_pytest_seconds is not None else "-"
@@ -167,13 +173,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rerun-unit", action="store_true", help="then run `make unit` once more in the clone (default: no)"
     )
+    parser.add_argument(
+        "--test-target",
+        choices=TEST_TARGETS,
+        default="test",
+        help="the second command: make test (the README's; default) or make unit (pytest alone)",
+    )
     args = parser.parse_args(argv)
     if shutil.which("make") is None or shutil.which("git") is None:
         print("error: the benchmark needs make and git on PATH", file=sys.stderr)
         return 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fresh-clone-") as scratch:
-        result = measure(args.repo.resolve(), Path(scratch), rerun_unit=args.rerun_unit)
+        result = measure(
+            args.repo.resolve(), Path(scratch), rerun_unit=args.rerun_unit, test_target=args.test_target
+        )
         if not result.passed:  # the failed command's whole output, for reading after the clone is gone
             failed = next(
                 run for run in [*result.runs, result.rerun] if run and run.returncode

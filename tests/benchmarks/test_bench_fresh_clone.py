@@ -21,6 +21,7 @@ test:
 \t@test -f synthesized
 \t@echo "=========== 3 passed, 1 skipped, 2 warnings in 0.42s ==========="
 unit:
+\t@test -f synthesized
 \t@echo "=========== 3 passed, 1 skipped in 0.21s ==========="
 """
 
@@ -79,3 +80,17 @@ def test_the_rerun_is_pytest_alone_in_the_same_clone_and_not_in_the_total(tmp_pa
     assert recorded["rerun_pytest_seconds"] == 0.21 and recorded["pytest_seconds"] == 0.42
     assert recorded["total_seconds"] == round(sum(run["wall_seconds"] for run in recorded["runs"]), 1)
     assert "`make unit` again in the same clone" in out.with_suffix(".md").read_text()
+
+
+def test_the_test_target_unit_times_pytest_alone_after_synth(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo", MAKEFILE)
+    out = tmp_path / "fresh-clone"
+
+    assert main(["--repo", str(repo), "--out", str(out), "--test-target", "unit"]) == 0
+
+    recorded = json.loads(out.with_suffix(".json").read_text())
+    assert [run["command"] for run in recorded["runs"]] == ["make synth", "make unit"]
+    assert recorded["pytest_seconds"] == 0.21 and recorded["pytest_counts"] == {"passed": 3, "skipped": 1}
+    text = out.with_suffix(".md").read_text()
+    assert text.startswith("# A fresh clone's `make synth` + `make unit`")
+    assert "pytest inside `make unit`: 0 min 00.2 s" in text
