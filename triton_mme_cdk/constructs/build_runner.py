@@ -97,11 +97,6 @@ class ModelBuildRunner(GpuRunner):
             "the AWS Deep Learning Containers image carries CUDA, Python and PyTorch for the build.",
         )
         # Everything the build's output depends on; the bucket name is a token at synthesis and does not.
-        inputs = [
-            self.source.asset_hash,
-            runner.compute_type,
-            image.tag,
-            spec,
-            {**variables, "MODEL_BUCKET": ""},
-        ]
+        inputs = [self.source.asset_hash, runner.compute_type, image.tag, spec]
+        inputs.append({**variables, "MODEL_BUCKET": ""})
         self.fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
