@@ -56,6 +56,7 @@ class FreshCloneRun:
     pytest_counts: dict[str, int]
     rerun: CommandRun | None = None
     rerun_pytest_seconds: float | None = None
+    pytest_workers: int | None = None  # PYTEST_WORKERS of the environment, when it overrides the Makefile's
 
     @property
     def total_seconds(self) -> float:
@@ -124,6 +125,7 @@ def measure(
         pytest_counts=counts,
         rerun=rerun,
         rerun_pytest_seconds=rerun_seconds,
+        pytest_workers=int(env["PYTEST_WORKERS"]) if env.get("PYTEST_WORKERS") else None,
     )
 
 
@@ -139,6 +141,13 @@ def report(result: FreshCloneRun) -> str:
         "",
         f"Commit {result.commit}, {result.machine}, {result.cores} cores; load average before the run "
         f"{result.load_before}{busy}.",
+    ]
+    if result.pytest_workers is not None:
+        lines.append(
+            f"Run with `PYTEST_WORKERS={result.pytest_workers}` in the environment "
+            "(the Makefile's default is one worker per core and one more)."
+        )
+    lines += [
         "Reproduce: `python -m benchmarks.fresh_clone` (benchmarks/fresh_clone.py).",
         "",
         "| Command | Exit status | Wall | CPU (whole tree) |",

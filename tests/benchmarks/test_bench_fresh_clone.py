@@ -94,3 +94,16 @@ def test_the_test_target_unit_times_pytest_alone_after_synth(tmp_path: Path) -> 
     text = out.with_suffix(".md").read_text()
     assert text.startswith("# A fresh clone's `make synth` + `make unit`")
     assert "pytest inside `make unit`: 0 min 00.2 s" in text
+
+
+def test_a_worker_count_from_the_environment_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo(tmp_path / "repo", MAKEFILE)
+    out = tmp_path / "fresh-clone"
+    monkeypatch.setenv("PYTEST_WORKERS", "2")
+
+    assert main(["--repo", str(repo), "--out", str(out), "--test-target", "unit"]) == 0
+
+    assert json.loads(out.with_suffix(".json").read_text())["pytest_workers"] == 2
+    assert "Run with `PYTEST_WORKERS=2` in the environment" in out.with_suffix(".md").read_text()
