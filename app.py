@@ -21,7 +21,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk
 
-from triton_mme.core.catalog import CatalogError
+from triton_mme.core.catalog import CatalogError, load_catalog
 from triton_mme_cdk.composition import compose
 from triton_mme_cdk.context import project_context, settings_from
 from triton_mme_cdk.settings import Settings, SettingsError
@@ -71,7 +71,12 @@ def preflight(argv: Sequence[str], session: Any = None) -> int:
         )
         return 1
     try:
-        results = run_preflight(settings, region, PreflightClients.from_session(session))
+        catalog = load_catalog(PROJECT_ROOT / settings.model_catalog)
+    except CatalogError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
+        results = run_preflight(settings, region, PreflightClients.from_session(session), catalog)
     except NoCredentialsError:
         print("error: no AWS credentials; see docs/first-deploy.md", file=sys.stderr)
         return 1

@@ -28,7 +28,7 @@ def _error(raw: Any) -> str:
         (tiny_cnn(name="a" * 51), r"name: .*at most 50 characters"),
         (
             tiny_cnn(source="pypi:resnet"),
-            r"model 'tiny-cnn': source: 'torchvision:<model>' or 'huggingface:<model id>'",
+            r"model 'tiny-cnn': source: 'torchvision:<model>', 'huggingface:<model id>' or 'checkpoint:",
         ),
         (tiny_cnn(weights="imagenet"), r"model 'tiny-cnn': weights: .*'pretrained' or 'random'"),
         (tiny_cnn(formats=[]), r"model 'tiny-cnn': formats: at least one of onnx, torchscript, tensorrt"),
@@ -39,11 +39,11 @@ def _error(raw: Any) -> str:
         ),
         (tiny_cnn(max_batch_size=0), r"model 'tiny-cnn': max_batch_size: .*greater than or equal to 1"),
         (tiny_cnn(max_batch_size=5000), r"max_batch_size: .*less than or equal to 1024"),
-        (tiny_cnn(sequence_length=128), r"sequence_length: only for huggingface sources; use input_shape"),
+        (tiny_cnn(sequence_length=128), r"sequence_length: only for text models; use input_shape"),
         (tiny_cnn(hf_config="roberta-base"), r"hf_config: only for huggingface sources"),
         (
             tiny_roberta(input_shape=[3, 8, 8]),
-            r"input_shape: only for torchvision sources; use sequence_length",
+            r"input_shape: only for image models; use sequence_length",
         ),
         (tiny_cnn(input_shape=[3, 0, 64]), r"input_shape\[1\]: .*greater than or equal to 1"),
         (

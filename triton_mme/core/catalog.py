@@ -10,15 +10,36 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from triton_mme.core.bounded import DocumentError, load_yaml
+from triton_mme.core.catalog_families import FamilyError, expand_family, is_family
+from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin, LockError, lock_path, read_lock
+from triton_mme.core.checkpoints import (
+    CHECKPOINT_KIND,
+    SHA256_HEX,
+    CheckpointError,
+    CheckpointKind,
+    CheckpointLocation,
+    checkpoint_kind,
+    location_problem,
+)
 from triton_mme.core.errors import UserError, describe_error_details, quoted
 from triton_mme.core.formats import Format, Weights
 from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_CATALOG_BYTES, MAX_SEQUENCE_LENGTH, shape_problem
 from triton_mme.core.naming import HF_CONFIG_NAME, MODEL_NAME
 
-SOURCE_KINDS = ("torchvision", "huggingface")
+SOURCE_KINDS = ("torchvision", "huggingface", CHECKPOINT_KIND)
+# The architectures a state dict may name (`architecture:`), checked against torchvision's registry at synth.
+ARCHITECTURE_KINDS = ("torchvision",)
 DEFAULT_IMAGE_SHAPE = (3, 224, 224)
 DEFAULT_SEQUENCE_LENGTH = 128
 
@@ -80,7 +101,9 @@ class ModelEntry(_Frozen):
 
     name: str
     source: str
-    weights: Weights
+    # Required for torchvision and huggingface sources; a checkpoint's weights are its own (`checkpoint`).
+    # Left out, it is None until the entry's own check below sets it or refuses the entry.
+    weights: Weights = None  # type: ignore[assignment]
     formats: tuple[Format, ...]
     max_batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)]
     input_shape: Annotated[tuple[Annotated[int, Field(ge=1)], ...], Field(min_length=1)] | None = None
@@ -95,6 +118,12 @@ class ModelEntry(_Frozen):
     warmup: bool = False
     tensorrt: TensorRTSettings = TensorRTSettings()
     onnxruntime: OnnxRuntimeSettings = OnnxRuntimeSettings()
+    # A state dict's model: `torchvision:<name>` (checkpoint sources only, docs/catalog.md).
+    architecture: str | None = None
+    # The checkpoint's pinned content (core.checkpoints); may come from the lock file instead.
+    sha256: str | None = None
+    # The lock file's record of this checkpoint (size, parameters), set by the catalog's loader.
+    _pin: CheckpointPin | None = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod
@@ -118,8 +147,56 @@ class ModelEntry(_Frozen):
     def _source_has_a_known_kind(cls, value: str) -> str:
         kind, _, identifier = value.partition(":")
         if kind not in SOURCE_KINDS or not identifier.strip():
-            raise ValueError("'torchvision:<model>' or 'huggingface:<model id>'")
+            raise ValueError(
+                "'torchvision:<model>', 'huggingface:<model id>' or 'checkpoint:<path or s3://bucket/key>'"
+            )
+        if kind == CHECKPOINT_KIND:
+            problem = location_problem(identifier)
+            if problem:
+                raise ValueError(problem)
         return value
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _weights_are_known(cls, value: Any) -> Any:
+        if value is not None and value not in {w.value for w in Weights}:
+            raise ValueError(f"{quoted(value)}: 'pretrained' or 'random' (a checkpoint source leaves it out)")
+        return value
+
+    @field_validator("sha256")
+    @classmethod
+    def _sha256_is_hex(cls, value: str | None) -> str | None:
+        if value is not None and not SHA256_HEX.fullmatch(value):
+            raise ValueError("64 lowercase hex digits (the checkpoint's sha256; `triton-mme lock` writes it)")
+        return value
+
+    @field_validator("architecture")
+    @classmethod
+    def _architecture_has_a_known_kind(cls, value: str | None) -> str | None:
+        if value is not None:
+            kind, _, identifier = value.partition(":")
+            if kind not in ARCHITECTURE_KINDS or not identifier.strip():
+                raise ValueError("'torchvision:<model>', e.g. torchvision:resnet50")
+        return value
+
+    @model_validator(mode="after")
+    def _weights_fit_the_source(self) -> ModelEntry:
+        if self.source_kind == CHECKPOINT_KIND:
+            if self.weights not in (None, Weights.CHECKPOINT):
+                raise ValueError("weights: a checkpoint source brings its own weights; leave weights out")
+            object.__setattr__(self, "weights", Weights.CHECKPOINT)
+            try:
+                checkpoint_kind(self.checkpoint_location, architecture=self.architecture)
+            except CheckpointError as error:
+                raise ValueError(f"source: {error}") from None
+            return self
+        if self.weights is None or self.weights is Weights.CHECKPOINT:
+            raise ValueError("weights: required for this source; allowed: pretrained, random")
+        if self.architecture is not None:
+            raise ValueError("architecture: only for checkpoint sources (a state dict's model)")
+        if self.sha256 is not None:
+            raise ValueError("sha256: only for checkpoint sources")
+        return self
 
     @field_validator("formats")
     @classmethod
@@ -132,14 +209,18 @@ class ModelEntry(_Frozen):
 
     @model_validator(mode="after")
     def _shapes_fit_the_source(self) -> ModelEntry:
-        if self.source_kind == "torchvision":
+        if self.is_image:
             if self.sequence_length is not None:
-                raise ValueError("sequence_length: only for huggingface sources; use input_shape")
+                raise ValueError("sequence_length: only for text models; use input_shape")
             if self.hf_config is not None:
                 raise ValueError("hf_config: only for huggingface sources")
+        elif self.source_kind == CHECKPOINT_KIND and self.hf_config is not None:
+            raise ValueError(
+                "hf_config: only for huggingface sources; a checkpoint folder has its config.json"
+            )
         else:
             if self.input_shape is not None:
-                raise ValueError("input_shape: only for torchvision sources; use sequence_length")
+                raise ValueError("input_shape: only for image models; use sequence_length")
         if self.input_shape is not None:
             problem = shape_problem(self.input_shape, max_batch_size=self.max_batch_size)
             if problem:
@@ -161,6 +242,32 @@ class ModelEntry(_Frozen):
         return self.source.partition(":")[2].strip()
 
     @property
+    def checkpoint_location(self) -> CheckpointLocation:
+        return CheckpointLocation(self.source_id)
+
+    @property
+    def checkpoint_kind(self) -> CheckpointKind | None:
+        if self.source_kind != CHECKPOINT_KIND:
+            return None
+        return checkpoint_kind(self.checkpoint_location, architecture=self.architecture)
+
+    @property
+    def architecture_id(self) -> str:
+        """The torchvision model of a torchvision source or of a state dict (empty for text models)."""
+        if self.source_kind == "torchvision":
+            return self.source_id
+        return (self.architecture or "").partition(":")[2].strip()
+
+    @property
+    def pin(self) -> CheckpointPin | None:
+        return self._pin
+
+    @property
+    def is_image(self) -> bool:
+        """An image model: a torchvision architecture, public or from a state dict."""
+        return bool(self.architecture_id)
+
+    @property
     def image_shape(self) -> tuple[int, ...]:
         """Per-sample input shape (without the batch dimension) of an image model."""
         return self.input_shape or DEFAULT_IMAGE_SHAPE
@@ -172,6 +279,16 @@ class ModelEntry(_Frozen):
 
 class Catalog(_Frozen):
     models: tuple[ModelEntry, ...]
+    # The folder that relative checkpoint paths are relative to (the catalog file's), set by the loader.
+    _base_dir: Path | None = PrivateAttr(default=None)
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir or Path.cwd()
+
+    @property
+    def checkpoints(self) -> tuple[ModelEntry, ...]:
+        return tuple(m for m in self.models if m.source_kind == CHECKPOINT_KIND)
 
     @model_validator(mode="after")
     def _names_are_unique(self) -> Catalog:
@@ -215,15 +332,55 @@ def _describe(error: ValidationError, raw: Any) -> str:
     return f"{entry}: {describe_error_details(first, location=location)}"
 
 
-def parse_catalog(raw: Any, *, origin: str = "catalog") -> Catalog:
+def _expanded(raw: dict[str, Any], base_dir: Path | None, lock: CatalogLock | None) -> dict[str, Any]:
+    models = raw.get("models")
+    if not isinstance(models, list) or not any(is_family(m) for m in models):
+        return raw
+    expanded: list[Any] = []
+    for entry in models:
+        expanded.extend(expand_family(entry, base_dir=base_dir, lock=lock) if is_family(entry) else [entry])
+    return {**raw, "models": expanded}
+
+
+def _pinned(catalog: Catalog, lock: CatalogLock | None, origin: str) -> Catalog:
+    """Each checkpoint entry with its lock file pin (sha256 filled in where the entry has none)."""
+    if lock is None or not catalog.checkpoints:
+        return catalog
+    models = []
+    for entry in catalog.models:
+        pin = lock.checkpoints.get(entry.name)
+        if entry.source_kind != CHECKPOINT_KIND or pin is None or pin.source != entry.source:
+            models.append(entry)
+            continue
+        if entry.sha256 is not None and entry.sha256 != pin.sha256:
+            raise CatalogError(
+                f"{origin}: model {quoted(entry.name)}: sha256: {entry.sha256[:16]}… in the catalog, "
+                f"{pin.sha256[:16]}… in the lock file; allowed: one pin (fix one, or run `triton-mme lock`)"
+            )
+        pinned = entry.model_copy(update={"sha256": pin.sha256})
+        pinned._pin = pin
+        models.append(pinned)
+    return catalog.model_copy(update={"models": tuple(models)})
+
+
+def parse_catalog(
+    raw: Any, *, origin: str = "catalog", base_dir: Path | None = None, lock: CatalogLock | None = None
+) -> Catalog:
+    """Validate a catalog document: family blocks expanded, checkpoints pinned from the lock file."""
     if isinstance(raw, list):
         raw = {"models": raw}
     if not isinstance(raw, dict) or "models" not in raw:
         raise CatalogError(f"{origin}: expected a mapping with a 'models' list")
     try:
-        return Catalog.model_validate(raw)
+        raw = _expanded(raw, base_dir, lock)
+        catalog = Catalog.model_validate(raw)
+    except FamilyError as error:
+        raise CatalogError(f"{origin}: {error}") from None
     except ValidationError as error:
         raise CatalogError(f"{origin}: {_describe(error, raw)}") from None
+    catalog = _pinned(catalog, lock, origin)
+    catalog._base_dir = base_dir
+    return catalog
 
 
 def load_catalog(path: str | Path) -> Catalog:
@@ -242,4 +399,8 @@ def load_catalog(path: str | Path) -> Catalog:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise CatalogError(f"{path}: not valid YAML{where}") from None
-    return parse_catalog(raw, origin=str(path))
+    try:
+        lock = read_lock(lock_path(path))
+    except LockError as error:
+        raise CatalogError(str(error)) from None
+    return parse_catalog(raw, origin=str(path), base_dir=path.resolve().parent, lock=lock)

@@ -14,3 +14,5 @@ class Format(StrEnum):
 class Weights(StrEnum):
     PRETRAINED = "pretrained"
     RANDOM = "random"
+    # The weights of the user's own checkpoint (`source: checkpoint:...`): neither downloaded nor random.
+    CHECKPOINT = "checkpoint"

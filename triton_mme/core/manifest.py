@@ -27,7 +27,14 @@ from triton_mme.core.naming import (
     companion_suffix,
 )
 
-__all__ = ["MANIFEST_FILE_NAME", "ArchiveRecord", "ImagePreprocessing", "Manifest", "TensorSpec"]
+__all__ = [
+    "MANIFEST_FILE_NAME",
+    "ArchiveRecord",
+    "ImagePreprocessing",
+    "Manifest",
+    "Provenance",
+    "TensorSpec",
+]
 MANIFEST_SCHEMA_VERSION = 1
 
 
@@ -59,6 +66,15 @@ class ImagePreprocessing(_Frozen):
     interpolation: Literal["nearest", "bilinear", "bicubic"] = "bilinear"
 
 
+class Provenance(_Frozen):
+    """Where an archive came from: the catalog source as written, its pinned sha256 (checkpoints; None for a
+    public model named by id) and the builder (the build code's hash, model_build.cache)."""
+
+    source: str
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
+    builder: str
+
+
 class ArchiveRecord(_Frozen):
     """One built archive: the object key under the model prefix is `target_model`."""
 
@@ -80,6 +96,8 @@ class ArchiveRecord(_Frozen):
     # names, JSON list), "tokenizer" (tokenizer.json), "golden" (inputs and PyTorch's outputs to replay,
     # core.golden). Content-addressed names, see core.naming.
     files: dict[str, str] = Field(default_factory=dict)
+    # Absent in manifests written before provenance was recorded.
+    provenance: Provenance | None = None
 
     # Names that become object keys and paths are checked when a manifest is built or read, so a
     # manifest naming `../secret.txt` cannot even be loaded, let alone uploaded or followed.

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
+from triton_mme.core.checkpoints import CHECKPOINT_KIND
 from triton_mme.core.errors import quoted
 from triton_mme.model_build.hf_config import resolve_hf_config
 
@@ -191,6 +192,14 @@ def hf_parameters(config: Mapping[str, Any]) -> int | None:
 
 def parameter_count(entry: ModelEntry) -> int:
     """The entry's parameters; CatalogError (one line) when they cannot be known before the build."""
+    if entry.source_kind == CHECKPOINT_KIND:
+        # Counted from the checkpoint's safetensors headers (buffers included) when it was resolved or locked.
+        if entry.pin is None:
+            raise CatalogError(
+                f"model {quoted(entry.name)}: its checkpoint's parameters are not known before the build; "
+                "run `triton-mme lock` (models.lock.yaml records them)"
+            )
+        return entry.pin.parameters
     if entry.source_kind == "torchvision":
         if entry.source_id not in TORCHVISION_PARAMETERS:
             raise CatalogError(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,16 @@ def build_code_hash() -> str:
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+@cache
+def builder_version() -> str:
+    """What built an archive, for its provenance: the project's version and its build code's hash."""
+    try:
+        version = metadata.version("triton-mme-cdk")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"triton-mme {version} build-code {build_code_hash()[:16]}"
 
 
 def library_versions() -> dict[str, str]:

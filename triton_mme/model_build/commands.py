@@ -1,4 +1,5 @@
-"""`triton-mme build` and `triton-mme verify`: make verified archives from the catalog, re-check archives."""
+"""`triton-mme build`, `verify` and `lock`: make verified archives from the catalog, re-check archives, pin
+the catalog's checkpoints."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import add_allow_field, positive_int
+from triton_mme.cli import add_allow_field, number_in, positive_int
 from triton_mme.core.formats import Format, Weights
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
 from triton_mme.core.runner_environment import TRITON_TAG_ENV
 from triton_mme.core.wording import plural
 from triton_mme.model_build.sandbox import DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIME_LIMIT_S
+
+MAX_BUILD_WORKERS = 64
 
 
 def register(subparsers: Any) -> None:
@@ -31,8 +34,9 @@ def register(subparsers: Any) -> None:
     build.add_argument("--only", metavar="NAME", help="build only the catalog model with this name")
     build.add_argument(
         "--weights",
-        choices=[w.value for w in Weights],
-        help="override every entry's weights; 'random' builds offline from a fixed seed",
+        choices=[Weights.PRETRAINED.value, Weights.RANDOM.value],
+        help="override the weights of every torchvision and huggingface entry; 'random' builds offline "
+        "from a fixed seed (an entry with its own checkpoint always builds from it)",
     )
     build.add_argument(
         "--skip-format",
@@ -50,7 +54,31 @@ def register(subparsers: Any) -> None:
     build.add_argument(
         "--no-progress", action="store_true", help="no progress bars (one line per archive remains)"
     )
+    build.add_argument(
+        "--workers",
+        type=lambda text: int(
+            number_in(1, MAX_BUILD_WORKERS, f"a whole number from 1 to {MAX_BUILD_WORKERS}")(text)
+        ),
+        default=1,
+        help="build this many models at once, each in its own process; memory is about workers x the largest "
+        "model's build peak (default: %(default)s)",
+    )
     build.set_defaults(handler=_build)
+
+    lock = subparsers.add_parser(
+        "lock",
+        help="pin every checkpoint of the catalog into its lock file (models.yaml -> models.lock.yaml)",
+        description="List the `variants: listed` families and record each checkpoint's sha256, size and "
+        "parameter count in the lock file beside the catalog; commit it. S3 checkpoints are read with your "
+        "AWS credentials.",
+    )
+    lock.add_argument(
+        "--catalog", type=Path, default=Path("models.yaml"), help="model catalog (default: %(default)s)"
+    )
+    lock.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 when the lock file is not up to date"
+    )
+    lock.set_defaults(handler=_lock)
 
     verify = subparsers.add_parser(
         "verify",
@@ -99,9 +127,28 @@ def _build(args: argparse.Namespace) -> int:
         skip_formats=[Format(f) for f in args.skip_format],
         triton_tag=args.triton_tag,
         progress=not args.no_progress,
+        workers=args.workers,
     )
     archives = plural(len(manifest.archives), "archive")
     print(f"{archives} in {args.out}; manifest: {Path(args.out) / MANIFEST_FILE_NAME}")
+    return 0
+
+
+def _lock(args: argparse.Namespace) -> int:
+    from triton_mme.model_build.lock import write_lock
+
+    result = write_lock(args.catalog, check_only=args.check)
+    count = plural(len(result.lock.checkpoints), "checkpoint")
+    if args.check:
+        if result.changed:
+            print(
+                f"error: {result.path} is not up to date ({', '.join(result.changed[:5])}); "
+                "run triton-mme lock"
+            )
+            return 1
+        print(f"{result.path}: up to date ({count})")
+        return 0
+    print(f"{result.path}: {count} pinned, {len(result.changed)} changed")
     return 0
 
 

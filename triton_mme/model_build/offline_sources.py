@@ -9,6 +9,8 @@ instead of the GPU runner.
 - `huggingface:<id>` must be a Hugging Face Hub repository id; whether it exists on the Hub needs the network
   and is not checked. An `hf_config` name must be a shipped config (hf_configs/), and random weights need
   one: a shipped config named by `hf_config` or by the id's last part, or a mapping with `model_type`.
+- `checkpoint:<location>` must be a checkpoint the build can load, with its pinned content
+  (model_build.checkpoint_sources).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from functools import cache
 from pathlib import Path
 
 from triton_mme.core.catalog import Catalog, CatalogError, ModelEntry, Weights
+from triton_mme.core.checkpoints import CHECKPOINT_KIND
 from triton_mme.core.errors import quoted
+from triton_mme.model_build.checkpoint_sources import resolve_checkpoint
 from triton_mme.model_build.hf_config import shipped_hf_configs
 
 PACKAGE_DIR = Path(__file__).parent
@@ -48,6 +52,8 @@ def _closest(word: str, choices: list[str] | tuple[str, ...]) -> str:
 def source_problem(entry: ModelEntry) -> str | None:
     """One line naming the entry, its source and what is allowed, or None when the source resolves."""
     where = f"model {quoted(entry.name)}"
+    if entry.source_kind == CHECKPOINT_KIND:
+        return None  # resolved with its content by check_sources
     if entry.source_kind == "torchvision":
         names = torchvision_models()
         if entry.source_id in names:
@@ -75,9 +81,25 @@ def source_problem(entry: ModelEntry) -> str | None:
     )
 
 
-def check_sources(catalog: Catalog, *, origin: str = "catalog") -> None:
-    """Raise CatalogError for the first entry whose source does not resolve offline."""
+def check_sources(catalog: Catalog, *, origin: str = "catalog") -> Catalog:
+    """The catalog with every checkpoint checked and pinned; CatalogError (one line) for the first entry whose
+    source does not resolve offline."""
     for entry in catalog.models:
         problem = source_problem(entry)
         if problem:
             raise CatalogError(f"{origin}: {problem}")
+    if not catalog.checkpoints:
+        return catalog
+    models = []
+    for entry in catalog.models:
+        if entry.source_kind == CHECKPOINT_KIND:
+            try:
+                pin = resolve_checkpoint(entry, catalog.base_dir)
+            except CatalogError as error:
+                raise CatalogError(f"{origin}: {error}") from None
+            entry = entry.model_copy()
+            entry._pin = pin
+        models.append(entry)
+    resolved = catalog.model_copy(update={"models": tuple(models)})
+    resolved._base_dir = catalog._base_dir
+    return resolved

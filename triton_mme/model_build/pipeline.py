@@ -9,6 +9,7 @@ Programmatic entry points:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 import sys
@@ -16,19 +17,19 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from triton_mme.core.archive import read_archive
 from triton_mme.core.catalog import Catalog, CatalogError, Format, ModelEntry, Weights
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256, write_atomically
 from triton_mme.core.golden import GOLDEN_ROWS, GoldenData
-from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest, Provenance
 from triton_mme.core.naming import GOLDEN_ROLE, MODEL_FILE_NAMES, companion_file_name, model_directory
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
 from triton_mme.core.triton_config import build_model_config, render_config
 from triton_mme.model_build.allocator import return_freed_memory_eagerly
-from triton_mme.model_build.cache import BuildCache, cache_key, companions_in_place
+from triton_mme.model_build.cache import BuildCache, builder_version, cache_key, companions_in_place
 from triton_mme.model_build.exporters import (
     ExportContext,
     ExportedModel,
@@ -89,9 +90,10 @@ def _check_sources(entries: list[ModelEntry]) -> None:
 
     known = set(torchvision.models.list_models())
     for entry in entries:
-        if entry.source_kind == "torchvision" and entry.source_id not in known:
+        if entry.architecture_id and entry.architecture_id not in known:
+            field = "source" if entry.source_kind == "torchvision" else "architecture"
             raise CatalogError(
-                f"model '{entry.name}': source: torchvision has no model '{entry.source_id}'; "
+                f"model '{entry.name}': {field}: torchvision has no model '{entry.architecture_id}'; "
                 f"allowed e.g. resnet50, mobilenet_v3_small, squeezenet1_1"
             )
         if entry.source_kind == "huggingface" and entry.weights is Weights.RANDOM:
@@ -171,6 +173,7 @@ def _record(
         details=exported.details,
         preprocessing=companions.preprocessing,
         files=files,
+        provenance=Provenance(source=entry.source, sha256=entry.sha256, builder=builder_version()),
     )
 
 
@@ -303,11 +306,13 @@ def build_catalog(
     triton_tag: str = DEFAULT_TRITON_TAG,
     progress: bool = True,
     on_archive: Callable[[ArchiveOutcome], None] | None = None,
+    workers: int = 1,
 ) -> Manifest:
     """Build every (model, format) of the catalog into verified archives, then write manifest.json.
 
-    Raises CatalogError before any work for entries that cannot be built, BuildError (one line) when
-    any archive fails; a failed archive leaves nothing behind and no manifest is written.
+    Raises CatalogError before any work for entries that cannot be built (every checkpoint is fetched and
+    verified first), BuildError (one line) when any archive fails; a failed archive leaves nothing behind and
+    no manifest is written. `workers` > 1 builds that many entries at once, each in its own process.
     """
     from tqdm import tqdm
 
@@ -324,6 +329,7 @@ def build_catalog(
     _check_sources([plan.entry for plan in plans if plan.pending])
     out_dir.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out_dir)
+    checkpoints = fetch_checkpoints([plan.entry for plan in plans if plan.pending], catalog.base_dir, out_dir)
     total = sum(len(_jobs(e, skip)) for e in entries)
     records: list[ArchiveRecord] = []
     failures: list[str] = []
@@ -336,11 +342,23 @@ def build_catalog(
             skipped = sorted(f.value for f in skip & set(plan.entry.formats))
             if skipped:
                 bar.write(f"{plan.entry.name}: skipping {', '.join(skipped)} (asked to)", file=sys.stderr)
-            for outcome in _build_entry(plan, out_dir, cache, triton_tag, failures, BuildProgress(bar)):
-                records.append(outcome.record)
-                bar.write(report_line(outcome), file=sys.stderr)
-                if on_archive:
-                    on_archive(outcome)
+
+        def report(outcome: ArchiveOutcome) -> None:
+            records.append(outcome.record)
+            bar.write(report_line(outcome), file=sys.stderr)
+            if on_archive:
+                on_archive(outcome)
+
+        if workers > 1:
+            _build_in_workers(plans, out_dir, triton_tag, checkpoints, workers, failures, bar, report)
+        else:
+            for plan in plans:
+                checkpoint = checkpoints.get(plan.entry.name)
+                progress_of = BuildProgress(bar)
+                for outcome in _build_entry(
+                    plan, out_dir, cache, triton_tag, failures, progress_of, checkpoint
+                ):
+                    report(outcome)
     if failures:
         raise BuildError(f"{len(failures)} of {total} archives failed; first: {failures[0]}")
     rebuilt = {(r.name, r.format) for r in records}
@@ -382,6 +400,81 @@ def _fail(failures: list[str], progress: BuildProgress, where: str, error: BaseE
     progress.skip(steps)
 
 
+def fetch_checkpoints(entries: list[ModelEntry], base_dir: Path, out_dir: Path) -> dict[str, Path]:
+    """The verified local copy of every checkpoint entry's source, by model name, checked as synthesis checks
+    it (kind, headers, config); CatalogError (one line) for the first that cannot be used."""
+    from triton_mme.model_build.checkpoint_files import SOURCES_DIR_NAME, materialize
+    from triton_mme.model_build.checkpoint_sources import inspect_local
+
+    copies = {}
+    for entry in entries:
+        if entry.checkpoint_kind is None:
+            continue
+        copy = materialize(entry, base_dir=base_dir, cache_dir=out_dir / SOURCES_DIR_NAME)
+        inspect_local(entry, copy)
+        copies[entry.name] = copy
+    return copies
+
+
+def _build_in_worker(
+    plan: _Plan, out_dir: Path, triton_tag: str, checkpoint: Path | None
+) -> tuple[list[ArchiveOutcome], list[str]]:
+    """One entry in a worker process: its outcomes and failures, with no progress bar of its own."""
+    from tqdm import tqdm
+
+    return_freed_memory_eagerly()
+    failures: list[str] = []
+    with tqdm(total=0, disable=True) as bar:
+        progress = BuildProgress(bar)
+        outcomes = list(
+            _build_entry(plan, out_dir, BuildCache(out_dir), triton_tag, failures, progress, checkpoint)
+        )
+    return outcomes, failures
+
+
+def _build_in_workers(
+    plans: list[_Plan],
+    out_dir: Path,
+    triton_tag: str,
+    checkpoints: dict[str, Path],
+    workers: int,
+    failures: list[str],
+    bar: Any,
+    report: Callable[[ArchiveOutcome], None],
+) -> None:
+    """Each entry with pending archives in one of `workers` processes (spawned: no state shared with this
+    one); cached archives are reported here. Archives, companions and cache records are written atomically
+    under content-addressed names, so workers never write the same path with different bytes."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    for plan in plans:
+        for hit in plan.hits.values():
+            bar.update(len(ARCHIVE_STEPS))
+            report(ArchiveOutcome(hit, cached=True, seconds=0.0))
+    pending = [
+        dataclasses.replace(plan, keys={fmt: plan.keys[fmt] for fmt in plan.pending}, hits={})
+        for plan in plans
+        if plan.pending
+    ]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {
+            pool.submit(_build_in_worker, plan, out_dir, triton_tag, checkpoints.get(plan.entry.name)): plan
+            for plan in pending
+        }
+        for future in as_completed(futures):
+            plan = futures[future]
+            outcomes, failed = future.result()
+            bar.update(steps_for(len(plan.pending)))
+            for line in failed:
+                where, _, message = line.partition(": ")
+                bar.write(f"{where}: FAILED: {message}", file=sys.stderr)
+            failures.extend(failed)
+            for outcome in outcomes:
+                report(outcome)
+
+
 def _build_entry(
     plan: _Plan,
     out_dir: Path,
@@ -389,6 +482,7 @@ def _build_entry(
     triton_tag: str,
     failures: list[str],
     progress: BuildProgress,
+    checkpoint: Path | None = None,
 ) -> Iterable[ArchiveOutcome]:
     """The entry's pending archives: load the model and record PyTorch's outputs once, export every format,
     release the PyTorch module, then optimise, verify and package each export.
@@ -409,7 +503,7 @@ def _build_entry(
     try:
         ran += 1
         with progress.step(entry.name, "load"):
-            loaded = load_model(entry)
+            loaded = load_model(entry, checkpoint=checkpoint)
         ran += 1
         with progress.step(entry.name, "reference"):
             record_expectations(loaded)

@@ -3,6 +3,8 @@
 `weights: pretrained` downloads (torchvision `weights="DEFAULT"`, Hugging Face `from_pretrained`);
 `weights: random` builds the same architecture offline from a fixed seed, and for Hugging Face from a
 configuration shipped in triton_mme/model_build/hf_configs or given in the catalog — never fetched.
+A `checkpoint:` source loads the user's own weights from a verified local copy (model_build.checkpoint_files):
+safetensors only, a Hugging Face folder with `local_files_only` and no remote code.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ from __future__ import annotations
 import gc
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from triton_mme.core.catalog import ModelEntry, Weights
+from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
+from triton_mme.core.checkpoints import CHECKPOINT_KIND, CheckpointKind, TensorHeader
+from triton_mme.core.errors import first_line, quoted
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
 from triton_mme.core.samples import sample_inputs
 from triton_mme.model_build.hf_config import resolve_hf_config
@@ -118,6 +123,17 @@ class _ImageClassifier(torch.nn.Module):
         return (self.model(images),)
 
 
+class _TextClassifier(torch.nn.Module):
+    """A sequence classifier's logits as a one-tensor tuple."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor]:
+        return (self.model(input_ids=input_ids, attention_mask=attention_mask, return_dict=True).logits,)
+
+
 class _TextEncoder(torch.nn.Module):
     """Returns (last_hidden_state[, pooler_output]) as a tuple of tensors, not a ModelOutput."""
 
@@ -168,13 +184,13 @@ def image_companions(model_name: str, image_shape: tuple[int, ...]) -> Companion
     return Companions(preprocessing=preprocessing, files=files)
 
 
-def tokenizer_json(source_id: str, sequence_length: int) -> bytes:
+def tokenizer_json(source_id: str, sequence_length: int, *, local: bool = False) -> bytes:
     """The model's fast tokenizer as tokenizer.json, set to pad and truncate to the model's length, so a
-    client can encode text with the `tokenizers` package alone."""
+    client can encode text with the `tokenizers` package alone (`local`: source_id is a checkpoint folder)."""
     from tokenizers import Tokenizer
     from transformers import AutoTokenizer
 
-    loaded = AutoTokenizer.from_pretrained(source_id)
+    loaded = AutoTokenizer.from_pretrained(source_id, local_files_only=local)
     backend = Tokenizer.from_str(loaded.backend_tokenizer.to_str())
     backend.enable_truncation(max_length=sequence_length)
     backend.enable_padding(length=sequence_length, pad_id=loaded.pad_token_id, pad_token=loaded.pad_token)
@@ -200,34 +216,93 @@ def _huggingface(entry: ModelEntry, weights: Weights) -> LoadedModel:
     torch.manual_seed(SEED)
     if weights is Weights.PRETRAINED:
         model = transformers.AutoModel.from_pretrained(entry.source_id, attn_implementation=HF_ATTENTION)
+        # Only pretrained models have a published tokenizer; a random one gets the offline stand-in.
+        tokenizer = tokenizer_json(entry.source_id, entry.text_length)
     else:
         fields = resolve_hf_config(entry)
         config = transformers.AutoConfig.for_model(**fields)
         model = transformers.AutoModel.from_config(config, attn_implementation=HF_ATTENTION)
+        tokenizer = offline_tokenizer_json(fields, entry.text_length, name=entry.name)
+    return _text_model(entry, model, tokenizer, classifier=False)
+
+
+def _text_model(entry: ModelEntry, model: Any, tokenizer: bytes, *, classifier: bool) -> LoadedModel:
     model.eval()
     length = entry.text_length
     inputs = tuple(TensorSpec(name=name, datatype="INT64", dims=(length,)) for name in TEXT_INPUTS)
-    with_pooler = getattr(model, "pooler", None) is not None
-    outputs = ("last_hidden_state", "pooler_output") if with_pooler else ("last_hidden_state",)
     config = model.config
     transformer = {
         "model_type": config.model_type,
         "num_heads": config.num_attention_heads,
         "hidden_size": config.hidden_size,
     }
-    # Only pretrained models have a published tokenizer; a random one gets the offline stand-in.
-    if weights is Weights.PRETRAINED:
-        tokenizer = tokenizer_json(entry.source_id, length)
-    else:
-        tokenizer = offline_tokenizer_json(fields, length, name=entry.name)
     companions = Companions(files={"tokenizer": tokenizer})
+    if classifier:
+        return LoadedModel(entry, _TextClassifier(model).eval(), inputs, ("logits",), transformer, companions)
+    with_pooler = getattr(model, "pooler", None) is not None
+    outputs = ("last_hidden_state", "pooler_output") if with_pooler else ("last_hidden_state",)
     return LoadedModel(
         entry, _TextEncoder(model, with_pooler).eval(), inputs, outputs, transformer, companions
     )
 
 
-def load_model(entry: ModelEntry, *, weights: Weights | None = None) -> LoadedModel:
-    """Instantiate a catalog entry (weights overridable, e.g. random for an offline build)."""
+def _hf_folder(entry: ModelEntry, folder: Path) -> LoadedModel:
+    """A Hugging Face folder: safetensors weights only, local files only, no remote code, in fp32."""
+    import transformers
+
+    from triton_mme.model_build.checkpoint_sources import hf_task
+
+    transformers.logging.set_verbosity_error()
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    classifier = hf_task(config) == "sequence-classification"
+    auto = transformers.AutoModelForSequenceClassification if classifier else transformers.AutoModel
+    model = auto.from_pretrained(
+        folder,
+        local_files_only=True,
+        use_safetensors=True,
+        trust_remote_code=False,
+        dtype=torch.float32,
+        attn_implementation=HF_ATTENTION,
+    )
+    tokenizer = tokenizer_json(str(folder), entry.text_length, local=True)
+    return _text_model(entry, model, tokenizer, classifier=classifier)
+
+
+def _state_dict(entry: ModelEntry, path: Path) -> LoadedModel:
+    """A torchvision architecture with the checkpoint's number of classes and its tensors (strictly)."""
+    import torchvision
+    from safetensors.torch import load_file
+
+    from triton_mme.model_build.checkpoint_sources import state_dict_classes
+
+    tensors = load_file(path)
+    headers = {k: TensorHeader(str(v.dtype), tuple(v.shape)) for k, v in tensors.items()}
+    where = f"model {quoted(entry.name)}: source: {entry.checkpoint_location.text}"
+    classes = state_dict_classes(headers, entry.architecture_id, where=where)
+    torch.manual_seed(SEED)
+    model = torchvision.models.get_model(entry.architecture_id, weights=None, num_classes=classes)
+    try:
+        model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in tensors.items()})
+    except RuntimeError as error:
+        raise CatalogError(f"{where}: does not load into {entry.architecture}: {first_line(error)}") from None
+    inputs = (TensorSpec(name="input", datatype="FP32", dims=entry.image_shape),)
+    # The architecture's evaluation transform; not its class names, which are the fine-tune's own.
+    preprocessing = image_companions(entry.architecture_id, entry.image_shape).preprocessing
+    companions = Companions(preprocessing=preprocessing)
+    return LoadedModel(entry, _ImageClassifier(model).eval(), inputs, ("output",), companions=companions)
+
+
+def load_model(
+    entry: ModelEntry, *, weights: Weights | None = None, checkpoint: Path | None = None
+) -> LoadedModel:
+    """Instantiate a catalog entry (weights overridable, e.g. random for an offline build). A checkpoint
+    entry needs `checkpoint`: the verified local copy of its source (checkpoint_files.materialize)."""
+    if entry.source_kind == CHECKPOINT_KIND:
+        if checkpoint is None:
+            raise CatalogError(f"model {quoted(entry.name)}: its checkpoint was not fetched and verified")
+        if entry.checkpoint_kind is CheckpointKind.STATE_DICT:
+            return _state_dict(entry, checkpoint)
+        return _hf_folder(entry, checkpoint)
     chosen = _effective(entry, weights)
     loader = _torchvision if entry.source_kind == "torchvision" else _huggingface
     return loader(entry, chosen)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
@@ -54,6 +55,8 @@ class ModelBuildRunner(GpuRunner):
         tensorrt: bool,
         encryption_key: kms.IKey | None = None,
         source_root: Path | None = None,
+        checkpoint_files: dict[str, Path] | None = None,
+        checkpoint_reads: list[iam.PolicyStatement] | None = None,
     ) -> None:
         catalog = Path(catalog)
         if not catalog.is_file() or catalog.name in SOURCE_FILES:
@@ -78,7 +81,11 @@ class ModelBuildRunner(GpuRunner):
                     image.repository, image.tag
                 ),
                 runner=runner,
-                files={**shipped_files(SOURCE_FILES, root=source_root), catalog.name: catalog},
+                files={
+                    **shipped_files(SOURCE_FILES, root=source_root),
+                    **(checkpoint_files or {}),
+                    catalog.name: catalog,
+                },
                 build_spec=spec,
                 environment=variables,
                 timeout_minutes=runner.timeout_minutes,
@@ -89,10 +96,16 @@ class ModelBuildRunner(GpuRunner):
         # back to skip identical archives.
         store.grant_publish_archives(self.project)
         store.grant_read(self.project)
+        # The catalog's own S3 checkpoints, exactly (checkpoint_access).
+        checkpoint_arns = []
+        for statement in checkpoint_reads or []:
+            self.project.add_to_role_policy(statement)
+            checkpoint_arns += [arn for arn in statement.resources if arn.endswith("*")]
         self.acknowledge(
-            [*store.archive_write_arns, *store.read_arns],
+            [*store.archive_write_arns, *store.read_arns, *checkpoint_arns],
             reason="Reads and writes are confined to the model and manifest prefixes of the model store; "
-            "writes to archives, candidate manifests and content-addressed files there.",
+            "writes to archives, candidate manifests and content-addressed files there. Reads of the "
+            "catalog's own checkpoints are confined to the S3 folders its entries name.",
             image_reason="CodeBuild's own GPU image cannot be selected through CDK (aws/aws-cdk#29094); "
             "the AWS Deep Learning Containers image carries CUDA, Python and PyTorch for the build.",
         )

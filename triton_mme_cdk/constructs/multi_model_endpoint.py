@@ -21,6 +21,7 @@ from triton_mme.core.catalog import Format, load_catalog
 from triton_mme.model_build.offline_sources import check_sources
 from triton_mme_cdk.build_target import check_build_target
 from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
+from triton_mme_cdk.constructs.checkpoint_access import checkpoint_read_statements, shipped_checkpoints
 from triton_mme_cdk.constructs.deployment_events import DeploymentEvents
 from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
 from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
@@ -144,9 +145,9 @@ class TritonMultiModelEndpoint(Construct):
         super().__init__(scope, construct_id)
         self.props = props
         self.settings = settings = props.settings(props.endpoint_name or Stack.of(scope).stack_name)
-        catalog = load_catalog(props.catalog)
-        # Every source resolves offline (torchvision's registry, the shipped configs), so a typo stops here.
-        check_sources(catalog, origin=str(props.catalog))
+        # Every source resolves offline (torchvision's registry, the shipped configs, each checkpoint's
+        # headers and pinned content), so a typo, a changed checkpoint or a pickle stops here.
+        catalog = check_sources(load_catalog(props.catalog), origin=str(props.catalog))
         check_build_target(settings, catalog)
         self.encryption_key = props.encryption_key
         self.store = ModelStore(self, "ModelStore", ModelStoreProps(encryption_key=self.encryption_key))
@@ -179,6 +180,8 @@ class TritonMultiModelEndpoint(Construct):
             triton_image_tag=settings.endpoint.triton_image_tag,
             tensorrt=Format.TENSORRT in catalog.formats,
             encryption_key=self.encryption_key,
+            checkpoint_files=shipped_checkpoints(catalog, Path(props.catalog)),
+            checkpoint_reads=checkpoint_read_statements(catalog),
         )
         # Every archive of the build, loaded and called in the endpoint's own image on a GPU before the
         # build's manifest is published (docs/serving-check.md).

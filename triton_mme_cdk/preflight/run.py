@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from triton_mme.core.catalog import Catalog
 from triton_mme.core.platform import (
     CODEBUILD_GPUS,
     TRITON_REPOSITORY,
@@ -15,6 +16,7 @@ from triton_mme.core.platform import (
 )
 from triton_mme_cdk.constructs.triton_endpoint import VARIANT_NAME
 from triton_mme_cdk.platform_rules import region_problem
+from triton_mme_cdk.preflight.checkpoints import check_checkpoints
 from triton_mme_cdk.preflight.checks import (
     CheckResult,
     check_bootstrap,
@@ -37,6 +39,7 @@ class PreflightClients:
     sagemaker: Any
     application_autoscaling: Any
     kms: Any = None
+    s3: Any = None
 
     @classmethod
     def from_session(cls, session: Any) -> PreflightClients:
@@ -47,11 +50,14 @@ class PreflightClients:
             sagemaker=session.client("sagemaker"),
             application_autoscaling=session.client("application-autoscaling"),
             kms=session.client("kms"),
+            s3=session.client("s3"),
         )
 
 
-def run_preflight(settings: Settings, region: str, clients: PreflightClients) -> list[CheckResult]:
-    """Every check, in the order a first deployment meets them."""
+def run_preflight(
+    settings: Settings, region: str, clients: PreflightClients, catalog: Catalog | None = None
+) -> list[CheckResult]:
+    """Every check, in the order a first deployment meets them (the catalog's S3 checkpoints with it)."""
     tag = settings.endpoint.triton_image_tag
     registry = dlc_registry_account(region)
     unconfirmed = settings.allow_unconfirmed_build_region
@@ -66,6 +72,8 @@ def run_preflight(settings: Settings, region: str, clients: PreflightClients) ->
         return results  # the registries and quotas of an unusable region say nothing useful
     if settings.kms_key_arn:
         results.append(check_kms_key(clients.kms, settings.kms_key_arn))
+    if catalog is not None and clients.s3 is not None:
+        results.append(check_checkpoints(clients.s3, catalog))
     return [
         *results,
         check_bootstrap(clients.cloudformation),

@@ -1,0 +1,130 @@
+"""Family entries: one catalog block that expands to many models, one per checkpoint variant.
+
+```yaml
+- family: intent                                  # models intent-acme, intent-globex, ...
+  source: checkpoint:checkpoints/intent/{variant}/
+  variants: [acme, globex]                        # or `listed`: every folder (or .safetensors file) there
+  formats: [onnx]
+  max_batch_size: 8
+```
+
+A family's other fields are every variant's. `variants: listed` reads the folder that holds `{variant}` at
+synthesis when it is local; for S3 (and to pin local ones) `triton-mme lock` lists it into the lock file,
+and the lock's list is used. The expansion is sorted by variant, so the same folder gives the same catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from triton_mme.core.catalog_lock import CatalogLock
+from triton_mme.core.checkpoints import SAFETENSORS_SUFFIX, CheckpointLocation
+from triton_mme.core.errors import quoted
+from triton_mme.core.naming import MODEL_NAME
+
+VARIANT = "{variant}"
+LISTED = "listed"
+VARIANT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?")
+MAX_FAMILY_VARIANTS = 10_000
+
+
+class FamilyError(ValueError):
+    """A family block that cannot expand; the message names the family and what is allowed."""
+
+
+def is_family(raw: Any) -> bool:
+    return isinstance(raw, dict) and "family" in raw
+
+
+def _pattern(family: str, raw: dict[str, Any]) -> tuple[str, str, str]:
+    """(folder before {variant}, suffix after it, the whole location) of the family's source."""
+    source = raw.get("source")
+    kind, _, location = source.partition(":") if isinstance(source, str) else ("", "", "")
+    if kind != "checkpoint" or location.count(VARIANT) != 1:
+        raise FamilyError(
+            f"family {quoted(family)}: source: needs one {VARIANT} in a checkpoint location; allowed e.g. "
+            f"checkpoint:checkpoints/{family}/{VARIANT}/ or checkpoint:s3://bucket/{family}/{VARIANT}.safetensors"
+        )
+    before, _, after = location.partition(VARIANT)
+    if before and not before.endswith("/"):
+        raise FamilyError(f"family {quoted(family)}: source: {VARIANT} must be a whole file or folder name")
+    if after not in ("", "/", SAFETENSORS_SUFFIX):
+        raise FamilyError(
+            f"family {quoted(family)}: source: {VARIANT} must end the location, as a folder "
+            f"({VARIANT}/) or a state dict ({VARIANT}{SAFETENSORS_SUFFIX})"
+        )
+    return before, after, location
+
+
+def list_local_variants(folder: Path, suffix: str) -> list[str]:
+    """The variants a local folder holds: sub-folders for a folder pattern, .safetensors stems otherwise."""
+    if not folder.is_dir():
+        raise FamilyError(f"{folder}: no such folder to list variants in")
+    if suffix == SAFETENSORS_SUFFIX:
+        return sorted(
+            p.name[: -len(suffix)] for p in folder.iterdir() if p.is_file() and p.name.endswith(suffix)
+        )
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _variants(family: str, raw: dict[str, Any], base_dir: Path | None, lock: CatalogLock | None) -> list[str]:
+    declared = raw.get("variants")
+    before, after, _ = _pattern(family, raw)
+    if declared == LISTED:
+        locked = lock.families.get(family) if lock else None
+        if CheckpointLocation(before).is_s3 or base_dir is None:
+            if locked is None:
+                raise FamilyError(
+                    f"family {quoted(family)}: variants: listed needs the lock file's list for "
+                    f"{before or 'this location'}; run `triton-mme lock` (it lists S3 with your credentials)"
+                )
+            return list(locked)
+        listed = list_local_variants((base_dir / before).resolve(), after)
+        if locked is not None and list(locked) != listed:
+            added = sorted(set(listed) - set(locked))
+            removed = sorted(set(locked) - set(listed))
+            raise FamilyError(
+                f"family {quoted(family)}: the folder's variants differ from the lock file's (new: "
+                f"{', '.join(added[:3]) or 'none'}; gone: {', '.join(removed[:3]) or 'none'}); "
+                "run `triton-mme lock`"
+            )
+        return listed
+    if not isinstance(declared, list) or not declared or not all(isinstance(v, str) for v in declared):
+        raise FamilyError(
+            f"family {quoted(family)}: variants: a non-empty list of names, or {LISTED!r} for every "
+            "checkpoint in the folder"
+        )
+    return list(declared)
+
+
+def expand_family(
+    raw: dict[str, Any], *, base_dir: Path | None, lock: CatalogLock | None
+) -> list[dict[str, Any]]:
+    """The family's model entries (raw mappings, validated afterwards as any entry), sorted by variant."""
+    family = raw.get("family")
+    if not isinstance(family, str) or not MODEL_NAME.match(family):
+        raise FamilyError(f"family {quoted(family)}: not a name; allowed {MODEL_NAME.allowed}")
+    if "name" in raw:
+        raise FamilyError(f"family {quoted(family)}: name: a family's models are named <family>-<variant>")
+    variants = _variants(family, raw, base_dir, lock)
+    if len(variants) > MAX_FAMILY_VARIANTS:
+        raise FamilyError(
+            f"family {quoted(family)}: {len(variants):,} variants; allowed at most {MAX_FAMILY_VARIANTS:,}"
+        )
+    if len(set(variants)) != len(variants):
+        raise FamilyError(f"family {quoted(family)}: variants: a name is listed twice")
+    if not variants:
+        raise FamilyError(f"family {quoted(family)}: no variant found; allowed at least one checkpoint")
+    fields = {k: v for k, v in raw.items() if k not in ("family", "variants")}
+    entries = []
+    for variant in sorted(variants):
+        name = f"{family}-{variant}"
+        if not VARIANT_NAME.fullmatch(variant) or not MODEL_NAME.match(name):
+            raise FamilyError(
+                f"family {quoted(family)}: variant {quoted(variant)} gives no valid model name "
+                f"{quoted(name)}; allowed: {MODEL_NAME.allowed} (rename the checkpoint, or list variants)"
+            )
+        entries.append({**fields, "name": name, "source": fields["source"].replace(VARIANT, variant)})
+    return entries

@@ -1,0 +1,159 @@
+"""Whether a checkpoint source can be built, known without PyTorch or the network (so synthesis checks it).
+
+A local checkpoint is read here: its safetensors headers (never its tensors), its config, and its bytes for
+the sha256 pin. A state dict must have the tensors of the architecture it names
+(model_build.state_dict_signatures) with any number of classes; a Hugging Face folder must be an encoder
+type the build exports, with safetensors weights and a fast tokenizer. An S3 checkpoint cannot be read at
+synthesis: it must be in the lock file (`triton-mme lock`), and `make preflight` checks that each object is
+there with its locked ETag.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from triton_mme.core.catalog import CatalogError, ModelEntry
+from triton_mme.core.catalog_lock import CheckpointPin
+from triton_mme.core.checkpoints import (
+    HF_CONFIG_FILE,
+    HF_TOKENIZER_FILE,
+    HF_WEIGHT_FILE,
+    PICKLE_SUFFIXES,
+    CheckpointError,
+    CheckpointKind,
+    TensorHeader,
+    local_digest,
+    local_folder_files,
+    read_hf_config,
+    read_safetensors_header,
+)
+from triton_mme.core.errors import quoted
+from triton_mme.model_build.state_dict_signatures import body_digest, recorded_signatures
+
+# The Hugging Face encoders the build exports (and whose memory it can estimate, model_build.build_memory),
+# and the heads it serves: the bare encoder (last_hidden_state) or a sequence classifier (logits).
+HF_CHECKPOINT_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
+HF_TASK_SUFFIXES = ("Model", "ForSequenceClassification")
+
+
+def hf_task(config: dict[str, Any]) -> str:
+    """`encoder` or `sequence-classification`, from the config's `architectures`."""
+    architectures = config.get("architectures") or []
+    first = architectures[0] if isinstance(architectures, list) and architectures else ""
+    return "sequence-classification" if str(first).endswith("ForSequenceClassification") else "encoder"
+
+
+def state_dict_classes(tensors: dict[str, TensorHeader], architecture: str, *, where: str) -> int:
+    """The number of classes of a state dict that fits `architecture` (CheckpointError when it does not)."""
+    signatures = recorded_signatures()
+    signature = signatures.get(architecture)
+    if signature is None:
+        raise CheckpointError(
+            f"architecture: torchvision:{architecture} has no recorded state dict; allowed: a torchvision "
+            f"classification model ({len(signatures)}, e.g. resnet50, efficientnet_b0, vit_b_16)"
+        )
+    head: dict[str, Any] = signature["head"]
+    missing = [key for key in head if key not in tensors]
+    if missing:
+        raise CheckpointError(
+            f"{where} is not a state dict of torchvision:{architecture}: it has no {quoted(missing[0])} "
+            f"({len(tensors)} tensors); allowed: that architecture's model.state_dict(), saved as safetensors"
+        )
+    classes = {tensors[key].shape[spec["class_axis"]] for key, spec in head.items() if spec["shape"]}
+    shapes = {name: tensor.shape for name, tensor in tensors.items()}
+    if len(classes) != 1 or body_digest(shapes, head) != signature["body"]:
+        raise CheckpointError(
+            f"{where} is not a state dict of torchvision:{architecture}: its {len(tensors)} tensors' names "
+            "or shapes differ from that architecture's (only the classifier's class count may change)"
+        )
+    (count,) = classes
+    return int(count)
+
+
+def _state_dict(path: Path, entry: ModelEntry, where: str) -> int:
+    if not path.is_file():
+        raise CheckpointError(f"{where}: no such file")
+    tensors = read_safetensors_header(path, where=where)
+    state_dict_classes(tensors, entry.architecture_id, where=where)
+    return sum(t.elements for t in tensors.values())
+
+
+def _hf_folder(path: Path, where: str) -> int:
+    if not path.is_dir():
+        raise CheckpointError(f"{where}: no such folder (a Hugging Face folder saved by save_pretrained)")
+    files = local_folder_files(path)
+    if HF_CONFIG_FILE not in files:
+        raise CheckpointError(f"{where}: no {HF_CONFIG_FILE}; allowed: a folder saved by save_pretrained")
+    config = read_hf_config(files[HF_CONFIG_FILE], where=f"{where}/{HF_CONFIG_FILE}")
+    if config.get("model_type") not in HF_CHECKPOINT_TYPES:
+        raise CheckpointError(
+            f"{where}/{HF_CONFIG_FILE}: model_type {quoted(config.get('model_type'))} is not built from a "
+            f"checkpoint; allowed: {', '.join(HF_CHECKPOINT_TYPES)}"
+        )
+    architectures = config.get("architectures") or []
+    if architectures and not str(architectures[0]).endswith(HF_TASK_SUFFIXES):
+        raise CheckpointError(
+            f"{where}/{HF_CONFIG_FILE}: architecture {quoted(architectures[0])} is not served; allowed: "
+            "the bare encoder (e.g. RobertaModel) or a sequence classifier (RobertaForSequenceClassification)"
+        )
+    weights = [name for name in files if HF_WEIGHT_FILE.fullmatch(name)]
+    if not weights:
+        pickles = sorted(p.name for p in path.iterdir() if p.name.endswith(PICKLE_SUFFIXES))
+        found = f" (found {pickles[0]}, a pickle checkpoint, which runs code when loaded)" if pickles else ""
+        raise CheckpointError(
+            f"{where}: no model.safetensors{found}; allowed: weights saved with save_pretrained(..., "
+            "safe_serialization=True)"
+        )
+    if HF_TOKENIZER_FILE not in files:
+        raise CheckpointError(
+            f"{where}: no {HF_TOKENIZER_FILE}; allowed: a folder with its fast tokenizer "
+            "(tokenizer.save_pretrained(folder) of a fast tokenizer writes it)"
+        )
+    return sum(
+        t.elements
+        for name in weights
+        for t in read_safetensors_header(files[name], where=f"{where}/{name}").values()
+    )
+
+
+def inspect_local(entry: ModelEntry, path: Path) -> int:
+    """Check a local copy of the entry's checkpoint (kind, headers, config); its parameter count.
+    CatalogError (one line naming the entry) when it cannot be built."""
+    where = f"model {quoted(entry.name)}: source: {entry.checkpoint_location.text}"
+    try:
+        if entry.checkpoint_kind is CheckpointKind.STATE_DICT:
+            return _state_dict(path, entry, where)
+        return _hf_folder(path, where)
+    except CheckpointError as error:
+        raise CatalogError(str(error) if str(error).startswith("model ") else f"{where}: {error}") from None
+
+
+def resolve_checkpoint(entry: ModelEntry, base_dir: Path) -> CheckpointPin:
+    """The entry's checkpoint checked and pinned; CatalogError (one line naming the entry) when it cannot be
+    built or its content is not the pinned one."""
+    location = entry.checkpoint_location
+    where = f"model {quoted(entry.name)}: source: {location.text}"
+    if location.is_s3:
+        pin = entry.pin
+        if pin is None:
+            raise CatalogError(
+                f"{where}: an S3 checkpoint must be in the lock file (its sha256, size and parameters); run "
+                "`triton-mme lock` with read access to it, and commit models.lock.yaml"
+            )
+        return pin
+    path = location.local_path(base_dir)
+    kind = entry.checkpoint_kind
+    assert kind is not None
+    parameters = inspect_local(entry, path)
+    sha256, size = local_digest(path, kind)
+    if entry.sha256 is None:
+        raise CatalogError(
+            f"{where}: not pinned; run `triton-mme lock` (writes models.lock.yaml), or add sha256: {sha256}"
+        )
+    if sha256 != entry.sha256:
+        raise CatalogError(
+            f"{where}: its content's sha256 is {sha256[:16]}…, the pin says {entry.sha256[:16]}…; "
+            "allowed: the pinned checkpoint (if the change is intended, run `triton-mme lock`)"
+        )
+    return CheckpointPin(source=entry.source, sha256=sha256, size_bytes=size, parameters=parameters)

@@ -1,0 +1,154 @@
+"""`triton-mme lock`: list the catalog's `variants: listed` families, pin every checkpoint in the lock file.
+
+Local checkpoints are read in place; S3 ones are downloaded (streamed through the hash into a scratch folder,
+then deleted) with the caller's credentials. An S3 checkpoint whose objects still have the locked ETags and
+sizes is not downloaded again. The lock is written atomically, sorted, so an unchanged catalog gives the same
+file and a changed checkpoint changes one record.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from triton_mme.core.bounded import load_yaml
+from triton_mme.core.catalog import CHECKPOINT_KIND, Catalog, CatalogError, ModelEntry, parse_catalog
+from triton_mme.core.catalog_families import LISTED, VARIANT, is_family, list_local_variants
+from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin, lock_path, read_lock
+from triton_mme.core.checkpoints import SAFETENSORS_SUFFIX, CheckpointKind, CheckpointLocation, local_digest
+from triton_mme.core.files import write_atomically
+from triton_mme.core.limits import MAX_CATALOG_BYTES
+from triton_mme.model_build import checkpoint_files
+from triton_mme.model_build.checkpoint_sources import inspect_local
+
+
+@dataclass(frozen=True)
+class LockResult:
+    lock: CatalogLock
+    changed: tuple[str, ...]
+    path: Path
+
+
+def _s3_variants(client: Any, folder: CheckpointLocation, suffix: str) -> list[str]:
+    names: list[str] = []
+    for page in client.get_paginator("list_objects_v2").paginate(
+        Bucket=folder.bucket, Prefix=folder.key, Delimiter="/"
+    ):
+        if suffix == SAFETENSORS_SUFFIX:
+            names += [
+                item["Key"][len(folder.key) : -len(suffix)]
+                for item in page.get("Contents", [])
+                if item["Key"].endswith(suffix)
+            ]
+        else:
+            names += [
+                prefix["Prefix"][len(folder.key) :].rstrip("/") for prefix in page.get("CommonPrefixes", [])
+            ]
+    return sorted(names)
+
+
+def _families(raw: dict[str, Any], base_dir: Path, client_for: Any) -> dict[str, tuple[str, ...]]:
+    families = {}
+    for block in raw.get("models") or []:
+        if not is_family(block) or block.get("variants") != LISTED:
+            continue
+        location = str(block.get("source", "")).partition(":")[2]
+        before, _, after = location.partition(VARIANT)
+        folder = CheckpointLocation(before)
+        if folder.is_s3:
+            listed = _s3_variants(client_for(), folder, after)
+        else:
+            listed = list_local_variants((base_dir / before).resolve(), after)
+        families[str(block["family"])] = tuple(listed)
+    return families
+
+
+def _unchanged_s3(client: Any, entry: ModelEntry, pin: CheckpointPin | None) -> bool:
+    """The locked S3 objects still carry the ETags recorded with the pin."""
+    if pin is None or pin.source != entry.source or not pin.etags:
+        return False
+    location = entry.checkpoint_location
+    for name, etag in pin.etags.items():
+        key = location.joined(name).key if name else location.key
+        try:
+            head = client.head_object(Bucket=location.bucket, Key=key)
+        except Exception:
+            return False
+        if head.get("ETag") != etag:
+            return False
+    return True
+
+
+def _etags(client: Any, entry: ModelEntry, copy: Path) -> dict[str, str]:
+    location = entry.checkpoint_location
+    if entry.checkpoint_kind is CheckpointKind.STATE_DICT:
+        return {"": client.head_object(Bucket=location.bucket, Key=location.key)["ETag"]}
+    return {
+        p.name: client.head_object(Bucket=location.bucket, Key=location.joined(p.name).key)["ETag"]
+        for p in sorted(copy.iterdir())
+    }
+
+
+def _pin(entry: ModelEntry, base_dir: Path, old: CheckpointPin | None, client_for: Any) -> CheckpointPin:
+    location = entry.checkpoint_location
+    kind = entry.checkpoint_kind
+    assert kind is not None
+    if not location.is_s3:
+        path = location.local_path(base_dir)
+        parameters = inspect_local(entry, path)
+        sha256, size = local_digest(path, kind)
+        return CheckpointPin(source=entry.source, sha256=sha256, size_bytes=size, parameters=parameters)
+    client = client_for()
+    if old is not None and _unchanged_s3(client, entry, old):
+        return old
+    with tempfile.TemporaryDirectory(prefix="triton-mme-lock-") as scratch:
+        staging = Path(scratch) / "copy"
+        staging.mkdir()
+        sha256 = checkpoint_files.fetch_into(entry, base_dir, staging, client)
+        copy = staging / checkpoint_files.STATE_DICT_FILE if kind is CheckpointKind.STATE_DICT else staging
+        parameters = inspect_local(entry, copy)
+        size = sum(p.stat().st_size for p in staging.iterdir())
+        return CheckpointPin(
+            source=entry.source,
+            sha256=sha256,
+            size_bytes=size,
+            parameters=parameters,
+            etags=_etags(client, entry, staging),
+        )
+
+
+def write_lock(catalog_path: Path, *, check_only: bool = False, s3_client: Any = None) -> LockResult:
+    """List, pin and (unless check_only) write the lock file beside the catalog; CatalogError on a bad one."""
+    clients: list[Any] = [s3_client]
+
+    def client_for() -> Any:
+        if clients[0] is None:
+            import boto3
+
+            clients[0] = boto3.client("s3")
+        return clients[0]
+
+    base_dir = catalog_path.resolve().parent
+    try:
+        raw = load_yaml(catalog_path.read_bytes(), where=str(catalog_path), max_bytes=MAX_CATALOG_BYTES)
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise CatalogError(f"{catalog_path}: cannot read the catalog ({error})") from None
+    path = lock_path(catalog_path)
+    old = read_lock(path) or CatalogLock()
+    listed = CatalogLock(families=_families(raw or {}, base_dir, client_for))
+    catalog: Catalog = parse_catalog(raw, origin=str(catalog_path), base_dir=base_dir, lock=listed)
+    pins = {
+        entry.name: _pin(entry, base_dir, old.checkpoints.get(entry.name), client_for)
+        for entry in catalog.models
+        if entry.source_kind == CHECKPOINT_KIND
+    }
+    lock = CatalogLock(families=listed.families, checkpoints=pins)
+    changed = tuple(sorted(name for name, pin in pins.items() if old.checkpoints.get(name) != pin))
+    changed += tuple(sorted(f"{name} (removed)" for name in old.checkpoints if name not in pins))
+    if not check_only:
+        write_atomically(path, lock.to_yaml())
+    return LockResult(lock, changed, path)
