@@ -18,6 +18,7 @@ from triton_mme.model_build.build_memory import (
     estimated_build_peak_gib,
     parameter_count,
 )
+from triton_mme.model_build.build_time import SETUP_MINUTES, estimate, wall_seconds
 from triton_mme_cdk.platform_rules import build_gpu_problem, instance_patterns
 from triton_mme_cdk.settings import Settings, SettingsError
 
@@ -25,6 +26,9 @@ from triton_mme_cdk.settings import Settings, SettingsError
 def check_build_target(settings: Settings, catalog: Catalog) -> None:
     """Raise SettingsError (one line, naming the fix) when the runner cannot build this catalog here."""
     problem = build_memory_problem(catalog, builder_compute_type=settings.build.compute_type)
+    if problem:
+        raise SettingsError(problem)
+    problem = build_time_problem(catalog, settings)
     if problem:
         raise SettingsError(problem)
     if Format.TENSORRT in catalog.formats:
@@ -102,5 +106,39 @@ def build_memory_problem(catalog: Catalog, *, builder_compute_type: str) -> str 
             f"{runner.memory_gib} GiB of builderComputeType={builder_compute_type}; allowed: models up to "
             f"about {int(largest // 1e6):,} M parameters there, "
             + ", ".join([*roomier, "or build it elsewhere and publish it with triton-mme upload"])
+        )
+    return None
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
+
+
+def build_time_problem(catalog: Catalog, settings: Settings) -> str | None:
+    """Why the catalog's build or serving check cannot finish in its stage's time (one line, with the figures
+    and what would fit), or None. Estimates: model_build.build_time; one runner per stage."""
+    times = estimate(catalog)
+    runners = 1
+    for stage, seconds, setting, minutes in (
+        ("build", times.build_seconds, "buildTimeoutMinutes", settings.build.timeout_minutes),
+        ("serving check", times.check_seconds, "servingCheckTimeoutMinutes",
+         settings.build.serving_check_timeout_minutes),
+    ):  # fmt: skip
+        budget = (minutes - SETUP_MINUTES) * 60
+        needed = wall_seconds(seconds, runners)
+        if needed <= budget:
+            continue
+        fitting, used = 0, 0.0
+        for entry in catalog.models:
+            used += sum(v for k, v in seconds.items() if k.partition("/")[0] == entry.name)
+            if used > budget:
+                break
+            fitting += 1
+        return (
+            f"the catalog's {stage} needs about {_minutes(needed)} on {runners} runner ({len(seconds):,} "
+            f"archives, estimated from measured seconds per parameter, docs/deploy.md#build-time), more than "
+            f"{setting}={minutes} leaves after {SETUP_MINUTES} min of set-up; allowed: a catalog that fits, "
+            f"e.g. its first {fitting:,} models, the rest built with `make build-models` and published with "
+            "`triton-mme upload`"
         )
     return None

@@ -6,6 +6,7 @@ generation that built it."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 import pytest
@@ -13,7 +14,7 @@ from synth_support import CDK_JSON_CONTEXT, REPO_ROOT
 
 import app
 from triton_mme.core.catalog import load_catalog, parse_catalog
-from triton_mme_cdk.build_target import check_build_target, tensorrt_problem
+from triton_mme_cdk.build_target import build_time_problem, check_build_target, tensorrt_problem
 from triton_mme_cdk.settings import Settings, SettingsError
 
 CATALOG = load_catalog(REPO_ROOT / "models.yaml")
@@ -153,3 +154,51 @@ def test_synthesis_stops_in_one_line_on_a_tensorrt_mismatch(
     )
     assert err.count("\n") == 1
     assert not list(outdir.glob("*.template.json"))
+
+
+def s3_family(count: int, *, parameters: int = 11_689_512, formats: tuple[str, ...] = ("onnx",)) -> Any:
+    """A locked family of `count` S3 state dicts of one architecture (ResNet-18's parameters by default)."""
+    from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin
+
+    names = [f"c{i:04d}" for i in range(count)]
+    source = "checkpoint:s3://own-models/vision/{variant}.safetensors"
+    pins = {
+        f"vision-{name}": CheckpointPin(
+            source=source.replace("{variant}", name), sha256="a" * 64, size_bytes=1, parameters=parameters
+        )
+        for name in names
+    }
+    family = {"family": "vision", "source": source, "architecture": "torchvision:resnet18",
+              "variants": "listed", "formats": list(formats), "max_batch_size": 8}  # fmt: skip
+    return parse_catalog(
+        {"models": [family]}, lock=CatalogLock(families={"vision": tuple(names)}, checkpoints=pins)
+    )
+
+
+def test_the_default_catalog_fits_both_stages_time() -> None:
+    assert build_time_problem(CATALOG, Settings()) is None
+
+
+def test_a_catalog_too_big_for_the_hour_is_refused_with_the_figures_and_what_fits() -> None:
+    problem = build_time_problem(s3_family(1000), Settings())
+    assert problem == (
+        "the catalog's build needs about 11.5 h on 1 runner (1,000 archives, estimated from measured seconds "
+        "per parameter, docs/deploy.md#build-time), more than buildTimeoutMinutes=30 leaves after 8 min of "
+        "set-up; allowed: a catalog that fits, e.g. its first 32 models, the rest built with "
+        "`make build-models` and published with `triton-mme upload`"
+    )
+    # What it says fits does fit; one more does not.
+    assert build_time_problem(s3_family(32), Settings()) is None
+    assert build_time_problem(s3_family(33), Settings()) is not None
+
+
+def test_the_serving_check_has_its_own_budget() -> None:
+    # Tiny models build in seconds, but each archive's check has its own base time.
+    problem = build_time_problem(s3_family(300, parameters=100_000), Settings())
+    assert problem is not None and problem.startswith("the catalog's serving check needs about")
+    assert "servingCheckTimeoutMinutes=15" in problem
+
+
+def test_synthesis_refuses_a_catalog_too_big_for_the_hour(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match=r"build needs about 11\.5 h on 1 runner \(1,000 archives"):
+        check_build_target(Settings(), s3_family(1000))

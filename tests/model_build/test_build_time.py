@@ -1,0 +1,31 @@
+"""The build-time estimate: its factors reproduce the measurements they come from, and shards are balanced and
+deterministic."""
+
+from __future__ import annotations
+
+import pytest
+
+from triton_mme.core.catalog import Format, load_catalog
+from triton_mme.model_build.build_memory import TORCHVISION_PARAMETERS
+from triton_mme.model_build.build_time import balanced_shards, estimate, wall_seconds
+
+
+def test_the_factors_reproduce_the_recorded_build_benchmark() -> None:
+    # benchmarks/results/build/2026-12-01-amd-epyc-2c.md: resnet50 onnx 86.8 s, torchscript 110.4 s,
+    # roberta-large onnx 692.9 s (random weights, no TensorRT).
+    times = estimate(load_catalog("models.yaml"), skip=[Format.TENSORRT]).build_seconds
+    assert times["resnet50/onnx"] == pytest.approx(86.8, rel=0.05)
+    assert times["resnet50/torchscript"] == pytest.approx(110.4, rel=0.05)
+    assert times["roberta-large/onnx"] == pytest.approx(692.9, rel=0.05)
+    assert TORCHVISION_PARAMETERS["resnet50"] == 25_557_032
+
+
+def test_shards_are_balanced_by_time_and_the_same_for_the_same_catalog() -> None:
+    seconds = {f"m{i:03d}/onnx": float(1 + i % 7) for i in range(100)}
+    groups = balanced_shards(seconds, 4)
+    assert sorted(key for group in groups for key in group) == sorted(seconds)
+    totals = [sum(seconds[key] for key in group) for group in groups]
+    assert max(totals) - min(totals) <= max(seconds.values())
+    assert balanced_shards(dict(reversed(list(seconds.items()))), 4) == groups
+    assert wall_seconds(seconds, 4) == max(totals)
+    assert wall_seconds(seconds, 1) == sum(seconds.values())
