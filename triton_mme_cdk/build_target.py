@@ -12,13 +12,14 @@ from triton_mme.core.platform import (
     supports_compute_capability,
     triton_image,
 )
+from triton_mme.core.wording import plural
 from triton_mme.model_build.build_memory import (
     BUILD_PEAK_BASE_GIB,
     BUILD_PEAK_BYTES_PER_PARAMETER,
     estimated_build_peak_gib,
     parameter_count,
 )
-from triton_mme.model_build.build_time import SETUP_MINUTES, estimate, wall_seconds
+from triton_mme.model_build.build_time import SETUP_MINUTES, estimate, model_seconds, wall_seconds
 from triton_mme_cdk.platform_rules import build_gpu_problem, instance_patterns
 from triton_mme_cdk.settings import Settings, SettingsError
 
@@ -114,31 +115,54 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
 
 
+def _runners_for(seconds: dict[str, float], budget: float) -> str:
+    """The fewest runners (up to the settings' bound) whose balanced shards fit `budget`, as text."""
+    from triton_mme_cdk.settings.build import MAX_BUILD_RUNNERS
+
+    if budget <= 0 or max(seconds.values(), default=0.0) > budget:
+        return "no number of runners (one model alone takes longer)"
+    for runners in range(1, MAX_BUILD_RUNNERS + 1):
+        if wall_seconds(seconds, runners) <= budget:
+            return f"about {runners}"
+    return f"more than {MAX_BUILD_RUNNERS}"
+
+
+def _models_that_fit(catalog: Catalog, per_model: dict[str, float], runners: int, budget: float) -> int:
+    """How many of the catalog's first models fit `budget` on `runners` (a binary search: the wall time only
+    grows with more models)."""
+    names = [entry.name for entry in catalog.models]
+    low, high = 0, len(names)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if wall_seconds({name: per_model[name] for name in names[:middle]}, runners) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def build_time_problem(catalog: Catalog, settings: Settings) -> str | None:
     """Why the catalog's build or serving check cannot finish in its stage's time (one line, with the figures
     and what would fit), or None. Estimates: model_build.build_time; one runner per stage."""
     times = estimate(catalog)
-    runners = 1
+    runners = settings.build.runners
     for stage, seconds, setting, minutes in (
         ("build", times.build_seconds, "buildTimeoutMinutes", settings.build.timeout_minutes),
         ("serving check", times.check_seconds, "servingCheckTimeoutMinutes",
          settings.build.serving_check_timeout_minutes),
     ):  # fmt: skip
         budget = (minutes - SETUP_MINUTES) * 60
-        needed = wall_seconds(seconds, runners)
+        per_model = model_seconds(seconds)
+        needed = wall_seconds(per_model, runners)
         if needed <= budget:
             continue
-        fitting, used = 0, 0.0
-        for entry in catalog.models:
-            used += sum(v for k, v in seconds.items() if k.partition("/")[0] == entry.name)
-            if used > budget:
-                break
-            fitting += 1
         return (
-            f"the catalog's {stage} needs about {_minutes(needed)} on {runners} runner ({len(seconds):,} "
-            f"archives, estimated from measured seconds per parameter, docs/deploy.md#build-time), more than "
-            f"{setting}={minutes} leaves after {SETUP_MINUTES} min of set-up; allowed: a catalog that fits, "
-            f"e.g. its first {fitting:,} models, the rest built with `make build-models` and published with "
-            "`triton-mme upload`"
+            f"the catalog's {stage} needs about {_minutes(needed)} on {plural(runners, 'runner')} "
+            f"({len(seconds):,} archives, estimated from measured seconds per parameter, "
+            f"docs/deploy.md#build-time), more than {setting}={minutes} leaves after {SETUP_MINUTES} min of "
+            f"set-up; allowed: more runners (buildRunners={runners} now; {_runners_for(per_model, budget)} "
+            f"would do, within the account's GPU build quota), or a first catalog that fits, e.g. its first "
+            f"{_models_that_fit(catalog, per_model, runners, budget):,} models, the rest built with "
+            "`triton-mme build --workers N` and published with `triton-mme upload`"
         )
     return None

@@ -184,12 +184,21 @@ def test_a_catalog_too_big_for_the_hour_is_refused_with_the_figures_and_what_fit
     assert problem == (
         "the catalog's build needs about 11.5 h on 1 runner (1,000 archives, estimated from measured seconds "
         "per parameter, docs/deploy.md#build-time), more than buildTimeoutMinutes=30 leaves after 8 min of "
-        "set-up; allowed: a catalog that fits, e.g. its first 32 models, the rest built with "
-        "`make build-models` and published with `triton-mme upload`"
+        "set-up; allowed: more runners (buildRunners=1 now; about 32 would do, within the account's GPU "
+        "build quota), or a first catalog that fits, e.g. its first 32 models, the rest built with "
+        "`triton-mme build --workers N` and published with `triton-mme upload`"
     )
-    # What it says fits does fit; one more does not.
+    # What it says fits does fit; one more does not; and so do the runners it names.
     assert build_time_problem(s3_family(32), Settings()) is None
     assert build_time_problem(s3_family(33), Settings()) is not None
+    assert build_time_problem(s3_family(1000), Settings(buildRunners=32)) is None
+    assert "buildRunners=31 now" in str(build_time_problem(s3_family(1000), Settings(buildRunners=31)))
+
+
+def test_runners_divide_the_wall_time_and_name_what_fits_on_them() -> None:
+    problem = build_time_problem(s3_family(1000), Settings(buildRunners=8))
+    assert problem is not None and "needs about 86 min on 8 runners" in problem
+    assert "its first 256 models" in problem
 
 
 def test_the_serving_check_has_its_own_budget() -> None:

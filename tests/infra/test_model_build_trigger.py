@@ -327,8 +327,8 @@ def test_is_complete_stops_a_build_that_outlives_its_time_and_fails_the_resource
 
     assert str(failure.value) == (
         f"model build {BUILD_ID} was still running when the deployment's time for it ran out; stopped it "
-        "(lower buildTimeoutMinutes, servingCheckTimeoutMinutes and buildQueueTimeoutMinutes); "
-        f"logs: {LOG_LINK}"
+        "(lower buildTimeoutMinutes, servingCheckTimeoutMinutes and buildQueueTimeoutMinutes, or raise "
+        f"buildRunners); logs: {LOG_LINK}"
     )
 
 

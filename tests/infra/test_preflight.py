@@ -286,7 +286,16 @@ def test_a_refused_quota_call_is_a_failed_check_naming_the_call(aws: Clients) ->
 def test_codebuild_gpu_quota_passes_from_one_build_matching_the_name_in_any_case(aws: Clients) -> None:
     quotas(aws, "codebuild", {GPU_QUOTA.lower(): 1})
     result = check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA)
-    assert result.ok and result.detail == f"'{GPU_QUOTA.lower()}' is 1"
+    assert result.ok and result.detail == f"'{GPU_QUOTA.lower()}' is 1 (needs 1)"
+
+
+def test_codebuild_gpu_quota_below_the_runners_of_a_fanned_out_build_fails(aws: Clients) -> None:
+    quotas(aws, "codebuild", {GPU_QUOTA: 3})
+    result = check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA, 8)
+    assert not result.ok and "is 3, below buildRunners=8" in result.line()
+    assert "request at least 8 in Service Quotas" in result.line()
+    quotas(aws, "codebuild", {GPU_QUOTA: 8})
+    assert check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA, 8).ok
 
 
 def test_codebuild_gpu_quota_of_zero_fails(aws: Clients) -> None:

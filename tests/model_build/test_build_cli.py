@@ -107,3 +107,28 @@ def test_triton_tag_defaults_to_the_platform_default_and_the_environment_overrid
     assert build_defaults().triton_tag == DEFAULT_TRITON_TAG
     monkeypatch.setenv(TRITON_TAG_ENV, "24.09-py3")
     assert build_defaults().triton_tag == "24.09-py3"
+
+
+def test_a_shard_of_the_catalog_builds_only_its_models_and_bad_shards_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from triton_mme.cli import main as cli_main
+    from triton_mme.core.catalog import load_catalog
+    from triton_mme.core.shards import read_shard, shards_json
+
+    shards = tmp_path / "shards.json"
+    shards.write_text(shards_json([["roberta-large"], ["resnet50"]]))
+    assert read_shard(shards, 1) == ["resnet50"]
+    assert load_catalog("models.yaml").subset(read_shard(shards, 0)).models[0].name == "roberta-large"
+    for arguments, expected in (
+        (["--shard", "2", "--shard-file", str(shards)], "shard 2: "),
+        (["--shard", "0"], "--shard and --shard-file go together"),
+    ):
+        assert cli_main(["build", "--out", str(tmp_path / "out"), *arguments]) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and expected in err and "\n" not in err
+    shards.write_text(shards_json([["resnet50"], ["nobody"]]))
+    assert (
+        cli_main(["build", "--out", str(tmp_path / "out"), "--shard", "1", "--shard-file", str(shards)]) == 1
+    )
+    assert "no model named 'nobody' in the catalog" in capsys.readouterr().err

@@ -29,3 +29,16 @@ def test_shards_are_balanced_by_time_and_the_same_for_the_same_catalog() -> None
     assert balanced_shards(dict(reversed(list(seconds.items()))), 4) == groups
     assert wall_seconds(seconds, 4) == max(totals)
     assert wall_seconds(seconds, 1) == sum(seconds.values())
+
+
+def test_a_catalogs_shards_keep_each_model_whole_and_never_exceed_its_models() -> None:
+    from triton_mme.model_build.build_time import catalog_shards
+
+    catalog = load_catalog("models.yaml")
+    assert sorted(name for shard in catalog_shards(catalog, 8) for name in shard) == [
+        "resnet50",
+        "roberta-large",
+    ]
+    assert len(catalog_shards(catalog, 8)) == 2 and catalog_shards(catalog, 1) == [
+        ["resnet50", "roberta-large"]
+    ]

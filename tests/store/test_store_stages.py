@@ -159,3 +159,61 @@ def test_a_failing_report_is_never_published(s3: Any, built: tuple[Path, Manifes
     ):
         publish_serving_report(ModelStoreClient(s3, BUCKET), build_dir, path)
     assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0
+
+
+def shard_directories(build_dir: Path, manifest: Manifest, tmp_path: Path) -> list[tuple[Path, Manifest]]:
+    """The build split as a fanned-out build writes it: a directory per model, each with its own manifest."""
+    shards = []
+    for name in sorted({record.name for record in manifest.archives}):
+        records = tuple(record for record in manifest.archives if record.name == name)
+        part = Manifest(archives=records)
+        directory = tmp_path / f"shard-{name}"
+        directory.mkdir()
+        for file in {*part.target_models, *part.files}:
+            shutil.copy(build_dir / file, directory / file)
+        (directory / "manifest.json").write_text(part.to_json())
+        shards.append((directory, part))
+    return shards
+
+
+def test_a_fanned_out_build_publishes_the_union_of_its_checked_shards(
+    s3: Any, built: tuple[Path, Manifest], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_dir, manifest = built
+    store = ModelStoreClient(s3, BUCKET)
+    shards = shard_directories(build_dir, manifest, tmp_path)
+    assert len(shards) == 2
+    for directory, _ in shards:
+        upload_build(store, directory, make_live=False)
+        assert main(["stage-candidate", "--from", str(directory), "--fingerprint", FINGERPRINT, *STORE]) == 0
+    digests = ",".join(part.sha256 for _, part in shards)
+    command = ["publish-build", "--fingerprint", FINGERPRINT, "--shard-candidates", digests, *STORE]
+    # A shard without its passing report publishes nothing.
+    first, second = shards
+    (first[0] / SERVING_REPORT_FILE_NAME).write_text(passing_report(first[1]).to_json())
+    assert main(["publish-report", "--from", str(first[0]), *STORE]) == 0
+    capsys.readouterr()
+    assert main(command) == 1
+    assert f"{second[1].sha256}.serving-report.json: no serving report of this manifest" in one_line_error(
+        capsys
+    )
+    build_key = f"manifests/builds/{FINGERPRINT}/manifest.json"
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix=build_key).get("KeyCount") == 0
+
+    (second[0] / SERVING_REPORT_FILE_NAME).write_text(passing_report(second[1]).to_json())
+    assert main(["publish-report", "--from", str(second[0]), *STORE]) == 0
+    assert main(command) == 0
+    # The union of the shards is the whole build's manifest, byte for byte.
+    assert s3.get_object(Bucket=BUCKET, Key=build_key)["Body"].read() == manifest.to_json().encode()
+
+
+def test_overlapping_shards_are_refused(s3: Any, staged: tuple[Path, Manifest], tmp_path: Path) -> None:
+    build_dir, manifest = staged
+    checked = tmp_path / "checked"
+    shutil.copytree(build_dir, checked)
+    (checked / SERVING_REPORT_FILE_NAME).write_text(passing_report(manifest).to_json())
+    assert main(["publish-report", "--from", str(checked), *STORE]) == 0
+    from triton_mme.store.stages import publish_checked_shards
+
+    with pytest.raises(PublishError, match="the shards' candidates overlap"):
+        publish_checked_shards(ModelStoreClient(s3, BUCKET), [manifest.sha256, manifest.sha256], FINGERPRINT)

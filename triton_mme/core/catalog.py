@@ -6,6 +6,7 @@ CDK app can read the catalog cheaply. Every field a user may leave out has a def
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -313,6 +314,17 @@ class Catalog(_Frozen):
     @property
     def formats(self) -> frozenset[Format]:
         return frozenset(f for m in self.models for f in m.formats)
+
+    def subset(self, names: Collection[str]) -> Catalog:
+        """The entries named (in catalog order), with the same folder and pins; CatalogError naming an unknown
+        one."""
+        unknown = sorted(set(names) - {m.name for m in self.models})
+        if unknown:
+            raise CatalogError(f"no model named {quoted(unknown[0])} in the catalog ({len(unknown)} unknown)")
+        wanted = set(names)
+        chosen = self.model_copy(update={"models": tuple(m for m in self.models if m.name in wanted)})
+        chosen._base_dir = self._base_dir
+        return chosen
 
 
 def _describe(error: ValidationError, raw: Any) -> str:

@@ -86,6 +86,21 @@ def estimate(catalog: Catalog, *, skip: Iterable[Format] = ()) -> TimeEstimate:
     return TimeEstimate(build, check)
 
 
+def model_seconds(seconds: dict[str, float]) -> dict[str, float]:
+    """Per-archive seconds (`<model>/<format>`) summed per model: a shard builds all of a model's formats."""
+    totals: dict[str, float] = {}
+    for key, value in seconds.items():
+        model = key.partition("/")[0]
+        totals[model] = totals.get(model, 0.0) + value
+    return totals
+
+
+def catalog_shards(catalog: Catalog, runners: int) -> list[list[str]]:
+    """The catalog's model names in at most `runners` non-empty shards of about equal build time."""
+    seconds = model_seconds(estimate(catalog).build_seconds)
+    return [group for group in balanced_shards(seconds, min(runners, len(seconds))) if group]
+
+
 def balanced_shards(seconds: dict[str, float], shards: int) -> list[list[str]]:
     """`seconds`' keys in `shards` groups of about equal total time: longest first, each to the group with the
     least time so far (ties to the lowest group), so the same catalog always gives the same groups."""

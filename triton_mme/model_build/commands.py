@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import add_allow_field, number_in, positive_int
+from triton_mme.cli import add_allow_field, non_negative_int, number_in, positive_int
 from triton_mme.core.formats import Format, Weights
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
@@ -32,6 +32,18 @@ def register(subparsers: Any) -> None:
     )
     build.add_argument("--out", type=Path, default=BUILD_DIR, help="output directory (default: %(default)s)")
     build.add_argument("--only", metavar="NAME", help="build only the catalog model with this name")
+    build.add_argument(
+        "--shard",
+        type=non_negative_int,
+        metavar="INDEX",
+        help="build only the models of this shard of --shard-file (one runner of a fanned-out build)",
+    )
+    build.add_argument(
+        "--shard-file",
+        type=Path,
+        metavar="FILE",
+        help="the shards' model names, as synthesis writes them (shards.json beside the catalog)",
+    )
     build.add_argument(
         "--weights",
         choices=[Weights.PRETRAINED.value, Weights.RANDOM.value],
@@ -112,11 +124,16 @@ def register(subparsers: Any) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from triton_mme.core.catalog import load_catalog
+    from triton_mme.core.catalog import CatalogError, load_catalog
+    from triton_mme.core.shards import read_shard
     from triton_mme.model_build.pipeline import build_catalog
     from triton_mme.model_build.request_rows import request_row_notes
 
     catalog = load_catalog(args.catalog)
+    if (args.shard is None) != (args.shard_file is None):
+        raise CatalogError("--shard and --shard-file go together; allowed: both, or neither")
+    if args.shard_file is not None:
+        catalog = catalog.subset(read_shard(args.shard_file, args.shard))
     for note in request_row_notes(catalog, only=args.only):
         print(note)
     manifest = build_catalog(

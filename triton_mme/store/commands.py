@@ -86,6 +86,12 @@ def register(subparsers: Any) -> None:
     )
     _add_build_dir(build)
     _add_fingerprint(build)
+    build.add_argument(
+        "--shard-candidates",
+        metavar="SHA256,...",
+        help="publish the union of these staged candidates instead of <from>/manifest.json, each beside its "
+        "passing report (the shards of a fanned-out build, in order)",
+    )
     _add_bucket_arguments(build)
     build.set_defaults(handler=_publish_build)
 
@@ -277,9 +283,14 @@ def _publish_report(args: argparse.Namespace, store: ModelStoreClient) -> int:
 @_s3_command
 def _publish_build(args: argparse.Namespace, store: ModelStoreClient) -> int:
     from triton_mme.store.publish import read_local_manifest
-    from triton_mme.store.stages import publish_checked_build
+    from triton_mme.store.stages import publish_checked_build, publish_checked_shards
 
-    report = publish_checked_build(store, read_local_manifest(args.source), args.fingerprint.strip())
+    fingerprint = args.fingerprint.strip()
+    if args.shard_candidates is not None:
+        digests = [digest.strip() for digest in args.shard_candidates.split(",") if digest.strip()]
+        report = publish_checked_shards(store, digests, fingerprint)
+    else:
+        report = publish_checked_build(store, read_local_manifest(args.source), fingerprint)
     state = "written" if report.written else "kept (already published for this fingerprint)"
     print(f"build manifest s3://{args.bucket}/{report.key} {state}")
     return 0

@@ -9,6 +9,10 @@ check passed.
    `<manifest prefix><manifest sha256>.serving-report.json` (`publish_serving_report`), and last publishes the
    build's manifest under its fingerprint (`publish_checked_build`), which refuses without that report.
 
+With the stages fanned out over several runners (`buildRunners`), each build shard stages its own candidate,
+each check shard checks one and publishes its report, and a last step publishes the build's manifest as the
+union of the shards' candidates, each beside its passing report (`publish_checked_shards`).
+
 Every key is written once (If-None-Match); a rerun of the same candidate keeps what is there.
 """
 
@@ -21,7 +25,7 @@ from pathlib import Path
 
 from triton_mme.core.files import file_sha256, write_atomically
 from triton_mme.core.locations import candidate_manifest_key, serving_report_key
-from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.naming import COMPANION_NAME
 from triton_mme.core.serving_report import ServingReport, ServingReportError
 from triton_mme.core.wording import plural
@@ -76,11 +80,8 @@ def _download(store: ModelStoreClient, key: str, path: Path) -> str:
         partial.unlink(missing_ok=True)
 
 
-def fetch_candidate(
-    store: ModelStoreClient, fingerprint: str, manifest_sha256: str, directory: Path
-) -> Manifest:
-    """Download a staged candidate and every archive and file it names into `directory`, each checked
-    against its digest; `directory/manifest.json` is written last."""
+def _candidate(store: ModelStoreClient, fingerprint: str, manifest_sha256: str) -> tuple[bytes, Manifest]:
+    """A staged candidate's bytes and manifest, its content checked against its name."""
     key = _candidate_key(fingerprint, manifest_sha256, store.prefixes.manifests)
     if head(store, key) is None:
         raise PublishError(f"{store.url(key)}: no such candidate (the build stage stages it)")
@@ -88,9 +89,17 @@ def fetch_candidate(
     if hashlib.sha256(body).hexdigest() != manifest_sha256:
         raise PublishError(f"{store.url(key)}: its content is not the manifest its name states")
     try:
-        manifest = Manifest.from_json(body.decode("utf-8"))
+        return body, Manifest.from_json(body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as error:
         raise PublishError(f"{store.url(key)}: not a valid manifest ({error})") from None
+
+
+def fetch_candidate(
+    store: ModelStoreClient, fingerprint: str, manifest_sha256: str, directory: Path
+) -> Manifest:
+    """Download a staged candidate and every archive and file it names into `directory`, each checked
+    against its digest; `directory/manifest.json` is written last."""
+    body, manifest = _candidate(store, fingerprint, manifest_sha256)
     directory.mkdir(parents=True, exist_ok=True)
     for record in manifest.archives:
         archive_key = store.prefixes.models + record.target_model
@@ -165,3 +174,23 @@ def publish_checked_build(
     key = serving_report_key(manifest.sha256, store.prefixes.manifests)
     require_passing(_published_report(store, key), manifest, where=store.url(key))
     return publish_build_manifest(store, manifest, fingerprint)
+
+
+def publish_checked_shards(
+    store: ModelStoreClient, shard_candidates: list[str], fingerprint: str
+) -> BuildManifestReport:
+    """The build's manifest under its fingerprint: the union of the shards' staged candidates, each of which
+    must have its own published, passing serving report, and no model in two of them."""
+    if not shard_candidates:
+        raise PublishError("no shard candidates; allowed: the digests the build shards exported, in order")
+    archives: list[ArchiveRecord] = []
+    for digest in shard_candidates:
+        _, manifest = _candidate(store, fingerprint, digest)
+        key = serving_report_key(manifest.sha256, store.prefixes.manifests)
+        require_passing(_published_report(store, key), manifest, where=store.url(key))
+        archives.extend(manifest.archives)
+    try:
+        merged = Manifest(archives=tuple(sorted(archives, key=lambda r: (r.name, r.format))))
+    except ValueError as error:
+        raise PublishError(f"the shards' candidates overlap: {error}") from None
+    return publish_build_manifest(store, merged, fingerprint)

@@ -12,6 +12,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from triton_mme.core.platform import build_image, triton_image
+from triton_mme.core.shards import SHARDS_FILE_NAME, shards_json
 from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE, build_spec, store_variables
 from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.model_store import ModelStore
@@ -57,6 +58,7 @@ class ModelBuildRunner(GpuRunner):
         source_root: Path | None = None,
         checkpoint_files: dict[str, Path] | None = None,
         checkpoint_reads: list[iam.PolicyStatement] | None = None,
+        shards: list[list[str]] | None = None,
     ) -> None:
         catalog = Path(catalog)
         if not catalog.is_file() or catalog.name in SOURCE_FILES:
@@ -64,7 +66,9 @@ class ModelBuildRunner(GpuRunner):
                 f"catalog {catalog} is not a catalog file; allowed: a path to one (e.g. models.yaml)"
             )
         image = build_image(triton_image_tag)
-        spec = build_spec(tensorrt=tensorrt)
+        shards = shards or []
+        spec = build_spec(tensorrt=tensorrt, shards=max(1, len(shards)))
+        self.shards = shards
         # The catalog goes to the root of the source, under its own name, wherever it lies on disk.
         variables = {
             **store_variables(store),
@@ -84,12 +88,14 @@ class ModelBuildRunner(GpuRunner):
                 files={
                     **shipped_files(SOURCE_FILES, root=source_root),
                     **(checkpoint_files or {}),
+                    **({SHARDS_FILE_NAME: shards_json(shards).encode()} if len(shards) > 1 else {}),
                     catalog.name: catalog,
                 },
                 build_spec=spec,
                 environment=variables,
                 timeout_minutes=runner.timeout_minutes,
                 encryption_key=encryption_key,
+                batch_tasks=max(1, len(shards)),
             ),
         )
         # What a build writes (never a build manifest nor the live manifest), and what its upload reads

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from triton_mme.core.locations import BUILD_DIR
 from triton_mme.core.platform import CUDA_COMPAT_DIRECTORIES, NVIDIA_PIP_INDEX
 from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
+from triton_mme.core.shards import SHARDS_FILE_NAME
 
 if TYPE_CHECKING:
     from triton_mme_cdk.constructs.model_store import ModelStore
@@ -31,6 +32,19 @@ TRITON_TAG_VARIABLE = TRITON_TAG_ENV
 # passes it on to the serving check stage).
 CANDIDATE_VARIABLE = "CANDIDATE_MANIFEST_SHA256"
 CANDIDATE_DIGEST_FILE = "build/candidate.sha256"
+# A fanned-out stage (buildRunners > 1): each shard's index in the batch (its task's own variable), and the
+# shard file synthesis writes beside the catalog (core.shards).
+SHARD_VARIABLE = "BUILD_SHARD"
+SHARD_TASK_PREFIX = "shard_"
+
+
+def shard_tasks(shards: int) -> list[dict[str, Any]]:
+    """One batch task per shard, `shard_<i>`, each with its index in SHARD_VARIABLE."""
+    return [
+        {"identifier": f"{SHARD_TASK_PREFIX}{index}", "env": {"variables": {SHARD_VARIABLE: str(index)}}}
+        for index in range(shards)
+    ]
+
 
 # What the images' entry points do (the Deep Learning Containers' start_cuda_compat.sh, NGC's
 # nvidia_entrypoint.sh in the Triton image), which CodeBuild skips because it ignores ENTRYPOINT: when the
@@ -68,8 +82,10 @@ def store_variables(store: ModelStore) -> dict[str, str]:
     }
 
 
-def build_spec(*, tensorrt: bool) -> dict[str, Any]:
-    """Commands read their settings from the project's environment variables (see ModelBuildRunner)."""
+def build_spec(*, tensorrt: bool, shards: int = 1) -> dict[str, Any]:
+    """Commands read their settings from the project's environment variables (see ModelBuildRunner). With
+    `shards` > 1 the build is a batch of that many tasks, each building its shard of the catalog
+    (fast-fail: one failed shard stops the others, and the batch fails)."""
     install = [
         # No document states the runner's NVIDIA driver: record the whole table; the check below decides.
         "nvidia-smi || true",
@@ -83,15 +99,17 @@ def build_spec(*, tensorrt: bool) -> dict[str, Any]:
             f'python -m pip install --quiet --extra-index-url {NVIDIA_PIP_INDEX} "$TENSORRT_REQUIREMENT"'
         )
     store = f"--from {BUILD_DIR} {STORE_ARGUMENTS}"
+    shard = f' --shard "${SHARD_VARIABLE}" --shard-file {SHARDS_FILE_NAME}' if shards > 1 else ""
     build = [
-        f'{COMMAND} build --catalog "$MODEL_CATALOG" --out {BUILD_DIR} --triton-tag "${TRITON_TAG_VARIABLE}"',
+        f'{COMMAND} build --catalog "$MODEL_CATALOG" --out {BUILD_DIR} --triton-tag "${TRITON_TAG_VARIABLE}"'
+        + shard,
         f"{COMMAND} upload --archives-only {store}",
         # Last: the build's manifest as a candidate for the serving check, under the trigger's fingerprint.
         f'{COMMAND} stage-candidate --fingerprint "${FINGERPRINT_VARIABLE}" --digest-file '
         f"{CANDIDATE_DIGEST_FILE} {store}",
         f'export {CANDIDATE_VARIABLE}="$(cat {CANDIDATE_DIGEST_FILE})"',
     ]
-    return {
+    spec: dict[str, Any] = {
         "version": "0.2",
         "env": {
             "shell": "bash",
@@ -100,3 +118,6 @@ def build_spec(*, tensorrt: bool) -> dict[str, Any]:
         },
         "phases": {"install": {"commands": install}, "build": {"commands": build}},
     }
+    if shards > 1:
+        spec["batch"] = {"fast-fail": True, "build-list": shard_tasks(shards)}
+    return spec

@@ -35,9 +35,9 @@ class GpuRunnerProps:
     """The GPU size (SMALL or LARGE), how long a build may wait for a runner and how long its logs are kept:
     the settings' build runner group. @default - required"""
 
-    files: Mapping[str, Path]
-    """What the runner ships: asset path -> file or package folder (triton_mme_cdk.runner_files).
-    @default - required"""
+    files: Mapping[str, Path | bytes]
+    """What the runner ships: asset path -> file or package folder (triton_mme_cdk.runner_files), or the bytes
+    of a file written at synthesis. @default - required"""
 
     build_spec: Mapping[str, Any]
     """The buildspec, as an object. @default - required"""
@@ -51,6 +51,10 @@ class GpuRunnerProps:
 
     encryption_key: kms.IKey | None = None
     """The key of the project's artifacts and logs. @default - the AWS managed key for S3"""
+
+    batch_tasks: int = 1
+    """Above 1, builds run as CodeBuild batch builds of the buildspec's `batch` section, at most this many
+    tasks each, up to `runner.runners` of them at once. @default - 1: one build at a time, no batch"""
 
 
 class GpuRunner(Construct):
@@ -86,14 +90,32 @@ class GpuRunner(Construct):
             },
             timeout=Duration.minutes(props.timeout_minutes),
             queued_timeout=Duration.minutes(runner.queue_timeout_minutes),
-            # A second build would race the first to publish; StartBuild refuses it.
-            concurrent_build_limit=1,
+            # A second build would race the first to publish; StartBuild refuses it. A batch's own tasks run
+            # side by side, up to the runner group's runners.
+            concurrent_build_limit=1 if props.batch_tasks == 1 else runner.runners,
             logging=codebuild.LoggingOptions(
                 cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=self.log_group)
             ),
             encryption_key=props.encryption_key,
             grant_report_group_permissions=False,
         )
+        if props.batch_tasks > 1:
+            self._enable_batches(props.batch_tasks, runner)
+
+    def _enable_batches(self, tasks: int, runner: BuildRunnerSettings) -> None:
+        """CodeBuild's batch service role (CDK's) and restrictions: this many tasks, of this GPU size only."""
+        self.project.enable_batch_builds()
+        cfn = self.project.node.default_child
+        assert isinstance(cfn, codebuild.CfnProject)
+        cfn.add_property_override(
+            "BuildBatchConfig.Restrictions",
+            {
+                "MaximumBuildsAllowed": tasks,
+                # The compute type as CloudFormation names it (the project's Environment.ComputeType).
+                "ComputeTypesAllowed": [f"BUILD_GENERAL1_{runner.compute_type}"],
+            },
+        )
+        cfn.add_property_override("BuildBatchConfig.TimeoutInMins", self.props.timeout_minutes)
 
     @property
     def role_policy(self) -> iam.Policy:

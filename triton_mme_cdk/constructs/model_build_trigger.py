@@ -30,6 +30,8 @@ class BuildStage:
     name: str
     project: codebuild.IProject
     log_group: logs.ILogGroup
+    batch: bool = False
+    """The stage runs as a CodeBuild batch build (its buildspec's shards)."""
 
 
 class ModelBuildTrigger(Construct):
@@ -54,16 +56,30 @@ class ModelBuildTrigger(Construct):
         if not stages:
             raise ValueError("a model build trigger needs at least one stage")
         projects = [stage.project.project_arn for stage in stages]
+        batches = any(stage.batch for stage in stages)
+        # A batch's tasks are builds: reading a failed shard's build needs BatchGetBuilds either way.
         reads = iam.PolicyStatement(
-            actions=["codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"], resources=projects
+            actions=["codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"]
+            + (["codebuild:BatchGetBuildBatches", "codebuild:ListBuildBatchesForProject"] if batches else []),
+            resources=projects,
         )
+
+        def starts(chosen: Sequence[BuildStage]) -> iam.PolicyStatement:
+            actions = sorted(
+                {"codebuild:StartBuildBatch" if s.batch else "codebuild:StartBuild" for s in chosen}
+            )
+            return iam.PolicyStatement(actions=actions, resources=[s.project.project_arn for s in chosen])
+
         # on-event starts the first stage, is-complete each later one when the stage before it succeeded.
-        starts_first = iam.PolicyStatement(actions=["codebuild:StartBuild"], resources=projects[:1])
+        starts_first = starts(stages[:1])
         # StopBuild has no build-level resource: the handlers stop only a build they identified by its id.
-        stops = iam.PolicyStatement(actions=["codebuild:StopBuild"], resources=projects)
+        stops = iam.PolicyStatement(
+            actions=["codebuild:StopBuild"] + (["codebuild:StopBuildBatch"] if batches else []),
+            resources=projects,
+        )
         is_complete = [reads, stops]
         if len(projects) > 1:
-            is_complete.append(iam.PolicyStatement(actions=["codebuild:StartBuild"], resources=projects[1:]))
+            is_complete.append(starts(stages[1:]))
         # A failed stage's first `error: ` line, from its own log group.
         is_complete.append(
             iam.PolicyStatement(
@@ -87,7 +103,11 @@ class ModelBuildTrigger(Construct):
             service_token=self.provider.service_token,
             resource_type="Custom::ModelBuild",
             properties={
-                "Stages": [{"Name": stage.name, "Project": stage.project.project_name} for stage in stages],
+                "Stages": [
+                    {"Name": stage.name, "Project": stage.project.project_name}
+                    | ({"Batch": "true"} if stage.batch else {})
+                    for stage in stages
+                ],
                 "Fingerprint": fingerprint,
                 "StopAfterSeconds": str(int(STOP_AFTER.to_seconds())),
             },

@@ -18,6 +18,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from triton_mme.core.catalog import Format, load_catalog
+from triton_mme.model_build.build_time import catalog_shards
 from triton_mme.model_build.offline_sources import check_sources
 from triton_mme_cdk.build_target import check_build_target
 from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
@@ -182,7 +183,10 @@ class TritonMultiModelEndpoint(Construct):
             encryption_key=self.encryption_key,
             checkpoint_files=shipped_checkpoints(catalog, Path(props.catalog)),
             checkpoint_reads=checkpoint_read_statements(catalog),
+            # Above one runner, each stage fans out over shards balanced by estimated build time.
+            shards=catalog_shards(catalog, settings.build.runners) if settings.build.runners > 1 else None,
         )
+        shards = len(self.build_runner.shards)
         # Every archive of the build, loaded and called in the endpoint's own image on a GPU before the
         # build's manifest is published (docs/serving-check.md).
         self.serving_check = ServingCheckRunner(
@@ -194,13 +198,16 @@ class TritonMultiModelEndpoint(Construct):
             build_fingerprint=self.build_runner.fingerprint,
             container_environment=CONTAINER_ENVIRONMENT,
             encryption_key=self.encryption_key,
+            shards=max(1, shards),
         )
         self.build = ModelBuildTrigger(
             self,
             "ModelBuildTrigger",
             stages=[
-                BuildStage("model build", self.build_runner.project, self.build_runner.log_group),
-                BuildStage("serving check", self.serving_check.project, self.serving_check.log_group),
+                BuildStage("model build", self.build_runner.project, self.build_runner.log_group, shards > 1),
+                BuildStage(
+                    "serving check", self.serving_check.project, self.serving_check.log_group, shards > 1
+                ),
             ],
             fingerprint=self.serving_check.fingerprint,
             log_retention=settings.build.log_retention,

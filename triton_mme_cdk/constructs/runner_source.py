@@ -20,9 +20,12 @@ from constructs import Construct
 LEFT_OUT = ("__pycache__", "*.pyc", "tests")
 
 
-def runner_source(scope: Construct, construct_id: str, *, files: Mapping[str, Path]) -> s3_assets.Asset:
-    """An asset holding each source of `files` (a file or a package folder, anywhere on disk) at its asset
-    path; ValueError naming a source that is missing or an asset path that leaves the asset."""
+def runner_source(
+    scope: Construct, construct_id: str, *, files: Mapping[str, Path | bytes]
+) -> s3_assets.Asset:
+    """An asset holding each source of `files` (a file or a package folder, anywhere on disk, or the bytes of
+    a file synthesis writes) at its asset path; ValueError naming a source that is missing or an asset path
+    that leaves the asset."""
     stage = Stage.of(scope)
     outdir = Path(stage.outdir if stage is not None else "cdk.out")
     folder = outdir / "runner-sources" / Names.unique_id(scope)
@@ -30,9 +33,13 @@ def runner_source(scope: Construct, construct_id: str, *, files: Mapping[str, Pa
     for relative, source in files.items():
         if Path(relative).is_absolute() or ".." in Path(relative).parts:
             raise ValueError(f"runner source {relative} leaves the asset; allowed: a relative path inside it")
+        target = folder / relative
+        if isinstance(source, bytes):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source)
+            continue
         if not source.exists():
             raise ValueError(f"runner source {relative} is not a file or folder: {source} does not exist")
-        target = folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
             shutil.copytree(source, target, ignore=shutil.ignore_patterns(*LEFT_OUT))

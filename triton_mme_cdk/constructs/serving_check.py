@@ -60,8 +60,11 @@ class ServingCheckRunner(GpuRunner):
         container_environment: dict[str, str],
         encryption_key: kms.IKey | None = None,
         source_root: Path | None = None,
+        shards: int = 1,
     ) -> None:
-        spec = serving_check_spec(image_python_runs_check=runs_serving_check(triton_image(image.tag)))
+        spec = serving_check_spec(
+            image_python_runs_check=runs_serving_check(triton_image(image.tag)), shards=shards
+        )
         # The endpoint's container environment, so `serve` starts Triton with the endpoint's settings.
         variables = {
             **container_environment,
@@ -84,6 +87,8 @@ class ServingCheckRunner(GpuRunner):
                 environment=variables,
                 timeout_minutes=runner.serving_check_timeout_minutes,
                 encryption_key=encryption_key,
+                # One task per build shard, and the task that publishes their union.
+                batch_tasks=shards + 1 if shards > 1 else 1,
             ),
         )
         # Written once each, after the check: the report, then the build's manifest; read: the candidate,

@@ -18,9 +18,18 @@ from triton_mme_cdk.constructs.build_spec import (
     CANDIDATE_VARIABLE,
     CUDA_COMPAT_SETUP,
     FINGERPRINT_VARIABLE,
+    SHARD_VARIABLE,
     STORE_ARGUMENTS,
     TRITON_TAG_VARIABLE,
+    shard_tasks,
 )
+
+# Set by the build trigger on a fanned-out check: every build shard's candidate digest, in shard order
+# (model_build_trigger_handler, which names the same variable; a test checks it).
+SHARD_CANDIDATES_VARIABLE = "CANDIDATE_SHARDS"
+# The fanned-out check's last task, after every shard's: it publishes the union of the checked candidates.
+PUBLISH_TASK = "publish"
+PUBLISH_VARIABLE = "PUBLISH_SHARDS"
 
 IMAGE_PYTHON = "python3"
 # Where the uv-managed interpreter lives for images whose python3 is too old, and which CPython it is.
@@ -45,8 +54,11 @@ def _python_setup(image_python_runs_check: bool) -> tuple[str, list[str]]:
     ]
 
 
-def serving_check_spec(*, image_python_runs_check: bool) -> dict[str, Any]:
-    """Commands read their settings from the project's environment variables (see ServingCheckRunner)."""
+def serving_check_spec(*, image_python_runs_check: bool, shards: int = 1) -> dict[str, Any]:
+    """Commands read their settings from the project's environment variables (see ServingCheckRunner). With
+    `shards` > 1 the check is a batch graph: one task per build shard checks that shard's candidate and
+    publishes its report, and a last task, after all of them, publishes the build's manifest: the union of
+    the shards' candidates, each beside its passing report (`publish-build --shard-candidates`)."""
     python, setup = _python_setup(image_python_runs_check)
     command = f"{python} -m triton_mme"
     install = [
@@ -66,7 +78,20 @@ def serving_check_spec(*, image_python_runs_check: bool) -> dict[str, Any]:
         f'{command} publish-build --fingerprint "${FINGERPRINT_VARIABLE}" --from {BUILD_DIR} '
         f"{STORE_ARGUMENTS}",
     ]
-    return {
+    if shards > 1:
+        pick = (
+            f'export {CANDIDATE_VARIABLE}="$(echo "${SHARD_CANDIDATES_VARIABLE}" | '
+            f'cut -d, -f$((${SHARD_VARIABLE} + 1)))"'
+        )
+        publish = (
+            f'{command} publish-build --fingerprint "${FINGERPRINT_VARIABLE}" '
+            f'--shard-candidates "${SHARD_CANDIDATES_VARIABLE}" {STORE_ARGUMENTS}'
+        )
+        # A shard's task: its candidate, checked and reported (every command but the last publish-build), each
+        # after the one before succeeded, so the task fails with the first that fails.
+        check = " && ".join([pick, *build[:-1]])
+        build = [f'if [ -n "${PUBLISH_VARIABLE}" ]; then {publish}; else {check}; fi']
+    spec: dict[str, Any] = {
         "version": "0.2",
         "env": {
             "shell": "bash",
@@ -79,3 +104,12 @@ def serving_check_spec(*, image_python_runs_check: bool) -> dict[str, Any]:
         },
         "phases": {"install": {"commands": install}, "build": {"commands": build}},
     }
+    if shards > 1:
+        tasks = shard_tasks(shards)
+        publish_task = {
+            "identifier": PUBLISH_TASK,
+            "depend-on": [task["identifier"] for task in tasks],
+            "env": {"variables": {PUBLISH_VARIABLE: "1"}},
+        }
+        spec["batch"] = {"fast-fail": True, "build-graph": [*tasks, publish_task]}
+    return spec

@@ -106,8 +106,8 @@ def check_endpoint_quota(service_quotas: Any, quota_name: str, needed: int, why:
 
 
 @reports_aws_errors("codebuild-gpu-quota")
-def check_codebuild_gpu_quota(service_quotas: Any, quota_name: str) -> CheckResult:
-    """The account must be allowed at least one running build of the runner's GPU size."""
+def check_codebuild_gpu_quota(service_quotas: Any, quota_name: str, needed: int = 1) -> CheckResult:
+    """The account must be allowed `needed` running builds of the runner's GPU size at once (buildRunners)."""
     found = _quota_value(service_quotas, "codebuild", lambda name: name.lower() == quota_name.lower())
     if found is None:
         return CheckResult(
@@ -122,9 +122,17 @@ def check_codebuild_gpu_quota(service_quotas: Any, quota_name: str) -> CheckResu
             "codebuild-gpu-quota",
             False,
             f"'{name}' is {value:g}: no GPU build can start",
-            f"request at least 1 in Service Quotas (AWS CodeBuild, '{name}')",
+            f"request at least {needed} in Service Quotas (AWS CodeBuild, '{name}')",
         )
-    return CheckResult("codebuild-gpu-quota", True, f"'{name}' is {value:g}")
+    if value < needed:
+        return CheckResult(
+            "codebuild-gpu-quota",
+            False,
+            f"'{name}' is {value:g}, below buildRunners={needed}: the shards beyond it would wait and the "
+            "stages run out of time",
+            f"request at least {needed} in Service Quotas (AWS CodeBuild, '{name}'), or lower buildRunners",
+        )
+    return CheckResult("codebuild-gpu-quota", True, f"'{name}' is {value:g} (needs {needed})")
 
 
 def check_image(ecr: Any, name: str, *, region: str, registry: str, repository: str, tag: str) -> CheckResult:

@@ -84,7 +84,9 @@ def run_preflight(
             update_capacity(settings),
         ),
         check_codebuild_gpu_quota(
-            clients.service_quotas, CODEBUILD_GPUS[settings.build.compute_type].concurrency_quota_name
+            clients.service_quotas,
+            CODEBUILD_GPUS[settings.build.compute_type].concurrency_quota_name,
+            settings.build.runners,
         ),
         check_image(
             clients.ecr,

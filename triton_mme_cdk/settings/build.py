@@ -25,6 +25,10 @@ from triton_mme_cdk.settings.base import (
 if TYPE_CHECKING:
     from aws_cdk import aws_logs as logs
 
+# A bound against typos, not a platform limit (none is documented for a batch's size): the account's
+# concurrent-build quota for the GPU size is the real one, and preflight checks it.
+MAX_BUILD_RUNNERS = 50
+
 
 class BuildRunnerSettings(SettingsGroup):
     """The GPU build runner and the serving check, on the same GPU size (triton_mme_cdk/constructs/
@@ -36,6 +40,8 @@ class BuildRunnerSettings(SettingsGroup):
     serving_check_timeout_minutes: int = Field(15, alias="servingCheckTimeoutMinutes")
     queue_timeout_minutes: int = Field(5, alias="buildQueueTimeoutMinutes")
     log_retention_days: int = Field(30, alias="buildLogRetentionDays")
+    # Runners per stage: above 1, each stage is a CodeBuild batch build of that many shards (docs/deploy.md).
+    runners: int = Field(1, alias="buildRunners")
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -77,6 +83,13 @@ class BuildRunnerSettings(SettingsGroup):
         problem = retention_problem("buildLogRetentionDays", self.log_retention_days)
         if problem:
             raise problem
+        if not 1 <= self.runners <= MAX_BUILD_RUNNERS:
+            raise setting_error(
+                "buildRunners",
+                self.runners,
+                f"is out of range; allowed: 1..{MAX_BUILD_RUNNERS} (make preflight checks the account's "
+                "concurrent GPU build quota)",
+            )
         return self
 
     @property

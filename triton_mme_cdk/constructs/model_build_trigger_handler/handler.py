@@ -24,6 +24,12 @@ A run never outlives the deployment that started it:
   the fingerprint it leaves.
 Each stop names one build (codebuild:StopBuild on its id). Delete never touches the published models: the
 stages write only archives, candidates, reports and build manifests, which the store keeps.
+
+A stage with `Batch: "true"` runs as a CodeBuild batch build (its buildspec's shards, `buildRunners` > 1):
+it is started, followed, stopped and found again as a batch (StartBuildBatch, BatchGetBuildBatches,
+StopBuildBatch, ListBuildBatchesForProject); a failed batch fails the resource with the first failed shard's
+own error line and log link, and the next stage gets every shard's exported candidate digest, in shard order,
+as CANDIDATE_SHARDS.
 """
 
 from __future__ import annotations
@@ -40,6 +46,11 @@ FIRST_BUILD_VARIABLE = "MODEL_BUILD_ID"
 # ListBuildsForProject returns the newest builds first; one page is enough to find a recent build.
 RECENT_BUILDS = 100
 RUNNING = "IN_PROGRESS"
+# What the build stage exports (the candidate manifest's sha256), per build and so per shard.
+CANDIDATE_VARIABLE = "CANDIDATE_MANIFEST_SHA256"
+# The digests the build shards exported, comma-separated in shard order, for the serving check's shards.
+SHARD_CANDIDATES_VARIABLE = "CANDIDATE_SHARDS"
+SHARD_PREFIX = "shard_"
 # What the project's command line prints for every error a user can act on (triton_mme/cli.py).
 ERROR_PREFIX = "error: "
 LOG_PAGES = 5
@@ -61,9 +72,12 @@ def stages_of(properties: dict[str, Any], physical_id: str = "") -> list[dict[st
     """The stages in order ({"Name", "Project"}); a resource created before there were stages names one."""
     stages = properties.get("Stages")
     if stages:
-        return [{"Name": str(s["Name"]), "Project": str(s["Project"])} for s in stages]
+        return [
+            {"Name": str(s["Name"]), "Project": str(s["Project"]), "Batch": str(s.get("Batch", "false"))}
+            for s in stages
+        ]
     project = properties.get("ProjectName") or physical_id.partition(":")[0]
-    return [{"Name": "model build", "Project": project}] if project else []
+    return [{"Name": "model build", "Project": project, "Batch": "false"}] if project else []
 
 
 def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -74,7 +88,7 @@ def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         stopped: list[str] = []
         if fingerprint:
             for stage in stages_of(event.get("ResourceProperties") or {}, physical_id):
-                stopped += _stop_running(_recent_builds(stage["Project"]), fingerprint)
+                stopped += _stop_running(stage, _recent_runs(stage), fingerprint)
         return {"PhysicalResourceId": physical_id, "Data": {"StoppedBuilds": ",".join(stopped)}}
     properties = event["ResourceProperties"]
     stages, fingerprint = stages_of(properties), properties["Fingerprint"]
@@ -86,33 +100,33 @@ def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             "PhysicalResourceId": event["PhysicalResourceId"],
             "Data": {"BuildId": "", "Started": "false"},
         }
-    recent = {stage["Project"]: _recent_builds(stage["Project"]) for stage in stages}
+    recent = {stage["Project"]: _recent_runs(stage) for stage in stages}
     # An update leaves `previous` behind (a rollback leaves the newer one): its builds must not go on.
-    for builds in recent.values():
-        _stop_running(builds, previous)
+    for stage in stages:
+        _stop_running(stage, recent[stage["Project"]], previous)
     earlier = _succeeded_build(recent[last], fingerprint)
     if earlier is not None:
         return {"PhysicalResourceId": physical_id, "Data": {"BuildId": earlier, "Started": "false"}}
-    build = client("codebuild").start_build(
-        projectName=first,
-        environmentVariablesOverride=[_variable(FINGERPRINT_VARIABLE, fingerprint)],
-    )["build"]
+    run_id = _start(stages[0], [_variable(FINGERPRINT_VARIABLE, fingerprint)])
     stop_at = int(time.time()) + int(properties["StopAfterSeconds"])
     print(
-        f"started {stages[0]['Name']} {build['id']} for fingerprint {fingerprint}; "
+        f"started {stages[0]['Name']} {run_id} for fingerprint {fingerprint}; "
         f"the run stops at {stop_at} at the latest"
     )
     return {
         "PhysicalResourceId": physical_id,
-        "Data": {"BuildId": build["id"], "Started": "true", "StopAt": str(stop_at)},
+        "Data": {"BuildId": run_id, "Started": "true", "StopAt": str(stop_at)},
     }
 
 
 def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     data = event.get("Data") or {}
     if event["RequestType"] == "Delete":
-        stopped = [build_id for build_id in data.get("StoppedBuilds", "").split(",") if build_id]
-        return {"IsComplete": not any(b.get("buildStatus") == RUNNING for b in _builds(stopped))}
+        stopped = [run_id for run_id in data.get("StoppedBuilds", "").split(",") if run_id]
+        batches = [run_id for run_id in stopped if _is_batch_id(run_id)]
+        builds = [run_id for run_id in stopped if not _is_batch_id(run_id)]
+        runs = _builds(builds) + _batches(batches)
+        return {"IsComplete": not any(_status(run) == RUNNING for run in runs)}
     if data.get("Started") != "true":
         return {"IsComplete": True}
     properties = event["ResourceProperties"]
@@ -120,23 +134,25 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     first_id, stop_at = data["BuildId"], int(data["StopAt"])
     finished: dict[str, Any] | None = None
     for index, stage in enumerate(stages):
-        build = _first_build(first_id) if index == 0 else _stage_build(stage["Project"], first_id)
+        build = _first_run(stage, first_id) if index == 0 else _stage_run(stage, first_id)
         if build is None:
             assert finished is not None
             _start_stage(stage, fingerprint, first_id, finished)
             return {"IsComplete": False}
-        status = build["buildStatus"]
+        status = _status(build)
         if status == RUNNING:
             if time.time() < stop_at:
                 return {"IsComplete": False}
-            client("codebuild").stop_build(id=build["id"])
+            _stop(stage, str(build["id"]))
             raise ModelBuildFailed(
                 f"{stage['Name']} {build['id']} was still running when the deployment's time for it ran out; "
                 "stopped it (lower buildTimeoutMinutes, servingCheckTimeoutMinutes and "
-                f"buildQueueTimeoutMinutes); logs: {logs_link(build)}"
+                f"buildQueueTimeoutMinutes, or raise buildRunners); logs: {_run_logs_link(build)}"
             )
         if status != "SUCCEEDED":
-            outcome = status.lower().replace("_", " ")
+            outcome = str(status).lower().replace("_", " ")
+            if _is_batch(stage):
+                raise ModelBuildFailed(f"{stage['Name']} {build['id']} {outcome}{_batch_why(build)}")
             raise ModelBuildFailed(
                 f"{stage['Name']} {build['id']} {outcome}{_why(build)}; logs: {logs_link(build)}"
             )
@@ -150,35 +166,144 @@ def _variable(name: str, value: str) -> dict[str, str]:
 
 
 def _start_stage(stage: dict[str, str], fingerprint: str, first_id: str, finished: dict[str, Any]) -> None:
-    """Start `stage` with the fingerprint, the run's first build id and what the finished stage exported."""
-    exported = [
-        _variable(str(v["name"]), str(v.get("value", "")))
-        for v in finished.get("exportedEnvironmentVariables", [])
-        if v.get("name") not in (FINGERPRINT_VARIABLE, FIRST_BUILD_VARIABLE)
+    """Start `stage` with the fingerprint, the run's first build id and what the finished stage exported (a
+    finished batch: every shard's exported digest, in shard order)."""
+    if _is_batch_id(str(finished["id"])):
+        exported = [_variable(SHARD_CANDIDATES_VARIABLE, ",".join(_shard_exports(finished)))]
+    else:
+        exported = [
+            _variable(str(v["name"]), str(v.get("value", "")))
+            for v in finished.get("exportedEnvironmentVariables", [])
+            if v.get("name") not in (FINGERPRINT_VARIABLE, FIRST_BUILD_VARIABLE)
+        ]
+    run_id = _start(
+        stage,
+        [_variable(FINGERPRINT_VARIABLE, fingerprint), _variable(FIRST_BUILD_VARIABLE, first_id), *exported],
+    )
+    print(f"started {stage['Name']} {run_id} after {finished['id']} (fingerprint {fingerprint})")
+
+
+def _is_batch(stage: dict[str, str]) -> bool:
+    return stage.get("Batch") == "true"
+
+
+def _is_batch_id(run_id: str) -> bool:
+    """Batch ids are `<project>:<uuid>` like builds; the run's first id carries the batch marker instead."""
+    return run_id.startswith(BATCH_MARK)
+
+
+# A batch's id is stored with this mark, so Data and StoppedBuilds tell a batch from a build.
+BATCH_MARK = "batch/"
+
+
+def _start(stage: dict[str, str], variables: list[dict[str, str]]) -> str:
+    codebuild = client("codebuild")
+    if _is_batch(stage):
+        batch = codebuild.start_build_batch(
+            projectName=stage["Project"], environmentVariablesOverride=variables
+        )
+        return BATCH_MARK + str(batch["buildBatch"]["id"])
+    return str(
+        codebuild.start_build(projectName=stage["Project"], environmentVariablesOverride=variables)["build"][
+            "id"
+        ]
+    )
+
+
+def _stop(stage: dict[str, str], run_id: str) -> None:
+    if _is_batch_id(run_id):
+        client("codebuild").stop_build_batch(id=run_id.removeprefix(BATCH_MARK))
+    else:
+        client("codebuild").stop_build(id=run_id)
+
+
+def _status(run: dict[str, Any]) -> str:
+    return str(run.get("buildBatchStatus") or run.get("buildStatus"))
+
+
+def _batches(ids: list[str]) -> list[dict[str, Any]]:
+    """Batches by marked id, each returned with its marked id."""
+    if not ids:
+        return []
+    found = client("codebuild").batch_get_build_batches(ids=[i.removeprefix(BATCH_MARK) for i in ids])
+    return [{**batch, "id": BATCH_MARK + str(batch["id"])} for batch in found.get("buildBatches", [])]
+
+
+def _first_run(stage: dict[str, str], run_id: str) -> dict[str, Any]:
+    runs = _batches([run_id]) if _is_batch_id(run_id) else _builds([run_id])
+    if not runs:
+        raise ModelBuildFailed(f"{stage['Name']} {run_id} not found; it may have been deleted")
+    return runs[0]
+
+
+def _stage_run(stage: dict[str, str], first_id: str) -> dict[str, Any] | None:
+    """This run's build (or batch) of a later stage: the newest one started for `first_id`."""
+    return next((r for r in _recent_runs(stage) if _variable_of(r, FIRST_BUILD_VARIABLE) == first_id), None)
+
+
+def _recent_runs(stage: dict[str, str]) -> list[dict[str, Any]]:
+    if not _is_batch(stage):
+        return _recent_builds(stage["Project"])
+    ids = (
+        client("codebuild")
+        .list_build_batches_for_project(projectName=stage["Project"], sortOrder="DESCENDING")
+        .get("ids", [])
+    )
+    return _batches([BATCH_MARK + str(i) for i in ids[:RECENT_BUILDS]])
+
+
+def _shard_builds(batch: dict[str, Any]) -> list[tuple[str, str]]:
+    """(identifier, build id) of each shard of a batch, in shard order."""
+    shards = []
+    for group in batch.get("buildGroups", []):
+        identifier = str(group.get("identifier", ""))
+        arn = str((group.get("currentBuildSummary") or {}).get("arn", ""))
+        if identifier.startswith(SHARD_PREFIX) and arn:
+            shards.append((identifier, arn.partition(":build/")[2] or arn))
+    return sorted(shards, key=lambda shard: int(shard[0].removeprefix(SHARD_PREFIX) or 0))
+
+
+def _shard_exports(batch: dict[str, Any]) -> list[str]:
+    """Each shard build's exported candidate digest, in shard order."""
+    shards = _shard_builds(batch)
+    builds = {str(b["id"]): b for b in _builds([build_id for _, build_id in shards])}
+    digests = []
+    for identifier, build_id in shards:
+        exported = builds.get(build_id, {}).get("exportedEnvironmentVariables", [])
+        values = [str(v.get("value", "")) for v in exported if v.get("name") == CANDIDATE_VARIABLE]
+        if not values or not values[0]:
+            raise ModelBuildFailed(f"{identifier} ({build_id}) of batch {batch['id']} exported no candidate")
+        digests.append(values[0])
+    return digests
+
+
+def _batch_why(batch: dict[str, Any]) -> str:
+    """`: <group> <build>: <its error line>; logs: <its link>` of the first failed build of a batch."""
+    failed = [
+        (str(group.get("identifier", "")), str((group.get("currentBuildSummary") or {}).get("arn", "")))
+        for group in batch.get("buildGroups", [])
+        if (group.get("currentBuildSummary") or {}).get("buildStatus") not in (None, "SUCCEEDED", RUNNING)
     ]
-    build = client("codebuild").start_build(
-        projectName=stage["Project"],
-        environmentVariablesOverride=[
-            _variable(FINGERPRINT_VARIABLE, fingerprint),
-            _variable(FIRST_BUILD_VARIABLE, first_id),
-            *exported,
-        ],
-    )["build"]
-    print(f"started {stage['Name']} {build['id']} after {finished['id']} (fingerprint {fingerprint})")
-
-
-def _first_build(build_id: str) -> dict[str, Any]:
+    if not failed:
+        return ""
+    identifier, arn = failed[0]
+    build_id = arn.partition(":build/")[2] or arn
     builds = _builds([build_id])
     if not builds:
-        raise ModelBuildFailed(f"model build {build_id} not found; it may have been deleted")
-    return builds[0]
+        return f": {identifier} {build_id} failed"
+    return f": {identifier} {build_id}{_why(builds[0])}; logs: {logs_link(builds[0])}"
 
 
-def _stage_build(project: str, first_id: str) -> dict[str, Any] | None:
-    """This run's build of a later stage: the newest one started for `first_id`."""
-    return next(
-        (b for b in _recent_builds(project) if _variable_of(b, FIRST_BUILD_VARIABLE) == first_id), None
-    )
+def _run_logs_link(run: dict[str, Any]) -> str:
+    if _is_batch_id(str(run["id"])):
+        region = os.environ.get("AWS_REGION", "us-east-1")
+        batch_id = str(run["id"]).removeprefix(BATCH_MARK)
+        project = batch_id.split(":")[0]
+        return (
+            f"https://{region}.console.aws.amazon.com/codesuite/codebuild/projects/{project}"
+            f"/batch/{quote(batch_id, safe='')}?region={region}"
+        )
+    return logs_link(run)
 
 
 def _builds(ids: list[str]) -> list[dict[str, Any]]:
@@ -201,28 +326,25 @@ def _variable_of(build: dict[str, Any], name: str) -> str | None:
     return next((v.get("value") for v in variables if v["name"] == name), None)
 
 
-def _stop_running(builds: list[dict[str, Any]], fingerprint: str | None) -> list[str]:
-    """Stop the running builds of `fingerprint` (at most one per project: one build runs at a time)."""
+def _stop_running(stage: dict[str, str], runs: list[dict[str, Any]], fingerprint: str | None) -> list[str]:
+    """Stop the running builds (or batches) of `fingerprint` (at most one per project: one runs at a time)."""
     if not fingerprint:
         return []
     running = [
-        str(b["id"])
-        for b in builds
-        if b.get("buildStatus") == RUNNING and _variable_of(b, FINGERPRINT_VARIABLE) == fingerprint
+        str(r["id"])
+        for r in runs
+        if _status(r) == RUNNING and _variable_of(r, FINGERPRINT_VARIABLE) == fingerprint
     ]
-    for build_id in running:
-        client("codebuild").stop_build(id=build_id)
-        print(f"stopped build {build_id} of fingerprint {fingerprint}")
+    for run_id in running:
+        _stop(stage, run_id)
+        print(f"stopped {run_id} of fingerprint {fingerprint}")
     return running
 
 
-def _succeeded_build(builds: list[dict[str, Any]], fingerprint: str) -> str | None:
-    for build in builds:
-        if (
-            build.get("buildStatus") == "SUCCEEDED"
-            and _variable_of(build, FINGERPRINT_VARIABLE) == fingerprint
-        ):
-            return str(build["id"])
+def _succeeded_build(runs: list[dict[str, Any]], fingerprint: str) -> str | None:
+    for run in runs:
+        if _status(run) == "SUCCEEDED" and _variable_of(run, FINGERPRINT_VARIABLE) == fingerprint:
+            return str(run["id"])
     return None
 
 

@@ -1,0 +1,103 @@
+"""The build fanned out over several GPU runners (`buildRunners` > 1): both stages become CodeBuild batch
+builds of balanced shards, the trigger follows batches, and the shard file travels with the build's source."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from synth_support import Synthesized
+
+from triton_mme.core.catalog import load_catalog
+from triton_mme.core.shards import SHARDS_FILE_NAME, read_shards
+from triton_mme.model_build.build_time import catalog_shards
+from triton_mme_cdk.constructs.build_spec import SHARD_VARIABLE, build_spec
+from triton_mme_cdk.constructs.serving_check_spec import PUBLISH_TASK, PUBLISH_VARIABLE, serving_check_spec
+
+SynthWith = Callable[..., Synthesized]
+
+
+@pytest.fixture(scope="module")
+def fanned(synth_with: SynthWith) -> Synthesized:
+    return synth_with(build_runners=4)
+
+
+def project(synth: Synthesized, path: str) -> dict[str, Any]:
+    (resource,) = [
+        r["Properties"]
+        for r in synth.resources.values()
+        if r["Type"] == "AWS::CodeBuild::Project"
+        and path in json.dumps(r["Properties"].get("Description", ""))
+    ]
+    return resource
+
+
+def spec_of(properties: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(properties["Source"]["BuildSpec"])
+
+
+def test_one_runner_keeps_single_builds(default_synth: Synthesized) -> None:
+    build = project(default_synth, "Builds the model catalog")
+    assert "BuildBatchConfig" not in build and build["ConcurrentBuildLimit"] == 1
+    assert "batch" not in spec_of(build)
+    (trigger,) = default_synth.template.find_resources("Custom::ModelBuild").values()
+    assert all("Batch" not in stage for stage in trigger["Properties"]["Stages"])
+
+
+def test_both_stages_become_batches_of_the_catalogs_shards(fanned: Synthesized) -> None:
+    # The default catalog has two models: four runners give two shards.
+    build = project(fanned, "Builds the model catalog")
+    check = project(fanned, "Checks every archive")
+    build_spec_ = spec_of(build)
+    assert [task["identifier"] for task in build_spec_["batch"]["build-list"]] == ["shard_0", "shard_1"]
+    assert build_spec_["batch"]["fast-fail"] is True
+    assert (
+        f'--shard "${SHARD_VARIABLE}" --shard-file {SHARDS_FILE_NAME}'
+        in build_spec_["phases"]["build"]["commands"][0]
+    )
+    graph = spec_of(check)["batch"]["build-graph"]
+    assert [task["identifier"] for task in graph] == ["shard_0", "shard_1", PUBLISH_TASK]
+    assert graph[-1]["depend-on"] == ["shard_0", "shard_1"]
+    assert build["BuildBatchConfig"]["Restrictions"] == {
+        "MaximumBuildsAllowed": 2, "ComputeTypesAllowed": ["BUILD_GENERAL1_SMALL"]
+    }  # fmt: skip
+    assert check["BuildBatchConfig"]["Restrictions"]["MaximumBuildsAllowed"] == 3
+    assert build["ConcurrentBuildLimit"] == 4 and "ServiceRole" in build["BuildBatchConfig"]
+    (trigger,) = fanned.template.find_resources("Custom::ModelBuild").values()
+    assert [stage["Batch"] for stage in trigger["Properties"]["Stages"]] == ["true", "true"]
+
+
+def test_the_trigger_may_start_follow_and_stop_batches_of_its_two_projects_only(fanned: Synthesized) -> None:
+    actions: set[str] = set()
+    for logical_id, policy in fanned.template.find_resources("AWS::IAM::Policy").items():
+        if not logical_id.startswith("TritonModelBuildTrigger") and "ModelBuildTrigger" not in logical_id:
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            listed = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            actions.update(a for a in listed if a.startswith("codebuild:"))
+            if any("Batch" in a for a in listed if a.startswith("codebuild:")):
+                assert statement["Resource"] != "*"
+    assert {"codebuild:StartBuildBatch", "codebuild:BatchGetBuildBatches", "codebuild:StopBuildBatch",
+            "codebuild:ListBuildBatchesForProject"} <= actions  # fmt: skip
+    assert "codebuild:StartBuild" not in actions  # every stage is a batch
+
+
+def test_the_shard_file_travels_with_the_build_and_matches_the_balanced_shards(fanned: Synthesized) -> None:
+    sources = list((fanned.assembly_dir / "runner-sources").glob(f"*ModelBuild*/{SHARDS_FILE_NAME}"))
+    assert len(sources) == 1
+    assert read_shards(sources[0]) == catalog_shards(load_catalog("models.yaml"), 4)
+
+
+def test_shards_in_the_buildspecs_are_their_own_tasks() -> None:
+    spec = build_spec(tensorrt=False, shards=3)
+    assert [t["env"]["variables"][SHARD_VARIABLE] for t in spec["batch"]["build-list"]] == ["0", "1", "2"]
+    check = serving_check_spec(image_python_runs_check=True, shards=3)
+    (command,) = check["phases"]["build"]["commands"]
+    # The publish task publishes the union; a shard's task checks its own candidate, each command after the
+    # one before it succeeded.
+    assert command.startswith(f'if [ -n "${PUBLISH_VARIABLE}" ]; then ')
+    assert "publish-build" in command.split("; else ")[0] and "--shard-candidates" in command
+    shard = command.split("; else ")[1]
+    assert shard.count(" && ") == 3 and "publish-build" not in shard
