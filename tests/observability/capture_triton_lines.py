@@ -71,12 +71,20 @@ def sagemaker_layout(root: Path, digest: str, script: str) -> Path:
     return url
 
 
+class PingModeServer(TritonServer):
+    """The local Triton with another ping mode than the endpoint's."""
+
+    def __init__(self, mode: str, *, workdir: Path):
+        super().__init__(workdir=workdir, log_path=workdir.with_suffix(".log"))
+        self.mode = mode
+
+    def _environment(self) -> dict[str, str]:
+        return {**super()._environment(), PING_MODE_VARIABLE: self.mode}
+
+
 def ping_after_failed_load(work: Path, mode: str) -> int:
-    """What /ping answers once a load has failed, with tritonserver in `mode`."""
-    server = TritonServer(workdir=work / f"ping-{mode}", log_path=work / f"ping-{mode}.log")
-    environment = server._environment
-    server._environment = lambda: {**environment(), PING_MODE_VARIABLE: mode}  # type: ignore[method-assign]
-    with server:
+    """What /ping answers once a load has failed, tritonserver in `mode` (start waits for a 200 first)."""
+    with PingModeServer(mode, workdir=work / f"ping-{mode}") as server:
         routes = SageMakerRoutes(server.connection)
         url = sagemaker_layout(work / f"ping-{mode}", "3" * 32, REFUSED_SCRIPT)
         assert routes.load(REFUSED_MODEL, url).status == 400
