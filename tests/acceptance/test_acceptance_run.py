@@ -74,6 +74,20 @@ def test_an_update_that_fell_back_fails_the_run_with_exit_1(
     assert [c["name"] for c in report["checks"] if not c["passed"]] == ["last-update"]
 
 
+def test_an_update_without_events_cannot_tell_and_does_not_fail_the_run(
+    s3: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clients = healthy_stack(s3, not_ready=0, events=[])
+    assert command(monkeypatch, clients, tmp_path / "report.json") == 0
+    captured = capsys.readouterr()
+    undecided = [line for line in captured.out.splitlines() if line.startswith("CANNOT TELL")]
+    assert len(undecided) == 1 and undecided[0].startswith("CANNOT TELL strategy/last-update: ")
+    assert not [line for line in captured.out.splitlines() if line.startswith("FAIL")]
+    assert captured.err.strip() == "warning: 1 acceptance check(s) cannot tell"
+    report = AcceptanceReport.model_validate_json((tmp_path / "report.json").read_text())
+    assert report.summary().endswith("0 failed, 1 cannot tell: accepted")
+
+
 def test_a_stack_without_the_output_is_one_line(s3: Any) -> None:
     from acceptance_support import stubbed
 

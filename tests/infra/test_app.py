@@ -442,6 +442,13 @@ def test_the_live_manifest_moves_only_after_the_build_and_the_endpoint(default_s
     assert properties["Bucket"] == {"Ref": lid(default_synth, default_synth.stack.mme.store.bucket)}
 
 
+def test_the_deployment_event_record_exists_before_the_endpoint_changes(default_synth: Synthesized) -> None:
+    # An update that starts before the rule and its log group's policy exist is recorded by nothing.
+    events = default_synth.stack.mme.deployment_events
+    _, endpoint = only(default_synth, "AWS::SageMaker::Endpoint")
+    assert {lid(default_synth, events.rule), lid(default_synth, events.policy)} <= set(endpoint["DependsOn"])
+
+
 # ----- outputs, environment, bootstrap ---------------------------------------------------------------------
 
 

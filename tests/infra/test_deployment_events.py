@@ -3,8 +3,12 @@ writes them to its own log group, which EventBridge may write to."""
 
 from __future__ import annotations
 
+import json
+
+from aws_cdk import aws_events as aws_events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_logs as logs
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Template
 from synth_support import bare_stack, with_nag
 
 from triton_mme_cdk.constructs.deployment_events import (
@@ -38,15 +42,50 @@ def test_the_rule_matches_only_this_endpoints_deployment_events() -> None:
     assert DEPLOYMENT_EVENT_TYPE == "SageMaker Endpoint Deployment State Change"
 
 
+def rule_target_arn(template: Template) -> object:
+    ((_, rule),) = template.find_resources("AWS::Events::Rule").items()
+    ((target,),) = [rule["Properties"]["Targets"]]
+    return target["Arn"]
+
+
 def test_events_go_to_the_log_group_with_its_retention() -> None:
     template, events = events_template()
     ((group_id, group),) = template.find_resources("AWS::Logs::LogGroup").items()
     assert group["Properties"]["RetentionInDays"] == 14
-    template.has_resource_properties(
-        "AWS::Events::Rule",
-        {"Targets": [{"Arn": {"Fn::GetAtt": [group_id, "Arn"]}, "Id": Match.any_value()}]},
-    )
+    arn = rule_target_arn(template)
+    # The group's ARN without the ":*" its Arn attribute ends in.
+    assert arn != {"Fn::GetAtt": [group_id, "Arn"]}
+    assert arn == {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":logs:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                ":log-group:",
+                {"Ref": group_id},
+            ],
+        ]
+    }
     assert events.log_group_name is not None
+
+
+def test_the_target_arn_is_the_one_cdks_own_log_group_target_writes() -> None:
+    template, _ = events_template()
+    ((group_id, _),) = template.find_resources("AWS::Logs::LogGroup").items()
+    stack = bare_stack()
+    group = logs.LogGroup(stack, "Logs")
+    rule = aws_events.Rule(stack, "Rule", event_pattern=aws_events.EventPattern(source=["aws.sagemaker"]))
+    rule.add_target(targets.CloudWatchLogGroup(group))
+    theirs = Template.from_stack(stack)
+    their_group = group.node.default_child
+    assert isinstance(their_group, logs.CfnLogGroup)
+    their_group_id = stack.get_logical_id(their_group)
+    expected = json.loads(json.dumps(rule_target_arn(theirs)).replace(their_group_id, group_id))
+    assert rule_target_arn(template) == expected
 
 
 def test_only_eventbridge_may_write_and_only_to_this_group() -> None:

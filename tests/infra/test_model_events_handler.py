@@ -10,9 +10,14 @@ from pathlib import Path
 import pytest
 
 from triton_mme_cdk.constructs.model_events_handler import handler
+from triton_mme_cdk.constructs.model_observability import MODEL_LINE_TERMS
 
-CAPTURED = (Path(__file__).parents[1] / "observability/fixtures/triton-2.51-sagemaker.log").read_text()
-EXPECTED = json.loads((Path(__file__).parents[1] / "observability/fixtures/expected.json").read_text())
+FIXTURES = Path(__file__).parents[1] / "observability/fixtures"
+CAPTURED = (FIXTURES / "triton-2.51-sagemaker.log").read_text()
+EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
+# Recorded with model namespacing on, as the image's entry point starts Triton on the endpoint.
+NAMESPACED = (FIXTURES / "triton-2.51-sagemaker-namespaced.log").read_text()
+NAMESPACED_EXPECTED = json.loads((FIXTURES / "expected-namespaced.json").read_text())["models"]
 
 
 def delivery(lines: list[str], message_type: str = "DATA_MESSAGE") -> dict[str, object]:
@@ -40,6 +45,21 @@ def test_a_delivery_of_captured_lines_gives_the_events_that_happened(
     causes = {r["model"].split("-")[0]: r["cause"] for r in records if r["event"] == "failed_load"}
     assert causes == {"oom": "out_of_memory", "mismatched": "other"}
     assert all(r["load_s"] > 0 for r in records if r["event"] == "load")
+
+
+def test_namespaced_lines_the_subscription_passes_give_records_keyed_on_the_target_model() -> None:
+    # What the subscription's filter lets through (any term, case-sensitive), then the reader.
+    passed = [line for line in NAMESPACED.splitlines() if any(term in line for term in MODEL_LINE_TERMS)]
+    records = handler.model_events(passed, "e")
+    # The Contributor Insights rules rank by $.model: one key per TargetModel, whatever the event.
+    assert {r["model"] for r in records} == set(NAMESPACED_EXPECTED)
+    for name, done in NAMESPACED_EXPECTED.items():
+        mine = [r for r in records if r["model"] == name]
+        assert sum(r["event"] == "load" for r in mine) == done.get("cold_loads", 0), name
+        assert sum(r["event"] == "unload" for r in mine) == done.get("evictions", 0), name
+        assert sum(r["event"] == "failed_load" for r in mine) == done.get("failed_loads", 0), name
+        assert sum(r.get("count", 0) for r in mine if r["event"] == "requests") == done.get("requests", 0)
+    assert all("load_s" in r for r in records if r["event"] == "load")  # loading paired with loaded
 
 
 def test_malformed_lines_are_counted_not_dropped_silently() -> None:

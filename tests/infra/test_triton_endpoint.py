@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -11,6 +12,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Annotations, Match, Template
 from synth_support import KEY_ARN, bare_stack
 
+from triton_mme.core.triton_container import PING_MODE_VARIABLE, serve_flags, server_ping_mode
+from triton_mme.local_triton.server import TritonServer
 from triton_mme_cdk.constructs.deployment_policy import deployment_config
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.triton_endpoint import TritonEndpoint
@@ -73,6 +76,18 @@ def test_model_is_an_unnamed_network_isolated_multi_model_triton_container(defau
             "DependsOn": [Match.string_like_regexp("^TritonHostingPolicy")],
         },
     )
+
+
+def test_the_local_triton_runs_with_the_models_container_environment(default: tuple, tmp_path: Path) -> None:
+    template, _ = default
+    ((_, model),) = template.find_resources("AWS::SageMaker::Model").items()
+    environment = model["Properties"]["PrimaryContainer"]["Environment"]
+    assert server_ping_mode(environment) == "live"  # set on the Model: the entry point's "live" is exported
+    local = TritonServer(workdir=tmp_path)
+    local_environment = local._environment()
+    assert {k: local_environment[k] for k in environment} == environment
+    assert local_environment[PING_MODE_VARIABLE] == server_ping_mode(environment)
+    assert set(serve_flags(environment)) <= set(local.command(tmp_path / "bin"))
 
 
 def test_network_isolation_can_be_turned_off() -> None:

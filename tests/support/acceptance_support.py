@@ -309,7 +309,14 @@ ALL_AT_ONCE_EVENTS = [
 ]
 
 
+def expect_record(logs: Stubber, created: dt.datetime = CREATED) -> None:
+    """DescribeLogGroups' answer for the deployment-event log group, created with the stack by default."""
+    group = {"logGroupName": EVENT_LOG_GROUP, "creationTime": int(created.timestamp() * 1000)}
+    logs.add_response("describe_log_groups", {"logGroups": [group]}, {"logGroupNamePrefix": EVENT_LOG_GROUP})
+
+
 def expect_events(logs: Stubber, stages: list[tuple[str, str]]) -> None:
+    expect_record(logs)
     logs.add_response(
         "filter_log_events",
         {"events": [deployment_event(status, message) for status, message in stages]},

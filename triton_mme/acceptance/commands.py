@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     write_atomically(args.report, report.to_json())
     print(report.summary())
     print(f"report: {args.report}")
+    if report.undecided:
+        print(f"warning: {len(report.undecided)} acceptance check(s) cannot tell", file=sys.stderr)
     if not report.passed:
         print(f"error: {len(report.failures)} acceptance check(s) failed", file=sys.stderr)
     return 0 if report.passed else 1

@@ -26,14 +26,18 @@ class Check(_Frozen):
     passed: bool
     expected: str
     seen: str
-    # What to do about a failure (None when it passed).
+    # What to do about a failure (None when it passed); for a check that cannot tell, why not and what would.
     fix: str | None = None
     figures: dict[str, float] = {}
+    # Neither passed nor failed: what the check reads does not say (e.g. no deployment event was recorded).
+    cannot_tell: bool = False
 
     def line(self) -> str:
         where = f"{self.group}/{self.name}"
         if self.passed:
             return f"PASS {where}: {self.seen}"
+        if self.cannot_tell:
+            return f"CANNOT TELL {where}: expected {self.expected}; seen {self.seen}; why: {self.fix}"
         return f"FAIL {where}: expected {self.expected}; seen {self.seen}; fix: {self.fix}"
 
 
@@ -43,6 +47,13 @@ def passed(group: str, name: str, *, expected: str, seen: str, **figures: float)
 
 def failed(group: str, name: str, *, expected: str, seen: str, fix: str, **figures: float) -> Check:
     return Check(group=group, name=name, passed=False, expected=expected, seen=seen, fix=fix, figures=figures)
+
+
+def cannot_tell(group: str, name: str, *, expected: str, seen: str, why: str) -> Check:
+    """A check whose evidence says neither yes nor no: reported, and not counted as a failure."""
+    return Check(
+        group=group, name=name, passed=False, expected=expected, seen=seen, fix=why, cannot_tell=True
+    )
 
 
 def compared(group: str, name: str, *, expected: object, seen: object, fix: str) -> Check:
@@ -66,13 +77,19 @@ class AcceptanceReport(_Frozen):
 
     @property
     def failures(self) -> tuple[Check, ...]:
-        return tuple(check for check in self.checks if not check.passed)
+        return tuple(check for check in self.checks if not check.passed and not check.cannot_tell)
+
+    @property
+    def undecided(self) -> tuple[Check, ...]:
+        return tuple(check for check in self.checks if check.cannot_tell)
 
     def summary(self) -> str:
         verdict = "accepted" if self.passed else "NOT accepted"
+        passed = len(self.checks) - len(self.failures) - len(self.undecided)
+        undecided = f", {len(self.undecided)} cannot tell" if self.undecided else ""
         return (
-            f"acceptance {self.stack} ({self.endpoint}): {len(self.checks) - len(self.failures)} passed, "
-            f"{len(self.failures)} failed: {verdict}"
+            f"acceptance {self.stack} ({self.endpoint}): {passed} passed, {len(self.failures)} failed"
+            f"{undecided}: {verdict}"
         )
 
     def to_json(self) -> str:

@@ -28,12 +28,15 @@ from pathlib import Path
 from triton_mme.client.triton_routes import LOOPBACK
 from triton_mme.core.errors import UserError
 from triton_mme.core.platform import SAGEMAKER_PORT
-from triton_mme.core.triton_logging import log_flags
+from triton_mme.core.triton_container import (
+    CONTAINER_ENVIRONMENT,
+    PING_MODE_VARIABLE,
+    serve_flags,
+    server_ping_mode,
+)
 from triton_mme.local_triton.isolation import ISOLATION_FAILED, Broker
 
 STUB_NAME = "triton_python_backend_stub"
-PING_MODE_VARIABLE = "SAGEMAKER_TRITON_PING_MODE"
-PING_MODE = "live"
 
 
 class TritonStartError(UserError, RuntimeError):
@@ -135,10 +138,11 @@ class TritonServer:
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [env.get("LD_LIBRARY_PATH"), str(libs)]))
         env["PATH"] = os.pathsep.join([str(Path(sys.exec_prefix) / "bin"), env.get("PATH", "")])
-        # Triton's SageMaker listener answers /ping by readiness unless told "live" (sagemaker_server.h reads
-        # SAGEMAKER_TRITON_PING_MODE, default "ready"): with readiness, one archive that failed to load turns
-        # every later ping into 503, and the platform would take the container for dead.
-        env[PING_MODE_VARIABLE] = PING_MODE
+        # The endpoint container's environment, and the ping mode tritonserver gets from it there: liveness
+        # (with readiness, one archive that failed to load turns every later ping into a 400, and the platform
+        # would take the container for dead; triton_mme/core/triton_container.py).
+        env.update(CONTAINER_ENVIRONMENT)
+        env[PING_MODE_VARIABLE] = server_ping_mode(CONTAINER_ENVIRONMENT)
         return env
 
     def command(self, binaries: Path) -> list[str]:
@@ -159,7 +163,9 @@ class TritonServer:
             f"--backend-config=python,shm-region-prefix-name={shm_prefix}",
             f"--exit-timeout-secs={self.exit_timeout_s}",
             "--strict-readiness=true",
-            *log_flags(),
+            # As the image's entry point passes them: model namespacing (the log names models
+            # `<repository>::<TargetModel>`) and the log levels.
+            *serve_flags(CONTAINER_ENVIRONMENT),
         ]
 
     def start(self, *, ready_timeout_s: float = 60.0) -> None:

@@ -17,6 +17,15 @@ life writes, at info level (verbose off), as captured from the local Triton (tes
 - `Invoking SageMaker TargetModel: NAME`          one invocation (sagemaker_server.cc, every request)
 - `All models are stopped, unloading models`      the server stops (server.cc): later unloads are no eviction
 
+The image's entry point turns model namespacing on (`--model-namespacing=true`,
+triton_mme/core/triton_container.py), and then Triton's core writes a model as `<repository>::<name>` (core
+`model.h`, `ModelIdentifier::str`): on the endpoint `loading: /opt/ml/models/<hash>/model::NAME:1`,
+`successfully loaded '/opt/ml/models/<hash>/model::NAME'`, while the SageMaker server's own
+`Invoking SageMaker TargetModel: NAME` stays bare. Every name is read without its namespace, so one model's
+requests and loads are one model's figures whichever way Triton was started. The namespace is the repository
+path, which begins with `/` and, on SageMaker, holds no `::` (`/opt/ml/models/<hash>/model`); a TargetModel
+is an S3 key and may: the name is what follows the first `::` after a path.
+
 A line of another shape is not an event; a line that starts like Triton's but cannot be read is `malformed`.
 """
 
@@ -113,6 +122,14 @@ class Malformed:
     line: str
 
 
+def model_name(identifier: str) -> str:
+    """A model as Triton's log names it, without the namespace model namespacing puts before it."""
+    if identifier[:1] != "/":
+        return identifier
+    _, separator, name = identifier.partition("::")
+    return name if separator and name else identifier
+
+
 def _unquote(message: str) -> str:
     if len(message) >= 2 and message[0] == message[-1] == '"':
         message = message[1:-1]
@@ -143,7 +160,7 @@ def parse_line(line: str) -> LogEvent | Malformed | None:
         if matched is None:
             continue
         reason = " ".join(matched["reason"].split()) if kind is Kind.VERSION_FAILED else ""
-        return LogEvent(kind, matched.groupdict().get("model") or "", clock, reason)
+        return LogEvent(kind, model_name(matched.groupdict().get("model") or ""), clock, reason)
     return None
 
 

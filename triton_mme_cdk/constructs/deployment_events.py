@@ -11,7 +11,7 @@ of 1 instance(s)."). `triton-mme acceptance` reads them back (docs/acceptance.md
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -31,6 +31,11 @@ class DeploymentEvents(Construct):
     the custom resource and function that target adds for the same policy). No aws:SourceArn condition:
     whether EventBridge's delivery to CloudWatch Logs carries one is not documented, and a condition it
     does not meet would drop every event silently.
+
+    The target is the log group's ARN without the `:*` that its `Arn` attribute ends in, built as
+    aws-cdk-lib's own CloudWatch Logs target builds it (aws-events-targets `log-group.ts`: `formatArn` with
+    `COLON_RESOURCE_NAME`); a rule whose target keeps the suffix is accepted at deploy time, and its events
+    are reported never to reach the group. The resource policy names the attribute's form, as CDK's does.
     """
 
     def __init__(
@@ -39,6 +44,12 @@ class DeploymentEvents(Construct):
         super().__init__(scope, construct_id)
         self.log_group = logs.LogGroup(
             self, "Logs", retention=retention, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.target_arn = Stack.of(self).format_arn(
+            service="logs",
+            resource="log-group",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            resource_name=self.log_group.log_group_name,
         )
         self.rule = events.CfnRule(
             self,
@@ -50,9 +61,7 @@ class DeploymentEvents(Construct):
                 "detail": {"EndpointName": [endpoint_name]},
             },
             state="ENABLED",
-            targets=[
-                events.CfnRule.TargetProperty(id="DeploymentEventLog", arn=self.log_group.log_group_arn)
-            ],
+            targets=[events.CfnRule.TargetProperty(id="DeploymentEventLog", arn=self.target_arn)],
         )
         self.policy = logs.ResourcePolicy(
             self,

@@ -47,7 +47,9 @@ HANDLER_FILES = (
     "triton_mme/observability/__init__.py",
     "triton_mme/observability/triton_log.py",
 )
-# Only the lines that name a model reach the function (the filter's terms are case-sensitive).
+# Only the lines that name a model reach the function (the filter's terms are case-sensitive). The terms
+# precede the model's name, so they match Triton's namespaced lines (`loading: /opt/ml/models/<hash>/model::
+# <TargetModel>:1`) as well as the bare ones; the parser drops the namespace.
 MODEL_LINE_TERMS = (
     "loading: ",
     "successfully loaded",

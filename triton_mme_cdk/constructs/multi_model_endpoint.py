@@ -266,7 +266,7 @@ class TritonMultiModelEndpoint(Construct):
             endpoint_name=self.endpoint.name,
             retention=settings.endpoint.log_retention,
         )
-        self.endpoint.endpoint.node.add_dependency(self.deployment_events.policy)
+        self.endpoint.endpoint.node.add_dependency(self.deployment_events.rule, self.deployment_events.policy)
         # The live manifest moves to this build only once the endpoint serves this deployment's config.
         self.promotion = ManifestPromotion(
             self,

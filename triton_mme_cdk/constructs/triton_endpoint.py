@@ -9,7 +9,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from triton_mme.core.triton_logging import LOG_ENVIRONMENT
+from triton_mme.core.triton_container import CONTAINER_ENVIRONMENT
 from triton_mme_cdk.constructs.deployment_policy import deployment_config
 from triton_mme_cdk.constructs.hosting_role import HostingRole
 from triton_mme_cdk.constructs.model_store import ModelStore
@@ -18,10 +18,6 @@ from triton_mme_cdk.deployment_rules import variant_count_problem
 from triton_mme_cdk.settings import UpdatePolicy
 
 VARIANT_NAME = "AllTraffic"
-# Triton's SageMaker entry point (docker/sagemaker/serve) logs verbosely unless told otherwise, which writes
-# several lines per request to CloudWatch; verbose off, info on keeps the lines that name a model (every load,
-# unload, failed load and invocation), which the per-model figures read (docs/observability.md).
-CONTAINER_ENVIRONMENT = dict(LOG_ENVIRONMENT)
 
 
 class TritonEndpoint(Construct):
@@ -68,6 +64,9 @@ class TritonEndpoint(Construct):
                 image=image.image_uri,
                 mode="MultiModel",
                 model_data_url=store.model_prefix_url,
+                # Triton's log levels (verbose off, info on: the lines that name a model, which the per-model
+                # figures read) and its ping mode (liveness, which the image's entry point does not pass on
+                # by itself): triton_mme/core/triton_container.py. The local Triton runs with the same.
                 environment=dict(CONTAINER_ENVIRONMENT),
             ),
             enable_network_isolation=network_isolation,
