@@ -201,6 +201,8 @@ def test_the_acceptance_role_holds_only_its_policy_for_one_hour_sessions(default
     policy_id = default_synth.stack.get_logical_id(operators.acceptance_policy.node.default_child)
     assert role["ManagedPolicyArns"] == [{"Ref": policy_id}]
     assert role["MaxSessionDuration"] == 3600
+    # What the deploy role may assume, written before the role exists (docs/first-deploy.md).
+    assert role["Path"] == f"/{default_synth.stack.stack_name}/"
     (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
     assert trust["Action"] == "sts:AssumeRole" and "AWS" in trust["Principal"]
     inline = [

@@ -118,6 +118,9 @@ class OperatorAccess(Construct):
             description="Assumed by the deploy workflow's acceptance step (docs/first-deploy.md)",
             max_session_duration=ACCEPTANCE_SESSION,
             managed_policies=[self.acceptance_policy],
+            # The deploy role's sts:AssumeRole names `role/<stack name>/*` before the first deploy; a
+            # generated role name starts with the stack's name only while both fit in IAM's 64 characters.
+            path=f"/{stack.stack_name}/",
         )
         rules = [
             stack.format_arn(
