@@ -23,7 +23,7 @@ BUILD_DIR := build/models
 # synth, preflight, deploy and diff all read the same settings.
 CONTEXT ?=
 
-.PHONY: install synth test lint typecheck unit preflight deploy destroy diff acceptance build-models serve-local bench snapshot-update clean
+.PHONY: install synth test lint typecheck unit preflight deploy destroy diff acceptance acceptance-role build-models serve-local bench snapshot-update clean
 
 # uv installs the pins (its own pin is the serving check stage's, requirements-uv.txt): about 40 s where pip
 # took about 100 s (docs/development.md). It writes no bytecode: Python compiles what a run imports on first
@@ -100,6 +100,15 @@ endif
 ACCEPTANCE_ARGS ?=
 acceptance: $(PY_STAMP)
 	$(TRITON_MME) acceptance --stack $(STACK) $(ACCEPTANCE_ARGS)
+
+# The role the deploy workflow assumes for `make acceptance`: the stack's AcceptanceRoleArn output (needs the
+# AWS CLI and cloudformation:DescribeStacks).
+acceptance-role:
+	@arn=$$(aws cloudformation describe-stacks --stack-name $(STACK) --output text \
+		--query "Stacks[0].Outputs[?OutputKey=='AcceptanceRoleArn'].OutputValue") || exit 1; \
+	case "$$arn" in arn:*) echo "$$arn";; \
+	*) echo "error: stack $(STACK) has no AcceptanceRoleArn output; deploy this version first (make deploy)" >&2; \
+	exit 1;; esac
 
 # Offline by default (random weights, no TensorRT); `make build-models BUILD_ARGS=` builds the catalog
 # as written (pretrained weights download; tensorrt needs a GPU and TensorRT). ONLY=resnet50 builds one model.

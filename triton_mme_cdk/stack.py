@@ -18,6 +18,8 @@ from triton_mme_cdk.settings import Settings
 
 # The output naming the endpoint: clients and the preflight checks find the deployed endpoint through it.
 ENDPOINT_NAME_OUTPUT = "EndpointName"
+# The output the deploy workflow reads the acceptance role from (.github/workflows/deploy.yml).
+ACCEPTANCE_ROLE_OUTPUT = "AcceptanceRoleArn"
 
 
 class TritonMmeStack(Stack):
@@ -47,6 +49,18 @@ class TritonMmeStack(Stack):
         CfnOutput(self, "AlarmTopicArn", value=mme.monitoring.alarm_topic.topic.topic_arn)
         CfnOutput(self, "DashboardName", value=mme.monitoring.dashboard.dashboard.dashboard_name)
         CfnOutput(self, "EndpointLogGroup", value=mme.endpoint_logs.log_group_name)
+        CfnOutput(
+            self,
+            ACCEPTANCE_ROLE_OUTPUT,
+            description="The role the deploy workflow assumes for `make acceptance` (docs/first-deploy.md)",
+            value=mme.operators.acceptance_role.role_arn,
+        )
+        CfnOutput(
+            self,
+            "ModelsPolicyArn",
+            description="A managed policy for `triton-mme models --stack` (docs/observability.md)",
+            value=mme.operators.models_policy.managed_policy_arn,
+        )
         CfnOutput(
             self,
             ACCEPTANCE_SETTINGS_OUTPUT,

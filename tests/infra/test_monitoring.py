@@ -6,12 +6,13 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 from dashboard_support import dashboard_widgets, widget
 
-from triton_mme_cdk.constructs.monitoring import EndpointMonitoring
+from triton_mme_cdk.constructs.monitoring import COLD_START_METRICS, EndpointMonitoring
 from triton_mme_cdk.settings import AlarmThresholds
 
 ENDPOINT = "Endpoint.EndpointName"  # how the endpoint's GetAtt reads once the dashboard body is rendered
@@ -220,15 +221,31 @@ def test_no_alarm_has_a_physical_name(template: Template) -> None:
         assert "AlarmName" not in alarm["Properties"]
 
 
-def test_the_alarms_that_guard_updates_are_exposed() -> None:
+def test_only_alarms_a_fleet_with_cold_caches_cannot_trip_guard_updates() -> None:
     stack = synthesize(DEFAULT_THRESHOLDS)
     monitoring = stack.node.find_child("Monitoring")
     assert isinstance(monitoring, EndpointMonitoring)
-    assert [alarm.node.id for alarm in monitoring.rollback_alarms] == [
-        "Errors5xx",
-        "ModelLatencyP99High",
-        "ModelLoadingWaitHigh",
-    ]
+    watched = {alarm.node.id: alarm.metric.metric_name for alarm in monitoring.rollback_alarms}
+    assert watched, "an update needs at least one rollback alarm"
+    assert not set(watched.values()) & COLD_START_METRICS, watched
+    # The alarms that do watch a cold-start metric still notify.
+    notifying = {alarm.metric.metric_name for alarm in monitoring.alarms.values()}
+    assert {"ModelLatency", "ModelLoadingWaitTime"} <= notifying
+
+
+def test_an_alarm_on_a_cold_start_metric_cannot_guard_updates() -> None:
+    stack = synthesize(DEFAULT_THRESHOLDS)
+    monitoring = stack.node.find_child("Monitoring")
+    assert isinstance(monitoring, EndpointMonitoring)
+    with pytest.raises(ValueError, match=r"^LoadWait: a fleet with cold caches moves ModelLoadingWaitTime$"):
+        monitoring._alarm(
+            "LoadWait",
+            monitoring.metrics.model_loading_time("ModelLoadingWaitTime"),
+            threshold=1,
+            missing=cloudwatch.TreatMissingData.NOT_BREACHING,
+            description="d",
+            guards_updates=True,
+        )
 
 
 def test_the_p99_alarm_ignores_minutes_with_too_few_requests_to_be_a_percentile(template: Template) -> None:

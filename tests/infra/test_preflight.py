@@ -13,6 +13,8 @@ from botocore.stub import Stubber
 from synth_support import KEY_ARN
 
 import app
+from triton_mme.core.platform import LOGS_RESOURCE_POLICY_LIMIT
+from triton_mme_cdk.constructs.deployment_events import ACCOUNT_LOGS_RESOURCE_POLICIES
 from triton_mme_cdk.preflight import PreflightClients, run_preflight
 from triton_mme_cdk.preflight.checks import (
     check_bootstrap,
@@ -22,6 +24,7 @@ from triton_mme_cdk.preflight.checks import (
     check_region,
 )
 from triton_mme_cdk.preflight.deployed import check_instance_type_change, check_variant_name
+from triton_mme_cdk.preflight.logs_policies import check_logs_resource_policies
 from triton_mme_cdk.settings import Settings
 
 REGION = "eu-west-1"
@@ -45,6 +48,7 @@ class Clients:
         self.sagemaker = client("sagemaker")
         self.application_autoscaling = client("application-autoscaling")
         self.kms = client("kms")
+        self.logs = client("logs")
         self.stubs = {name: Stubber(getattr(self, name)) for name in vars(self).copy()}
 
     def __getitem__(self, name: str) -> Stubber:
@@ -58,6 +62,7 @@ class Clients:
             self.sagemaker,
             self.application_autoscaling,
             self.kms,
+            self.logs,
         )
 
     def client(self, name: str) -> Any:  # the boto3.Session interface app.preflight uses
@@ -136,12 +141,44 @@ def stack(aws: Clients, name: str, outputs: dict[str, str], status: str = "UPDAT
     )
 
 
-def no_stack(aws: Clients, name: str) -> None:
+def no_stack(aws: Clients, name: str, operation: str = "describe_stacks") -> None:
     aws["cloudformation"].add_client_error(
-        "describe_stacks",
+        operation,
         service_error_code="ValidationError",
         service_message=f"Stack with id {name} does not exist",
         expected_params={"StackName": name},
+    )
+
+
+def resource_policies(aws: Clients, names: list[str], *, pages: int = 1) -> None:
+    """DescribeResourcePolicies (account scope) answering `names`, split over `pages` pages."""
+    size = -(-len(names) // pages) if names else 0
+    chunks = [names[i : i + size] for i in range(0, len(names), size)] if names else [[]]
+    for index, chunk in enumerate(chunks):
+        answer: dict[str, Any] = {"resourcePolicies": [{"policyName": name} for name in chunk]}
+        params: dict[str, Any] = {"policyScope": "ACCOUNT"}
+        if index:
+            params["nextToken"] = f"page-{index}"
+        if index < len(chunks) - 1:
+            answer["nextToken"] = f"page-{index + 1}"
+        aws["logs"].add_response("describe_resource_policies", answer, params)
+
+
+def stack_resources(aws: Clients, name: str, policies: list[str]) -> None:
+    def summary(logical_id: str, physical_id: str, resource_type: str) -> dict[str, Any]:
+        return {
+            "LogicalResourceId": logical_id,
+            "PhysicalResourceId": physical_id,
+            "ResourceType": resource_type,
+            "LastUpdatedTimestamp": NOW,
+            "ResourceStatus": "CREATE_COMPLETE",
+        }
+
+    summaries = [summary(f"P{i}", policy, "AWS::Logs::ResourcePolicy") for i, policy in enumerate(policies)]
+    # Another resource type whose physical id matches an existing policy's name is not counted as ours.
+    summaries.append(summary("Bucket", "p0", "AWS::S3::Bucket"))
+    aws["cloudformation"].add_response(
+        "list_stack_resources", {"StackResourceSummaries": summaries}, {"StackName": name}
     )
 
 
@@ -461,6 +498,70 @@ def test_another_variant_name_fails_because_sagemaker_would_not_guard_the_update
     )
 
 
+# --- CloudWatch Logs resource policies --------------------------------------------------------------------
+
+STACK = "TritonMultiModelEndpoint"
+
+
+def logs_check(aws: Clients, *, defines: int = 1) -> Any:
+    return check_logs_resource_policies(
+        logs=aws.logs,
+        cloudformation=aws.cloudformation,
+        stack_name=STACK,
+        stack_defines=defines,
+        region=REGION,
+    )
+
+
+def test_a_first_deploy_with_room_for_its_policy_passes(aws: Clients) -> None:
+    resource_policies(aws, [f"p{i}" for i in range(LOGS_RESOURCE_POLICY_LIMIT - 1)])
+    no_stack(aws, STACK, "list_stack_resources")
+    result = logs_check(aws)
+    assert result.ok
+    assert result.detail.endswith("the stack adds 1 (the last free one)")
+
+
+def test_a_first_deploy_past_the_limit_fails_counting_every_page(aws: Clients) -> None:
+    resource_policies(aws, [f"p{i}" for i in range(LOGS_RESOURCE_POLICY_LIMIT)], pages=2)
+    no_stack(aws, STACK, "list_stack_resources")
+    result = logs_check(aws)
+    assert not result.ok
+    assert result.line() == (
+        f"FAIL logs-resource-policies: {LOGS_RESOURCE_POLICY_LIMIT} of {LOGS_RESOURCE_POLICY_LIMIT} "
+        f"account-level CloudWatch Logs resource policies in {REGION}; the stack adds 1, 1 past the limit; "
+        "fix: delete account-level resource policies no longer in use "
+        "(`aws logs describe-resource-policies`, `aws logs delete-resource-policy --policy-name NAME`); "
+        "the limit is per account and region"
+    )
+
+
+def test_a_deployed_stack_at_the_limit_adds_nothing_and_passes(aws: Clients) -> None:
+    names = [f"p{i}" for i in range(LOGS_RESOURCE_POLICY_LIMIT - 1)] + ["ours"]
+    resource_policies(aws, names)
+    stack_resources(aws, STACK, ["ours"])
+    result = logs_check(aws)
+    assert result.ok and result.detail.endswith("the stack adds 0")
+
+
+def test_a_stack_whose_policy_is_gone_counts_it_again(aws: Clients) -> None:
+    resource_policies(aws, [f"p{i}" for i in range(LOGS_RESOURCE_POLICY_LIMIT)])
+    stack_resources(aws, STACK, ["ours"])  # recorded by the stack, deleted outside it
+    assert not logs_check(aws).ok
+
+
+def test_a_refused_describe_resource_policies_names_the_call(aws: Clients) -> None:
+    aws["logs"].add_client_error("describe_resource_policies", "AccessDeniedException", "not allowed")
+    result = logs_check(aws)
+    assert not result.ok and "DescribeResourcePolicies" in result.line()
+
+
+def test_the_stack_defines_as_many_account_level_policies_as_preflight_counts(default_synth: Any) -> None:
+    policies = [r for r in default_synth.resources.values() if r["Type"] == "AWS::Logs::ResourcePolicy"]
+    assert len(policies) == ACCOUNT_LOGS_RESOURCE_POLICIES
+    # Account-level: none names a log group as its resource (those count one per group, not against the 10).
+    assert all("ResourceArn" not in policy["Properties"] for policy in policies)
+
+
 # --- all checks, and the command ----------------------------------------------------------------------------
 
 
@@ -470,6 +571,8 @@ def everything_in_place(aws: Clients, *, gpu_builds: float = 1) -> None:
     quotas(aws, "codebuild", {GPU_QUOTA: gpu_builds})
     image(aws, "763104351884", "sagemaker-tritonserver", "25.04-py3")
     image(aws, "763104351884", "pytorch-training", "2.8.0-gpu-py312-cu129-ubuntu22.04-ec2")
+    resource_policies(aws, ["other-service-logs"])
+    no_stack(aws, "TritonMultiModelEndpoint", "list_stack_resources")  # the resource-policy check
     no_stack(aws, "TritonMultiModelEndpoint")  # the instance-type check
     no_stack(aws, "TritonMultiModelEndpoint")  # the variant-name check
 
@@ -484,6 +587,7 @@ def test_run_preflight_runs_every_check_in_order(aws: Clients) -> None:
         ("codebuild-gpu-quota", True),
         ("triton-image", True),
         ("build-image", True),
+        ("logs-resource-policies", True),
         ("instance-type-change", True),
         ("variant-name", True),
     ]
@@ -518,25 +622,26 @@ def test_the_command_prints_one_line_per_check_and_exits_1_on_a_failure(
     aws.region_name = REGION  # type: ignore[attr-defined]
     assert app.preflight(["-c", f"region={REGION}"], session=aws) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 9
-    assert [line.split(" ", 2)[:2] for line in lines[:8]] == [
+    assert len(lines) == 10
+    assert [line.split(" ", 2)[:2] for line in lines[:9]] == [
         ["PASS", "region:"],
         ["PASS", "cdk-bootstrap:"],
         ["PASS", "endpoint-quota:"],
         ["FAIL", "codebuild-gpu-quota:"],
         ["PASS", "triton-image:"],
         ["PASS", "build-image:"],
+        ["PASS", "logs-resource-policies:"],
         ["PASS", "instance-type-change:"],
         ["PASS", "variant-name:"],
     ]
-    assert lines[-1] == "preflight eu-west-1: 7 passed, 1 failed"
+    assert lines[-1] == "preflight eu-west-1: 8 passed, 1 failed"
 
 
 def test_the_command_exits_0_when_everything_passes(aws: Clients, capsys: pytest.CaptureFixture[str]) -> None:
     everything_in_place(aws)
     aws.region_name = None  # type: ignore[attr-defined]
     assert app.preflight(["-c", f"region={REGION}"], session=aws) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "preflight eu-west-1: 8 passed, 0 failed"
+    assert capsys.readouterr().out.splitlines()[-1] == "preflight eu-west-1: 9 passed, 0 failed"
 
 
 def test_the_command_refuses_bad_settings_and_a_missing_region_in_one_line(

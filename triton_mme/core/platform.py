@@ -271,6 +271,8 @@ CUSTOM_RESOURCE_TIMEOUT_MINUTES = _LIMITS.custom_resource_timeout_minutes.value
 ENDPOINT_NAME_PATTERN = _LIMITS.endpoint_name_pattern.value
 CDK_BOOTSTRAP_STACK = _LIMITS.cdk_bootstrap_stack.value
 CDK_MIN_BOOTSTRAP_VERSION = _LIMITS.cdk_min_bootstrap_version.value
+# Account-level CloudWatch Logs resource policies per account and region (the stack adds one).
+LOGS_RESOURCE_POLICY_LIMIT = _LIMITS.logs_resource_policy_limit.value
 
 # Endpoint updates: SageMaker deployment guardrails (the safe side of what is undocumented is taken in
 # triton_mme_cdk/deployment_rules.py).

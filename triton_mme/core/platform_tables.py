@@ -238,6 +238,7 @@ class LimitsTable(Frozen):
     endpoint_name_pattern: Fact[str]
     cdk_bootstrap_stack: Fact[str]
     cdk_min_bootstrap_version: Fact[int]
+    logs_resource_policy_limit: Fact[int]
     guardrails: Guardrails
     guardrail_fallback_instance_prefixes: Fact[tuple[str, ...]]
     invoke_endpoint_timeout_seconds: Fact[int]

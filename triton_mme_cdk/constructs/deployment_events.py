@@ -19,6 +19,9 @@ from constructs import Construct
 
 DEPLOYMENT_EVENT_SOURCE = "aws.sagemaker"
 DEPLOYMENT_EVENT_TYPE = "SageMaker Endpoint Deployment State Change"
+# The account-level CloudWatch Logs resource policies this construct adds (`self.policy`), which preflight
+# counts against the account's limit; tests/infra/test_preflight.py counts them in the stack's template.
+ACCOUNT_LOGS_RESOURCE_POLICIES = 1
 
 
 class DeploymentEvents(Construct):

@@ -192,12 +192,14 @@ class ModelStore(Construct):
         read_models_statements."""
         return self._grant(grantee, self.read_models_statements())
 
+    def read_statements(self) -> list[iam.PolicyStatement]:
+        """s3:GetObject on the archives and the manifests, and s3:ListBucket (for 404s, as above)."""
+        read = iam.PolicyStatement(actions=["s3:GetObject"], resources=self.read_arns)
+        return [read, self._list_statement()]
+
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let `grantee` read the archives and the manifests (and list the bucket, for 404s)."""
-        return self._grant(
-            grantee,
-            [iam.PolicyStatement(actions=["s3:GetObject"], resources=self.read_arns), self._list_statement()],
-        )
+        return self._grant(grantee, self.read_statements())
 
     def grant_publish_archives(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let `grantee` (the build) write archives, content-addressed files and candidate manifests, and

@@ -31,6 +31,7 @@ from triton_mme_cdk.constructs.model_build_trigger import BuildStage, ModelBuild
 from triton_mme_cdk.constructs.model_observability import ModelObservability
 from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
 from triton_mme_cdk.constructs.monitoring import EndpointMonitoring
+from triton_mme_cdk.constructs.operator_access import OperatorAccess
 from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
 from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
 from triton_mme_cdk.constructs.triton_image import TritonImage
@@ -139,7 +140,8 @@ class TritonMultiModelEndpoint(Construct):
     Raises SettingsError or CatalogError (one line each) for props or a catalog that cannot deploy. Children:
     `store` (ModelStore), `endpoint` (TritonEndpoint: `cfn_model`, `cfn_endpoint_config`, `cfn_endpoint`),
     `build_runner`, `serving_check`, `build`, `autoscaling` (None without), `monitoring`, `models`,
-    `deployment_events`, `promotion`. `grant_invoke` lets a principal call the endpoint.
+    `deployment_events`, `operators` (the acceptance role and the models policy), `promotion`.
+    `grant_invoke` lets a principal call the endpoint.
     """
 
     def __init__(self, scope: Construct, construct_id: str, props: TritonMultiModelEndpointProps) -> None:
@@ -267,6 +269,16 @@ class TritonMultiModelEndpoint(Construct):
             retention=settings.endpoint.log_retention,
         )
         self.endpoint.endpoint.node.add_dependency(self.deployment_events.rule, self.deployment_events.policy)
+        # Exactly what `triton-mme acceptance` and `triton-mme models --stack` call (docs/first-deploy.md).
+        self.operators = OperatorAccess(
+            self,
+            "Operators",
+            endpoint=self.endpoint,
+            store=self.store,
+            deployment_events=self.deployment_events,
+            alarms=list(self.monitoring.alarms.values()),
+            encryption_key=self.encryption_key,
+        )
         # The live manifest moves to this build only once the endpoint serves this deployment's config.
         self.promotion = ManifestPromotion(
             self,

@@ -14,6 +14,7 @@ from triton_mme.core.platform import (
     dlc_registry_account,
     endpoint_quota_name,
 )
+from triton_mme_cdk.constructs.deployment_events import ACCOUNT_LOGS_RESOURCE_POLICIES
 from triton_mme_cdk.constructs.triton_endpoint import VARIANT_NAME
 from triton_mme_cdk.platform_rules import region_problem
 from triton_mme_cdk.preflight.checkpoints import check_checkpoints
@@ -27,6 +28,7 @@ from triton_mme_cdk.preflight.checks import (
 )
 from triton_mme_cdk.preflight.deployed import check_instance_type_change, check_variant_name
 from triton_mme_cdk.preflight.kms_key import check_kms_key
+from triton_mme_cdk.preflight.logs_policies import check_logs_resource_policies
 from triton_mme_cdk.settings import Settings
 from triton_mme_cdk.stack import ENDPOINT_NAME_OUTPUT
 
@@ -40,6 +42,7 @@ class PreflightClients:
     application_autoscaling: Any
     kms: Any = None
     s3: Any = None
+    logs: Any = None
 
     @classmethod
     def from_session(cls, session: Any) -> PreflightClients:
@@ -51,6 +54,7 @@ class PreflightClients:
             application_autoscaling=session.client("application-autoscaling"),
             kms=session.client("kms"),
             s3=session.client("s3"),
+            logs=session.client("logs"),
         )
 
 
@@ -103,6 +107,13 @@ def run_preflight(
             registry=registry,
             repository=build_image(tag).repository,
             tag=build_image(tag).tag,
+        ),
+        check_logs_resource_policies(
+            logs=clients.logs,
+            cloudformation=clients.cloudformation,
+            stack_name=settings.stack_name,
+            stack_defines=ACCOUNT_LOGS_RESOURCE_POLICIES,
+            region=region,
         ),
         check_instance_type_change(
             cloudformation=clients.cloudformation,

@@ -29,7 +29,7 @@ class AlarmThresholds(SettingsGroup):
     disk_percent: float = Field(80.0, alias="alarmDiskPercent")
     model_loading_wait_ms: int = Field(10_000, alias="alarmModelLoadingWaitMs")
     # A cold load shows in ModelLatency too (a first ResNet-50 call took about 8 s): the default catches a
-    # serving regression, not a cold start.
+    # serving regression, not a cold start. It notifies only; it does not roll updates back (monitoring.py).
     model_latency_p99_ms: int = Field(10_000, alias="alarmModelLatencyP99Ms")
     cache_hit_percent: float = Field(80.0, alias="alarmCacheHitPercent")
     # Thrash: more evictions a minute than this while ModelCacheHit is below 1 (docs/observability.md).
