@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -73,11 +73,6 @@ class ModelStore(Construct):
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(ACCESS_LOG_DAYS))],
             removal_policy=RemovalPolicy.RETAIN,
-        )
-        Validations.of(self.access_log_bucket).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-S1", reason="This is the access-log target; logging it would recurse."
-            )
         )
 
         self.bucket = s3.Bucket(

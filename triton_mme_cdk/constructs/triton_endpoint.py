@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Acknowledgment, Annotations, Validations
+from aws_cdk import Annotations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -159,19 +159,3 @@ class TritonEndpoint(Construct):
                 "instance storage (hardware-encrypted), and SageMaker rejects an endpoint-config "
                 "KmsKeyId for such types.",
             )
-        if volume_key is None:
-            Validations.of(self.endpoint_config).acknowledge(
-                Acknowledgment(
-                    id="AwsSolutions-SM2",
-                    reason="No customer key applies to the volume: NVMe instance storage is "
-                    "hardware-encrypted and rejects a KmsKeyId; other types use an AWS managed key "
-                    "unless an encryption key is given.",
-                )
-            )
-        Validations.of(self.model).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-SM1",
-                reason="The container needs no network: SageMaker pulls the image and downloads the "
-                "archives it loads; with network isolation it has none, so no VPC is attached.",
-            )
-        )
