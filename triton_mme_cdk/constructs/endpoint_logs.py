@@ -8,6 +8,11 @@ from constructs import Construct
 ENDPOINT_LOG_GROUP_PREFIX = "/aws/sagemaker/Endpoints"
 
 
+def endpoint_log_group_name(endpoint_name: str) -> str:
+    """The log group SageMaker writes the container logs of endpoint `endpoint_name` to."""
+    return f"{ENDPOINT_LOG_GROUP_PREFIX}/{endpoint_name}"
+
+
 class EndpointLogs(Construct):
     """A retention period for the log group SageMaker writes an endpoint's container logs to.
 
@@ -22,7 +27,7 @@ class EndpointLogs(Construct):
         self, scope: Construct, construct_id: str, *, endpoint_name: str, retention: logs.RetentionDays
     ) -> None:
         super().__init__(scope, construct_id)
-        self.log_group_name = f"{ENDPOINT_LOG_GROUP_PREFIX}/{endpoint_name}"
+        self.log_group_name = endpoint_log_group_name(endpoint_name)
         self.retention = logs.LogRetention(
             self, "Retention", log_group_name=self.log_group_name, retention=retention
         )

@@ -58,6 +58,7 @@ class TritonEndpoint(Construct):
             "Hosting",
             store=store,
             image_repository_arn=image.repository_arn,
+            endpoint_name=name,
             encryption_key=encryption_key,
         )
         self.model = sagemaker.CfnModel(
