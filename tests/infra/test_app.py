@@ -20,7 +20,7 @@ from cfnlint.rules import Rules
 from cfnlint.runner import Runner, run_template_by_data
 from constructs import IConstruct
 from dashboard_support import widget
-from synth_support import FEATURE_FLAGS, KEY_ARN, VARIANTS, WITHOUT_TENSORRT, Synthesized
+from synth_support import FEATURE_FLAGS, KEY_ARN, VARIANTS, WITHOUT_TENSORRT, Synthesized, function_logging
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 from syrupy.types import PropertyPath
@@ -476,6 +476,20 @@ def test_templates_require_the_bootstrap_version_preflight_checks_for(default_sy
     rule = default_synth.template.to_json()["Rules"]["CheckBootstrapVersion"]
     refused = rule["Assertions"][0]["Assert"]["Fn::Not"][0]["Fn::Contains"][0]
     assert refused == [str(version) for version in range(1, CDK_MIN_BOOTSTRAP_VERSION)]
+
+
+def test_every_function_of_the_stack_may_write_only_its_own_log_group(default_synth: Synthesized) -> None:
+    """No role holds AWSLambdaBasicExecutionRole (any group): a function with a LoggingConfig group writes
+    that group alone, one without (CDK's log-retention function) the streams of its default group."""
+    functions = function_logging(default_synth.template)
+    assert len(functions) > 1
+    for logical_id, function in functions.items():
+        assert function.managed_policies == [], logical_id
+        if function.log_group is not None:
+            assert function.writable == [{"Fn::GetAtt": [function.log_group["Ref"], "Arn"]}], logical_id
+            continue
+        stream_writes = [r for r in function.writable if r["Fn::Join"][1][-1] == ":log-stream:*"]
+        assert [r["Fn::Join"][1][-2:] for r in stream_writes] == [[{"Ref": logical_id}, ":log-stream:*"]]
 
 
 # ----- snapshot -----------------------------------------------------------------------------------------

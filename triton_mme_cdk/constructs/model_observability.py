@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_cdk import Acknowledgment, Annotations, Aws, CfnResource, Duration, RemovalPolicy, Validations
+from aws_cdk import Annotations, Aws, CfnResource, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_lambda as lambda_
@@ -32,6 +32,7 @@ from triton_mme.core.model_metrics import (
     TOTALS_NAMESPACE,
     insight_rule_name,
 )
+from triton_mme_cdk.constructs.function_role import function_role
 from triton_mme_cdk.constructs.runner_source import runner_source
 from triton_mme_cdk.runner_files import shipped_files
 
@@ -126,6 +127,7 @@ class ModelObservability(Construct):
             environment={"ENDPOINT_NAME": endpoint_name},
             memory_size=128,
             timeout=Duration.seconds(30),
+            role=function_role(self, "ReaderRole", log_group=self.events),
             log_group=self.events,
             description="Turns the endpoint's Triton model lines into one JSON line per model event",
         )
@@ -181,13 +183,6 @@ class ModelObservability(Construct):
         function_resource = self.function.node.default_child
         assert isinstance(function_resource, CfnResource)
         function_resource.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
-        Validations.of(self.function).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                "AWSLambdaBasicExecutionRole]",
-                reason="The basic execution policy only lets the function write its own log (the events).",
-            )
-        )
 
     def _rule_body(self, event: str) -> dict[str, Any]:
         counted = {"ValueOf": "$.count"} if event == "requests" else {}

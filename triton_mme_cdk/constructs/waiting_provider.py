@@ -1,5 +1,5 @@
 """A custom resource provider that waits: on-event and is-complete handlers from one folder of plain Python,
-polled by custom_resources.Provider's waiter, every function logging to its own group."""
+polled by custom_resources.Provider's waiter, every function logging to its own group and allowed no other."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from triton_mme_cdk.constructs.function_role import function_role
 from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
 
 # CDK makes each function and the waiter depend on its role, which the role ARN already implies.
@@ -46,6 +47,7 @@ def waiting_provider(
         ("OnEvent", "on_event", on_event_statements),
         ("IsComplete", "is_complete", is_complete_statements),
     ):
+        log_group = _log_group(scope, f"{name}Logs", log_retention)
         functions[name] = lambda_.Function(
             scope,
             name,
@@ -53,9 +55,13 @@ def waiting_provider(
             code=code,
             handler=f"handler.{entry}",
             timeout=HANDLER_TIMEOUT,
+            role=function_role(scope, f"{name}Role", log_group=log_group),
             initial_policy=statements,
-            log_group=_log_group(scope, f"{name}Logs", log_retention),
+            log_group=log_group,
         )
+    # The framework's three functions share one log group; on-event and the waiter's two get their own roles,
+    # as they would by default, each writing only that group.
+    framework_logs = _log_group(scope, "ProviderLogs", log_retention)
     provider = cr.Provider(
         scope,
         "Provider",
@@ -63,7 +69,11 @@ def waiting_provider(
         is_complete_handler=functions["IsComplete"],
         query_interval=query_interval,
         total_timeout=total_timeout,
-        log_group=_log_group(scope, "ProviderLogs", log_retention),
+        log_group=framework_logs,
+        framework_on_event_role=function_role(scope, "ProviderOnEventRole", log_group=framework_logs),
+        framework_complete_and_timeout_role=function_role(
+            scope, "ProviderWaiterRole", log_group=framework_logs
+        ),
         disable_waiter_state_machine_logging=False,
         waiter_state_machine_log_options=cr.LogOptions(
             destination=_log_group(scope, "WaiterLogs", log_retention), level=sfn.LogLevel.ALL
@@ -95,15 +105,9 @@ def _acknowledge_framework_findings(
         ["*"],
         reason="The waiter's log delivery (logs:*LogDelivery, ...) has no resource-level permissions.",
     )
-    for finding, reason in (
-        (
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-            "AWSLambdaBasicExecutionRole]",
-            "The basic execution policy only lets each function write its own logs.",
-        ),
-        (
-            "AwsSolutions-SF2",
-            "The provider framework's waiter does not expose X-Ray tracing; it only polls.",
-        ),
-    ):
-        Validations.of(scope).acknowledge(Acknowledgment(id=finding, reason=reason))
+    Validations.of(scope).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions-SF2",
+            reason="The provider framework's waiter does not expose X-Ray tracing; it only polls.",
+        )
+    )
