@@ -20,11 +20,20 @@ from cfnlint.rules import Rules
 from cfnlint.runner import Runner, run_template_by_data
 from constructs import IConstruct
 from dashboard_support import widget
-from synth_support import FEATURE_FLAGS, KEY_ARN, VARIANTS, WITHOUT_TENSORRT, Synthesized, function_logging
+from synth_support import (
+    FEATURE_FLAGS,
+    KEY_ARN,
+    REPO_ROOT,
+    VARIANTS,
+    WITHOUT_TENSORRT,
+    Synthesized,
+    function_logging,
+)
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 from syrupy.types import PropertyPath
 
+from benchmarks import checkov_scan
 from benchmarks.deploy_order import dependencies, longest_waits, upstream
 from triton_mme.core.platform import CDK_MIN_BOOTSTRAP_VERSION, CUSTOM_RESOURCE_TIMEOUT_MINUTES
 from triton_mme_cdk.settings import BUILD_DEADLINE_MARGIN_MINUTES
@@ -619,6 +628,74 @@ def test_an_acknowledgment_that_matches_nothing_is_reported(monkeypatch: pytest.
             cdk.Validations.of(role).acknowledge(cdk.Acknowledgment(id=rule, reason="a probe"))
 
     assert unmatched_acknowledgments(monkeypatch, build) == ["AwsSolutions-SM1 at Probe/Role"]
+
+
+# ----- checkov over the templates --------------------------------------------------------------------------
+
+SCAN_CHECKOV = REPO_ROOT / ".venv-scan" / "bin" / "checkov"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_checkov_skip_names_a_known_check_and_gives_its_reason(
+    synth_with: SynthWith, variant: str
+) -> None:
+    """Each skip in the template's Metadata names a check of CHECKS that applies to its resource's type, once,
+    with a reason (checkov itself runs below, on two variants)."""
+    resources = synth_with(**VARIANTS[variant]).resources
+    assert checkov_scan.skip_problems(resources) == []
+    assert any("checkov" in resource.get("Metadata", {}) for resource in resources.values())
+
+
+def test_a_skip_without_reason_or_of_an_unknown_check_is_reported() -> None:
+    def bucket(*skips: dict[str, str]) -> dict[str, Any]:
+        return {"Type": "AWS::S3::Bucket", "Metadata": {"checkov": {"skip": list(skips)}}}
+
+    reason = "a reason long enough to explain the exception"
+    found = checkov_scan.skip_problems(
+        {
+            "Unknown": bucket({"id": "CKV_AWS_999", "comment": reason}),
+            "WrongType": bucket({"id": "CKV_AWS_117", "comment": reason}),
+            "NoReason": bucket({"id": "CKV_AWS_18"}),
+            "Twice": bucket({"id": "CKV_AWS_18", "comment": reason}, {"id": "CKV_AWS_18", "comment": reason}),
+            "Fine": bucket({"id": "CKV_AWS_18", "comment": reason}),
+        }
+    )
+    assert [problem.split(":")[0] for problem in found] == ["Unknown", "WrongType", "NoReason", "Twice"]
+
+
+# kms-on-p3 adds the key to the bucket, the runners and the endpoint config: what checkov checks changes most.
+@pytest.mark.parametrize("variant", ["defaults", "kms-on-p3"])
+def test_checkov_finds_nothing_unjustified_and_every_skip_is_applied(
+    synth_with: SynthWith, variant: str, tmp_path: Path
+) -> None:
+    """checkov (requirements-scan.txt's pin, in .venv-scan) on the variant's templates and, as a negative
+    control in the same run, on a probe template holding one unjustified bucket and one skip that matches
+    nothing: the only problems are the probe's."""
+    assert SCAN_CHECKOV.exists(), (
+        "checkov is missing: `make install` installs requirements-scan.txt into .venv-scan"
+    )
+    templates = sorted(synth_with(**VARIANTS[variant]).assembly_dir.glob("*.template.json"))
+    probe = tmp_path / "Probe.template.json"
+    stray = {"checkov": {"skip": [{"id": "CKV_AWS_117", "comment": "a function that is not there"}]}}
+    probe.write_text(
+        json.dumps(
+            {
+                "Resources": {
+                    "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {}},
+                    "Topic": {"Type": "AWS::SNS::Topic", "Properties": {}, "Metadata": stray},
+                }
+            }
+        )
+    )
+    skips: dict[checkov_scan.Skip, str] = {}
+    for template in [*templates, probe]:
+        skips.update(checkov_scan.template_skips(template))
+    report = checkov_scan.run_checkov(str(SCAN_CHECKOV), [*templates, probe])
+    problems = checkov_scan.problems(report, skips)
+    assert [p for p in problems if "Probe.template.json" not in p] == []
+    assert any(p.startswith("failed: CKV_AWS_18 ") for p in problems), problems
+    assert "skip matches nothing: CKV_AWS_117 on Topic in Probe.template.json" in problems
+    assert report["summary"]["skipped"] == len(skips) - 1 > 0
 
 
 @pytest.fixture(scope="module")

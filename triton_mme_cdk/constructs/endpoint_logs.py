@@ -5,6 +5,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from triton_mme_cdk.constructs.checkov import skip_function_checks
 from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
 
 # SageMaker writes each endpoint's container logs to /aws/sagemaker/Endpoints/<endpoint name>.
@@ -58,6 +59,13 @@ class EndpointLogs(Construct):
             raise TypeError(f"CDK's log-retention function is not where EndpointLogs expects it: {singleton}")
         # CDK makes the function depend on its role, which the role ARN already implies.
         function.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+        skip_function_checks(
+            function,
+            calls="CloudWatch Logs to set the retention, S3 for CloudFormation's pre-signed response URL",
+            invoked="CloudFormation invokes it once per request of one deployment.",
+            failures="it answers CloudFormation's request itself, and a failure fails the deployment, which "
+            "rolls back; a queued copy of a finished deployment's request would have nothing to replay it.",
+        )
         return function
 
     def _grant_retention(self, function: CfnResource) -> iam.Policy:
