@@ -6,7 +6,7 @@ import pytest
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
-from synth_support import bare_stack, function_logging, template_logical_id, with_nag
+from synth_support import bare_stack, checkov_skips, function_logging, template_logical_id, with_nag
 
 from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
 
@@ -58,6 +58,7 @@ def test_the_retention_function_sets_only_this_groups_retention_and_writes_only_
     ((function_id, function),) = function_logging(template).items()
     assert function.managed_policies == []
     assert function.log_group is None  # Lambda's default group, /aws/lambda/<name>, which the handler creates
+    assert set(checkov_skips(template, function_id)) == {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"}
     endpoint_group = _log_group_arn("/aws/sagemaker/Endpoints/", {"Fn::GetAtt": ["Endpoint", "EndpointName"]})
     own_group = _log_group_arn("/aws/lambda/", {"Ref": function_id})
     policy_id = template_logical_id(endpoint_logs.policy)

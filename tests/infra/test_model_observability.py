@@ -10,7 +10,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
-from synth_support import bare_stack, function_logging, template_logical_id, with_nag
+from synth_support import bare_stack, checkov_skips, function_logging, template_logical_id, with_nag
 
 from triton_mme.core.model_metrics import INSIGHT_RULES, TOTALS_NAMESPACE
 from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
@@ -91,6 +91,10 @@ def test_the_reader_may_write_only_the_events_group(built: tuple[Template, Any])
     assert reader.log_group == {"Ref": events_id}
     assert reader.writable == [{"Fn::GetAtt": [events_id, "Arn"]}]
     assert reader.managed_policies == []
+    skips = checkov_skips(template, reader_id)
+    assert set(skips) == {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_173"}
+    assert "the lines stay in the endpoint's own log group" in skips["CKV_AWS_116"]
+    assert set(checkov_skips(template, events_id)) == {"CKV_AWS_158"}
 
 
 def test_contributor_insights_rank_models_by_each_event_without_a_metric_per_model(

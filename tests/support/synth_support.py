@@ -141,3 +141,9 @@ def function_logging(template: Template) -> dict[str, FunctionLogging]:
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+def checkov_skips(template: Template, logical_id: str) -> dict[str, str]:
+    """The checkov checks a resource skips, with each reason (triton_mme_cdk/constructs/checkov.py)."""
+    metadata = template.to_json()["Resources"][logical_id].get("Metadata", {})
+    return {skip["id"]: skip["comment"] for skip in metadata.get("checkov", {}).get("skip", [])}
