@@ -663,8 +663,9 @@ def test_a_skip_without_reason_or_of_an_unknown_check_is_reported() -> None:
     assert [problem.split(":")[0] for problem in found] == ["Unknown", "WrongType", "NoReason", "Twice"]
 
 
-# kms-on-p3 adds the key to the bucket, the runners and the endpoint config: what checkov checks changes most.
-@pytest.mark.parametrize("variant", ["defaults", "kms-on-p3"])
+# kms-on-p3 adds the key to the bucket, the runners and the endpoint config; no-scaling-no-isolation turns the
+# Model's network isolation off: what checkov checks changes most with those.
+@pytest.mark.parametrize("variant", ["defaults", "kms-on-p3", "no-scaling-no-isolation"])
 def test_checkov_finds_nothing_unjustified_and_every_skip_is_applied(
     synth_with: SynthWith, variant: str, tmp_path: Path
 ) -> None:

@@ -9,7 +9,7 @@ import pytest
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Annotations, Match, Template
-from synth_support import KEY_ARN, bare_stack
+from synth_support import KEY_ARN, bare_stack, checkov_skips, template_logical_id
 
 from triton_mme_cdk.constructs.deployment_policy import deployment_config
 from triton_mme_cdk.constructs.model_store import ModelStore
@@ -78,6 +78,15 @@ def test_model_is_an_unnamed_network_isolated_multi_model_triton_container(defau
 def test_network_isolation_can_be_turned_off() -> None:
     template, _ = endpoint_stack(network_isolation=False)
     template.has_resource_properties("AWS::SageMaker::Model", {"EnableNetworkIsolation": False})
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_checkov_skips_its_isolation_check_only_where_the_setting_turned_isolation_off(
+    isolated: bool,
+) -> None:
+    template, endpoint = endpoint_stack(network_isolation=isolated)
+    skips = checkov_skips(template, template_logical_id(endpoint.model))
+    assert ("CKV_AWS_370" in skips) is not isolated
 
 
 def test_config_has_one_unnamed_variant_on_the_given_type_count_and_inference_ami(default: tuple) -> None:

@@ -56,6 +56,10 @@ CHECKS: Mapping[str, CheckovCheck] = {
     "CKV_AWS_158": CheckovCheck(
         "Ensure that CloudWatch Log Group is encrypted by KMS", ("AWS::Logs::LogGroup",)
     ),
+    # SagemakerModelWithNetworkIsolation.py
+    "CKV_AWS_370": CheckovCheck(
+        "Ensure Amazon SageMaker model uses network isolation", ("AWS::SageMaker::Model",)
+    ),
     # LambdaEnvironmentEncryptionSettings.py
     "CKV_AWS_173": CheckovCheck(
         "Check encryption settings for Lambda environment variable",

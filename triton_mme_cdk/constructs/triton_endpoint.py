@@ -10,6 +10,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from triton_mme.core.triton_logging import LOG_ENVIRONMENT
+from triton_mme_cdk.constructs.checkov import skip_checks
 from triton_mme_cdk.constructs.deployment_policy import deployment_config
 from triton_mme_cdk.constructs.hosting_role import HostingRole
 from triton_mme_cdk.constructs.model_store import ModelStore
@@ -74,6 +75,15 @@ class TritonEndpoint(Construct):
             enable_network_isolation=network_isolation,
         )
         self.model.node.add_dependency(self.hosting.policy)
+        if not network_isolation:
+            skip_checks(
+                self.model,
+                {
+                    "CKV_AWS_370": "Network isolation is off only where the deployment asked for it "
+                    "(network_isolation=False; on by default): the way out for a container that fails to "
+                    "start isolated."
+                },
+            )
 
         volume_key = encryption_key.key_arn if encryption_key is not None and encrypt_volume else None
         self.endpoint_config = sagemaker.CfnEndpointConfig(
