@@ -499,6 +499,12 @@ def test_every_function_of_the_stack_may_write_only_its_own_log_group(default_sy
             continue
         stream_writes = [r for r in function.writable if r["Fn::Join"][1][-1] == ":log-stream:*"]
         assert [r["Fn::Join"][1][-2:] for r in stream_writes] == [[{"Ref": logical_id}, ":log-stream:*"]]
+    # CDK's log-retention function is one per stack and may set only the endpoint group's retention: another
+    # LogRetention (a construct's log_retention prop) would share it and fail at deploy time.
+    (retention,) = default_synth.template.find_resources("Custom::LogRetention").values()
+    assert retention["Properties"]["LogGroupName"] == {
+        "Fn::Join": ["", ["/aws/sagemaker/Endpoints/", endpoint_name(default_synth)]]
+    }
 
 
 # ----- snapshot -----------------------------------------------------------------------------------------
