@@ -23,7 +23,7 @@ BUILD_DIR := build/models
 # synth, preflight, deploy and diff all read the same settings.
 CONTEXT ?=
 
-.PHONY: install synth test lint typecheck unit preflight deploy destroy diff acceptance acceptance-role build-models serve-local bench snapshot-update clean
+.PHONY: install synth test lint typecheck unit scan preflight deploy destroy diff acceptance acceptance-role build-models serve-local bench snapshot-update clean
 
 # uv installs the pins (its own pin is the serving check stage's, requirements-uv.txt): about 40 s where pip
 # took about 100 s (docs/development.md). It writes no bytecode: Python compiles what a run imports on first
@@ -39,11 +39,20 @@ $(PY_STAMP): requirements.txt triton_mme_cdk/runner_requirements/requirements-bu
 	$(UV) --no-deps --editable .
 	touch $@
 
+# checkov (docs/scanners.md) has an environment of its own: it pins boto3 and packaging below the project's.
+SCAN_VENV := .venv-scan
+SCAN_STAMP := $(SCAN_VENV)/.installed
+SCAN_OUT ?= benchmarks/results/checkov
+$(SCAN_STAMP): requirements-scan.txt $(PY_STAMP)
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(VENV)/bin/uv pip install --quiet --python $(SCAN_VENV)/bin/python -r requirements-scan.txt
+	touch $@
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-install: $(PY_STAMP) $(NODE_STAMP)
+install: $(PY_STAMP) $(NODE_STAMP) $(SCAN_STAMP)
 
 synth: install
 	$(CDK) synth --quiet $(CONTEXT)
@@ -65,6 +74,12 @@ unit: install
 # lint and typecheck run beside the tests, each target's output printed whole when it ends.
 test: install
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck unit
+
+# checkov on the templates `make synth` writes (CONTEXT= for other settings): fails on a finding neither fixed
+# nor skipped with its reason, and on a skip that matches nothing; writes benchmarks/results/checkov.{md,json}
+# (SCAN_OUT=prefix to write elsewhere). `make unit` runs the same check on the default settings.
+scan: synth
+	$(PY) -m benchmarks.checkov_scan --checkov $(SCAN_VENV)/bin/checkov --out $(SCAN_OUT)
 
 snapshot-update: install
 	$(PY) -m pytest tests/infra/test_app.py --snapshot-update
@@ -128,4 +143,4 @@ bench: install
 	$(TRITON_MME) bench $(BENCH_ARGS)
 
 clean:
-	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache $(SCAN_VENV)

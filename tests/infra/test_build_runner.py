@@ -346,15 +346,20 @@ def test_trigger_handlers_may_only_start_read_and_stop_builds_of_that_project(de
     template = default[0]
     reads = {"codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"}
     stop = "codebuild:StopBuild"
+    own_log = {"logs:CreateLogStream", "logs:PutLogEvents"}
     for name, allowed in (
-        ("TriggerOnEvent", {"codebuild:StartBuild", stop, *reads}),
-        ("TriggerIsComplete", {stop, *reads, "logs:FilterLogEvents"}),
+        ("TriggerOnEvent", {"codebuild:StartBuild", stop, *reads, *own_log}),
+        ("TriggerIsComplete", {stop, *reads, "logs:FilterLogEvents", *own_log}),
     ):
-        granted = statements(template, name + "ServiceRoleDefaultPolicy")
+        granted = statements(template, name + "RoleDefaultPolicy")
         assert {a for s in granted for a in actions(s)} == allowed
         for statement in granted:
             if actions(statement) == ["logs:FilterLogEvents"]:
                 assert "BuildLogs" in json.dumps(statement["Resource"])  # the stage's own log group only
+                continue
+            if set(actions(statement)) == own_log:  # the handler's own log group only
+                (group, attribute) = statement["Resource"]["Fn::GetAtt"]
+                assert group.startswith(f"{name}Logs") and attribute == "Arn", statement
                 continue
             assert statement["Resource"] == {
                 "Fn::GetAtt": [Match.string_like_regexp("BuildProject"), "Arn"]

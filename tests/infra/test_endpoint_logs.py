@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
-from aws_cdk.assertions import Template
-from synth_support import bare_stack, with_nag
+from aws_cdk.assertions import Match, Template
+from synth_support import bare_stack, checkov_skips, function_logging, template_logical_id, with_nag
 
 from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
 
@@ -30,3 +30,70 @@ def test_the_endpoints_log_group_gets_the_retention(retention: logs.RetentionDay
     template.has_resource_properties("Custom::LogRetention", {"LogGroupName": group, "RetentionInDays": days})
     assert endpoint_logs.retention.node.scope is endpoint_logs
     assert template.find_resources("AWS::Logs::LogGroup") == {}, "SageMaker creates the group, not the stack"
+
+
+def _join(*parts: object) -> dict[str, object]:
+    return {"Fn::Join": ["", list(parts)]}
+
+
+def _log_group_arn(name_prefix: str, name_token: object) -> dict[str, object]:
+    """A log group's ARN in this stack, as CloudFormation gets it (CDK joins adjacent strings)."""
+    account = [
+        "arn:",
+        {"Ref": "AWS::Partition"},
+        ":logs:",
+        {"Ref": "AWS::Region"},
+        ":",
+        {"Ref": "AWS::AccountId"},
+    ]
+    return _join(*account, f":log-group:{name_prefix}", name_token)
+
+
+def test_the_retention_function_sets_only_this_groups_retention_and_writes_only_its_own_log() -> None:
+    """CDK's default role lets the function set the retention of any group and, through
+    AWSLambdaBasicExecutionRole, write any group; this one gets exactly what its handler calls: the endpoint's
+    group created and its retention set, its own /aws/lambda/<name> group created and kept one day, and
+    that group's streams written."""
+    template, endpoint_logs = logs_template(logs.RetentionDays.ONE_MONTH)
+    ((function_id, function),) = function_logging(template).items()
+    assert function.managed_policies == []
+    assert function.log_group is None  # Lambda's default group, /aws/lambda/<name>, which the handler creates
+    assert set(checkov_skips(template, function_id)) == {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"}
+    endpoint_group = _log_group_arn("/aws/sagemaker/Endpoints/", {"Fn::GetAtt": ["Endpoint", "EndpointName"]})
+    own_group = _log_group_arn("/aws/lambda/", {"Ref": function_id})
+    policy_id = template_logical_id(endpoint_logs.policy)
+    template.has_resource(
+        "AWS::IAM::Policy",
+        {
+            "Properties": {
+                "Roles": [{"Ref": template_logical_id(endpoint_logs.role)}],
+                "PolicyDocument": {
+                    "Statement": [
+                        {
+                            "Action": [
+                                "logs:CreateLogGroup",
+                                "logs:DeleteRetentionPolicy",
+                                "logs:PutRetentionPolicy",
+                            ],
+                            "Effect": "Allow",
+                            "Resource": endpoint_group,
+                        },
+                        {
+                            "Action": ["logs:CreateLogGroup", "logs:PutRetentionPolicy"],
+                            "Effect": "Allow",
+                            "Resource": own_group,
+                        },
+                        {
+                            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                            "Effect": "Allow",
+                            "Resource": _join(*own_group["Fn::Join"][1], ":log-stream:*"),
+                        },
+                    ],
+                    "Version": "2012-10-17",
+                },
+            }
+        },
+    )
+    assert len(template.find_resources("AWS::IAM::Policy")) == 1, "CDK's own '*' policy is not added"
+    # The handler runs only once the policy exists: the function itself does not wait for it.
+    template.has_resource("Custom::LogRetention", {"DependsOn": Match.array_with([policy_id])})

@@ -21,11 +21,11 @@ LOG_GROUPS = [
     {"Ref": "AWS::Region"},
     ":",
     {"Ref": "AWS::AccountId"},
-    ":log-group:/aws/sagemaker/Endpoints/*",
+    ":log-group:/aws/sagemaker/Endpoints/triton-mme",
 ]
 
 
-def hosting_template(*, with_key: bool = False) -> Template:
+def hosting_template(*, with_key: bool = False, endpoint_name: str = "triton-mme") -> Template:
     stack = bare_stack()
     key = kms.Key.from_key_arn(stack, "Key", KEY_ARN) if with_key else None
     HostingRole(
@@ -33,6 +33,7 @@ def hosting_template(*, with_key: bool = False) -> Template:
         "Hosting",
         store=ModelStore(stack, "Store"),
         image_repository_arn=REPOSITORY_ARN,
+        endpoint_name=endpoint_name,
         encryption_key=key,
     )
     return Template.from_stack(stack)
@@ -126,3 +127,19 @@ def test_a_key_adds_decrypt_on_that_key_only() -> None:
 
 def test_no_key_means_no_kms_permission(template: Template) -> None:
     assert not [s for s in _statements(template) if str(s["Action"]).startswith("kms:")]
+
+
+@pytest.mark.parametrize("endpoint_name", ["triton-mme", "other-endpoint"])
+def test_logs_go_only_to_the_named_endpoints_own_group_and_its_streams(endpoint_name: str) -> None:
+    """SageMaker writes an endpoint's container logs to /aws/sagemaker/Endpoints/<name>; the name is fixed at
+    synthesis, so no other endpoint's group (nor a group named after this one's prefix) is writable."""
+    (logging,) = [
+        s
+        for s in _statements(hosting_template(endpoint_name=endpoint_name))
+        if "logs:PutLogEvents" in s["Action"]
+    ]
+    group_arn = [*LOG_GROUPS[:-1], f":log-group:/aws/sagemaker/Endpoints/{endpoint_name}"]
+    assert logging["Resource"] == [
+        {"Fn::Join": ["", group_arn]},
+        {"Fn::Join": ["", [*group_arn[:-1], group_arn[-1] + ":log-stream:*"]]},
+    ]

@@ -15,7 +15,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
 from store_support import BUCKET, write_build
-from synth_support import bare_stack, with_nag
+from synth_support import LOG_WRITE_ACTIONS, bare_stack, checkov_skips, function_logging, with_nag
 
 from triton_mme.core.manifest import Manifest
 from triton_mme.store.location import ModelStoreClient
@@ -323,11 +323,16 @@ def test_the_resource_names_the_build_manifest_the_live_one_and_the_endpoint(tem
 
 
 def statements_of(template: Template, function: str) -> list[dict[str, Any]]:
+    """A handler role's grants besides writing its own log (test_every_function_writes_only_its_own_log)."""
     found = []
     for logical_id, policy in template.find_resources("AWS::IAM::Policy").items():
         if logical_id.startswith(f"Promotion{function}"):
             found += policy["Properties"]["PolicyDocument"]["Statement"]
-    return found
+    return [
+        s
+        for s in found
+        if not LOG_WRITE_ACTIONS & set(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    ]
 
 
 def test_only_the_is_complete_handler_may_write_and_only_the_live_manifest(template: Template) -> None:
@@ -340,6 +345,42 @@ def test_only_the_is_complete_handler_may_write_and_only_the_live_manifest(templ
     assert {"Action": "sagemaker:DescribeEndpoint", "Effect": "Allow", "Resource": endpoint_arn} in granted
     actions = {a for s in granted for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert actions == {"sagemaker:DescribeEndpoint", "s3:GetObject", "s3:ListBucket", "s3:PutObject"}
+
+
+def test_every_function_writes_only_its_own_log(template: Template) -> None:
+    """The handlers and the provider framework's three functions log to groups of their own; their roles may
+    write those groups and no other (no AWSLambdaBasicExecutionRole, which allows any group)."""
+    functions = function_logging(template)
+    assert len(functions) == 5, sorted(functions)  # on-event, is-complete, the framework's three
+    for logical_id, function in functions.items():
+        assert function.managed_policies == [], logical_id
+        (group_id,) = function.log_group.values()
+        assert template.to_json()["Resources"][group_id]["Type"] == "AWS::Logs::LogGroup"
+        assert function.writable == [{"Fn::GetAtt": [group_id, "Arn"]}], logical_id
+    handler_groups = {
+        functions[f].log_group["Ref"] for f in functions if not f.startswith("PromotionProvider")
+    }
+    assert len(handler_groups) == 2, "each handler has a group of its own"
+
+
+def test_each_function_log_group_and_the_waiters_grant_says_why_checkov_may_skip_it(
+    template: Template,
+) -> None:
+    """The provider's resources carry their checkov skips (docs/scanners.md): no VPC, dead-letter queue or
+    reserved concurrency for any function, the managed key for the framework's variables, no customer key
+    for the log groups, and the waiter's Step Functions logging grant on '*'."""
+    functions = template.find_resources("AWS::Lambda::Function")
+    for logical_id, function in functions.items():
+        expected = {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"}
+        if "Environment" in function["Properties"]:
+            expected.add("CKV_AWS_173")
+        assert set(checkov_skips(template, logical_id)) == expected, logical_id
+    handler_vpc = checkov_skips(template, next(f for f in functions if f.startswith("PromotionOnEvent")))
+    assert "SageMaker DescribeEndpoint" in handler_vpc["CKV_AWS_117"]  # the APIs the construct names
+    for logical_id in template.find_resources("AWS::Logs::LogGroup"):
+        assert set(checkov_skips(template, logical_id)) == {"CKV_AWS_158"}, logical_id
+    (waiter_policy,) = [p for p in template.find_resources("AWS::IAM::Policy") if "waiterstatemachine" in p]
+    assert "Step Functions logging" in checkov_skips(template, waiter_policy)["CKV_AWS_111"]
 
 
 def test_the_provider_polls_every_30_seconds_for_at_most_30_minutes(template: Template) -> None:

@@ -10,7 +10,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
-from synth_support import bare_stack, with_nag
+from synth_support import bare_stack, checkov_skips, function_logging, template_logical_id, with_nag
 
 from triton_mme.core.model_metrics import INSIGHT_RULES, TOTALS_NAMESPACE
 from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
@@ -79,6 +79,22 @@ def test_the_reader_runs_the_shared_parser_and_writes_to_the_events_group(
         },
     )
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+
+
+def test_the_reader_may_write_only_the_events_group(built: tuple[Template, Any]) -> None:
+    """Its log is the events group (one JSON line per model event); its role writes that group alone and
+    holds no AWSLambdaBasicExecutionRole, which would let it write any group."""
+    template, observability = built
+    reader_id = template_logical_id(observability.function)
+    reader = function_logging(template)[reader_id]
+    events_id = template_logical_id(observability.events)
+    assert reader.log_group == {"Ref": events_id}
+    assert reader.writable == [{"Fn::GetAtt": [events_id, "Arn"]}]
+    assert reader.managed_policies == []
+    skips = checkov_skips(template, reader_id)
+    assert set(skips) == {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_173"}
+    assert "the lines stay in the endpoint's own log group" in skips["CKV_AWS_116"]
+    assert set(checkov_skips(template, events_id)) == {"CKV_AWS_158"}
 
 
 def test_contributor_insights_rank_models_by_each_event_without_a_metric_per_model(

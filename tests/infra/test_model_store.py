@@ -9,9 +9,14 @@ import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
-from synth_support import KEY_ARN, bare_stack, with_nag
+from synth_support import KEY_ARN, bare_stack, template_logical_id, with_nag
 
-from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
+from triton_mme_cdk.constructs.model_store import (
+    ACCESS_LOG_DAYS,
+    NONCURRENT_VERSION_DAYS,
+    ModelStore,
+    ModelStoreProps,
+)
 
 BLOCK_ALL = {
     "BlockPublicAcls": True,
@@ -85,6 +90,20 @@ def test_access_log_bucket_is_private_expires_logs_after_a_year_and_is_retained(
             "DeletionPolicy": "Retain",
         },
     )
+
+
+def test_access_logs_are_versioned_and_a_deleted_log_stays_recoverable(default: tuple) -> None:
+    """checkov's CKV_AWS_21 fixed: a log object deleted or overwritten is kept as a noncurrent version for
+    NONCURRENT_VERSION_DAYS, as the models are; CKV_AWS_18 (its own access logging) is skipped with its
+    reason, as it is the target of the model bucket's logs."""
+    template, store = default
+    bucket = template.to_json()["Resources"][template_logical_id(store.access_log_bucket)]
+    assert bucket["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
+    (rule,) = bucket["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": NONCURRENT_VERSION_DAYS}
+    assert rule["ExpirationInDays"] == ACCESS_LOG_DAYS
+    (skip,) = bucket["Metadata"]["checkov"]["skip"]
+    assert skip["id"] == "CKV_AWS_18" and "target of the model bucket's access logs" in skip["comment"]
 
 
 @pytest.mark.parametrize("bucket", ["StoreBucket", "StoreAccessLogs"])

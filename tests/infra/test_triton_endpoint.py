@@ -10,7 +10,7 @@ import pytest
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Annotations, Match, Template
-from synth_support import KEY_ARN, bare_stack
+from synth_support import KEY_ARN, bare_stack, checkov_skips, template_logical_id
 
 from triton_mme.core.triton_container import PING_MODE_VARIABLE, serve_flags, server_ping_mode
 from triton_mme.local_triton.server import TritonServer
@@ -93,6 +93,15 @@ def test_the_local_triton_runs_with_the_models_container_environment(default: tu
 def test_network_isolation_can_be_turned_off() -> None:
     template, _ = endpoint_stack(network_isolation=False)
     template.has_resource_properties("AWS::SageMaker::Model", {"EnableNetworkIsolation": False})
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_checkov_skips_its_isolation_check_only_where_the_setting_turned_isolation_off(
+    isolated: bool,
+) -> None:
+    template, endpoint = endpoint_stack(network_isolation=isolated)
+    skips = checkov_skips(template, template_logical_id(endpoint.model))
+    assert ("CKV_AWS_370" in skips) is not isolated
 
 
 def test_config_has_one_unnamed_variant_on_the_given_type_count_and_inference_ami(default: tuple) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk.assertions import Template
+from constructs import IConstruct
 
 from triton_mme_cdk.composition import compose
 from triton_mme_cdk.settings import Settings
@@ -27,6 +28,14 @@ def bare_stack(name: str = "Test", outdir: Path | None = None, **kwargs: Any) ->
     """An empty stack in its own app, for tests that build one construct."""
     app = cdk.App(context=FEATURE_FLAGS, outdir=str(outdir) if outdir else None)
     return cdk.Stack(app, name, **kwargs)
+
+
+def template_logical_id(construct: IConstruct) -> str:
+    """The logical id of a construct's CloudFormation resource (its default child for L2s)."""
+    element = construct.node.default_child or construct
+    assert isinstance(element, cdk.CfnElement)
+    stack = cdk.Stack.of(element)
+    return str(stack.resolve(stack.get_logical_id(element)))
 
 
 def with_nag(stack: cdk.Stack) -> Template:
@@ -93,3 +102,50 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "rolling-update": {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "1"},
     "linear-update": {"deployment_strategy": "linear", "deployment_linear_step_size": "50%"},
 }
+
+
+# What a function's role may do to CloudWatch Logs beyond reading: create groups and streams, write events.
+LOG_WRITE_ACTIONS = frozenset({"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:*"})
+
+
+@dataclass(frozen=True)
+class FunctionLogging:
+    """One Lambda function of a template: its role's managed policies, the group its LoggingConfig names
+    (None: Lambda's default, /aws/lambda/<name>), and each resource its role's policies let it write logs
+    to."""
+
+    managed_policies: list[Any]
+    log_group: Any
+    writable: list[Any]
+
+
+def function_logging(template: Template) -> dict[str, FunctionLogging]:
+    """Every AWS::Lambda::Function of `template`, by logical id, with what its role may write to Logs."""
+    resources = template.to_json()["Resources"]
+    found = {}
+    for logical_id, function in template.find_resources("AWS::Lambda::Function").items():
+        role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        writable = [
+            resource
+            for policy in resources.values()
+            if policy["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+            if statement["Effect"] == "Allow" and LOG_WRITE_ACTIONS & set(_as_list(statement["Action"]))
+            for resource in _as_list(statement["Resource"])
+        ]
+        found[logical_id] = FunctionLogging(
+            managed_policies=resources[role_id]["Properties"].get("ManagedPolicyArns", []),
+            log_group=function["Properties"].get("LoggingConfig", {}).get("LogGroup"),
+            writable=writable,
+        )
+    return found
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def checkov_skips(template: Template, logical_id: str) -> dict[str, str]:
+    """The checkov checks a resource skips, with each reason (triton_mme_cdk/constructs/checkov.py)."""
+    metadata = template.to_json()["Resources"][logical_id].get("Metadata", {})
+    return {skip["id"]: skip["comment"] for skip in metadata.get("checkov", {}).get("skip", [])}

@@ -17,6 +17,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from triton_mme_cdk.constructs.checkov import LOG_GROUP_KEY_REASON, skip_checks
+
 DEPLOYMENT_EVENT_SOURCE = "aws.sagemaker"
 DEPLOYMENT_EVENT_TYPE = "SageMaker Endpoint Deployment State Change"
 # The account-level CloudWatch Logs resource policies this construct adds (`self.policy`), which preflight
@@ -48,6 +50,7 @@ class DeploymentEvents(Construct):
         self.log_group = logs.LogGroup(
             self, "Logs", retention=retention, removal_policy=RemovalPolicy.DESTROY
         )
+        skip_checks(self.log_group, {"CKV_AWS_158": LOG_GROUP_KEY_REASON})
         self.target_arn = Stack.of(self).format_arn(
             service="logs",
             resource="log-group",

@@ -14,6 +14,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from triton_mme_cdk.constructs.checkov import LOG_GROUP_KEY_REASON, skip_checks
 from triton_mme_cdk.constructs.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
 from triton_mme_cdk.constructs.runner_source import runner_source
 from triton_mme_cdk.settings import BuildRunnerSettings
@@ -76,6 +77,7 @@ class GpuRunner(Construct):
         self.log_group = logs.LogGroup(
             self, "Logs", retention=runner.log_retention, removal_policy=RemovalPolicy.DESTROY
         )
+        skip_checks(self.log_group, {"CKV_AWS_158": LOG_GROUP_KEY_REASON})
         self.project = codebuild.Project(
             self,
             "Project",

@@ -6,7 +6,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from triton_mme.core.platform import INSTANCE_METRICS_NAMESPACE
-from triton_mme_cdk.constructs.endpoint_logs import ENDPOINT_LOG_GROUP_PREFIX
+from triton_mme_cdk.constructs.endpoint_logs import endpoint_log_group_name
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
 
@@ -15,7 +15,8 @@ class HostingRole(Construct):
     """The role SageMaker assumes to run the Triton container: read models, pull the image, log.
 
     Permissions sit in a separate `policy` so the Model can depend on it: a Model created before
-    its role's policy exists fails intermittently.
+    its role's policy exists fails intermittently. The container logs only to the group of the endpoint
+    named `endpoint_name` (fixed at synthesis, TritonEndpoint).
     """
 
     def __init__(
@@ -25,19 +26,20 @@ class HostingRole(Construct):
         *,
         store: ModelStore,
         image_repository_arn: str,
+        endpoint_name: str,
         encryption_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
-        log_groups = stack.format_arn(
+        log_group = stack.format_arn(
             service="logs",
             resource="log-group",
-            resource_name=f"{ENDPOINT_LOG_GROUP_PREFIX}/*",
+            resource_name=endpoint_log_group_name(endpoint_name),
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
         model_objects = store.model_objects_arn()
-        log_streams = f"{log_groups}:log-stream:*"
+        log_streams = f"{log_group}:log-stream:*"
         statements = [
             # The archives SageMaker loads by TargetModel, in this policy (which the Model waits for).
             *store.read_models_statements(),
@@ -58,7 +60,7 @@ class HostingRole(Construct):
                     "logs:DescribeLogStreams",
                     "logs:PutLogEvents",
                 ],
-                resources=[log_groups, log_streams],
+                resources=[log_group, log_streams],
             ),
             # PutMetricData has no resource-level permissions: AWS requires "*", so the namespace
             # condition is what confines it.
@@ -75,8 +77,8 @@ class HostingRole(Construct):
         self.policy = iam.Policy(self, "Policy", roles=[self.role], statements=statements)
         acknowledge_wildcard_resources(
             self.policy,
-            [model_objects, log_groups, log_streams, "*"],
-            reason="Confined wildcards: objects under the model prefix, the endpoint log groups, and '*' "
-            "only for ecr:GetAuthorizationToken and the namespace-conditioned cloudwatch:PutMetricData, "
-            "which have no resource-level permissions.",
+            [model_objects, log_streams, "*"],
+            reason="Confined wildcards: objects under the model prefix, the streams of the endpoint's own "
+            "log group, and '*' only for ecr:GetAuthorizationToken and the namespace-conditioned "
+            "cloudwatch:PutMetricData, which have no resource-level permissions.",
         )

@@ -56,6 +56,7 @@ class ManifestPromotion(Construct):
             query_interval=POLL_INTERVAL,
             total_timeout=TOTAL_TIMEOUT,
             log_retention=log_retention,
+            handler_calls="S3 for the manifests and archives, SageMaker DescribeEndpoint",
         )
         # It checks the build's archives exist, reads its manifest and writes the live manifest only.
         store.grant_read(handlers.is_complete)

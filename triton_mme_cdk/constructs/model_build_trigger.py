@@ -95,6 +95,7 @@ class ModelBuildTrigger(Construct):
             query_interval=POLL_INTERVAL,
             total_timeout=CUSTOM_RESOURCE_LIMIT,
             log_retention=log_retention,
+            handler_calls="CodeBuild for the stages' builds, CloudWatch Logs for a failed stage's error line",
         )
         self.provider = handlers.provider
         self.resource = CustomResource(

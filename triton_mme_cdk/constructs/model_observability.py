@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_cdk import Acknowledgment, Annotations, Aws, CfnResource, Duration, RemovalPolicy, Validations
+from aws_cdk import Annotations, Aws, CfnResource, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_lambda as lambda_
@@ -32,6 +32,8 @@ from triton_mme.core.model_metrics import (
     TOTALS_NAMESPACE,
     insight_rule_name,
 )
+from triton_mme_cdk.constructs.checkov import LOG_GROUP_KEY_REASON, skip_checks, skip_function_checks
+from triton_mme_cdk.constructs.function_role import function_role
 from triton_mme_cdk.constructs.runner_source import runner_source
 from triton_mme_cdk.runner_files import shipped_files
 
@@ -118,6 +120,7 @@ class ModelObservability(Construct):
         super().__init__(scope, construct_id)
         self._endpoint_name = endpoint_name
         self.events = logs.LogGroup(self, "Events", retention=retention, removal_policy=RemovalPolicy.DESTROY)
+        skip_checks(self.events, {"CKV_AWS_158": LOG_GROUP_KEY_REASON})
         code = runner_source(self, "HandlerSource", files=shipped_files(HANDLER_FILES))
         self.function = lambda_.Function(
             self,
@@ -128,6 +131,7 @@ class ModelObservability(Construct):
             environment={"ENDPOINT_NAME": endpoint_name},
             memory_size=128,
             timeout=Duration.seconds(30),
+            role=function_role(self, "ReaderRole", log_group=self.events),
             log_group=self.events,
             description="Turns the endpoint's Triton model lines into one JSON line per model event",
         )
@@ -183,12 +187,14 @@ class ModelObservability(Construct):
         function_resource = self.function.node.default_child
         assert isinstance(function_resource, CfnResource)
         function_resource.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
-        Validations.of(self.function).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                "AWSLambdaBasicExecutionRole]",
-                reason="The basic execution policy only lets the function write its own log (the events).",
-            )
+        skip_function_checks(
+            self.function,
+            calls="none: Lambda carries what it prints to its own log group",
+            invoked="The endpoint log's subscription invokes it per batch of model lines, which its filter "
+            "keeps to loads, unloads, failed loads and invocations.",
+            failures="a batch it fails on loses derived figures only: the lines stay in the endpoint's own "
+            "log group for its retention, and a queue would hold a second copy nothing reads.",
+            environment=True,
         )
 
     def _rule_body(self, event: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -21,6 +21,7 @@ from triton_mme.core.locations import (
 )
 from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
 from triton_mme.core.platform import S3_IF_MATCH_KEY, S3_IF_NONE_MATCH_KEY, S3_OBJECT_CREATION_KEY
+from triton_mme_cdk.constructs.checkov import skip_checks
 
 NONCURRENT_VERSION_DAYS = 30
 SERVER_ACCESS_LOGS_USE_BUCKET_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
@@ -71,13 +72,23 @@ class ModelStore(Construct):
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(ACCESS_LOG_DAYS))],
+            # Versioned, so a deleted or overwritten log stays recoverable NONCURRENT_VERSION_DAYS.
+            versioned=True,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    expiration=Duration.days(ACCESS_LOG_DAYS),
+                    noncurrent_version_expiration=Duration.days(NONCURRENT_VERSION_DAYS),
+                )
+            ],
             removal_policy=RemovalPolicy.RETAIN,
         )
-        Validations.of(self.access_log_bucket).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-S1", reason="This is the access-log target; logging it would recurse."
-            )
+        skip_checks(
+            self.access_log_bucket,
+            {
+                "CKV_AWS_18": "This bucket is the target of the model bucket's access logs: logging it to "
+                "itself would log each delivery of its own logs, and to another bucket would only move the "
+                "question to that one."
+            },
         )
 
         self.bucket = s3.Bucket(

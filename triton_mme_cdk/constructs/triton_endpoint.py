@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Acknowledgment, Annotations, Validations
+from aws_cdk import Annotations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -10,6 +10,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from triton_mme.core.triton_container import CONTAINER_ENVIRONMENT
+from triton_mme_cdk.constructs.checkov import skip_checks
 from triton_mme_cdk.constructs.deployment_policy import deployment_config
 from triton_mme_cdk.constructs.hosting_role import HostingRole
 from triton_mme_cdk.constructs.model_store import ModelStore
@@ -54,6 +55,7 @@ class TritonEndpoint(Construct):
             "Hosting",
             store=store,
             image_repository_arn=image.repository_arn,
+            endpoint_name=name,
             encryption_key=encryption_key,
         )
         self.model = sagemaker.CfnModel(
@@ -72,6 +74,15 @@ class TritonEndpoint(Construct):
             enable_network_isolation=network_isolation,
         )
         self.model.node.add_dependency(self.hosting.policy)
+        if not network_isolation:
+            skip_checks(
+                self.model,
+                {
+                    "CKV_AWS_370": "Network isolation is off only where the deployment asked for it "
+                    "(network_isolation=False; on by default): the way out for a container that fails to "
+                    "start isolated."
+                },
+            )
 
         volume_key = encryption_key.key_arn if encryption_key is not None and encrypt_volume else None
         self.endpoint_config = sagemaker.CfnEndpointConfig(
@@ -158,19 +169,3 @@ class TritonEndpoint(Construct):
                 "instance storage (hardware-encrypted), and SageMaker rejects an endpoint-config "
                 "KmsKeyId for such types.",
             )
-        if volume_key is None:
-            Validations.of(self.endpoint_config).acknowledge(
-                Acknowledgment(
-                    id="AwsSolutions-SM2",
-                    reason="No customer key applies to the volume: NVMe instance storage is "
-                    "hardware-encrypted and rejects a KmsKeyId; other types use an AWS managed key "
-                    "unless an encryption key is given.",
-                )
-            )
-        Validations.of(self.model).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions-SM1",
-                reason="The container needs no network: SageMaker pulls the image and downloads the "
-                "archives it loads; with network isolation it has none, so no VPC is attached.",
-            )
-        )
