@@ -81,6 +81,9 @@ class OperatorAccess(Construct):
                 resources=[NO_RESOURCE_LEVEL],
             ),
         ]
+        log_groups = Stack.of(self).format_arn(
+            service="logs", resource="log-group", resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME
+        )
         statements = [
             describe_stack,
             iam.PolicyStatement(
@@ -157,11 +160,13 @@ class OperatorAccess(Construct):
         store_objects = [statement.resources for statement in store.read_statements()]
         acknowledge_wildcard_resources(
             self.acceptance_policy,
-            [this_stack, configs, models, *store_objects[0], NO_RESOURCE_LEVEL],
+            [this_stack, configs, models, *store_objects[0], log_groups, NO_RESOURCE_LEVEL],
             reason="Read-only and confined: this stack (its id is not known before it exists), the account's "
             "endpoint configs and models in this region (generated names; after a rollback the endpoint "
-            "serves another), the store's model and manifest prefixes, and '*' only for CloudWatch metric "
-            "reads and Application Auto Scaling's Describe calls, which have no resource-level permissions.",
+            "serves another), the store's model and manifest prefixes, the region's log groups for "
+            "DescribeLogGroups alone (which lists names and settings; scoping it to one group is not "
+            "confirmed), and '*' only for CloudWatch metric reads and Application Auto Scaling's Describe "
+            "calls, which have no resource-level permissions.",
         )
         acknowledge_wildcard_resources(
             self.models_policy,
