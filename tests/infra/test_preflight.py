@@ -49,6 +49,7 @@ class Clients:
         self.application_autoscaling = client("application-autoscaling")
         self.kms = client("kms")
         self.logs = client("logs")
+        self.s3 = client("s3")
         self.stubs = {name: Stubber(getattr(self, name)) for name in vars(self).copy()}
 
     def __getitem__(self, name: str) -> Stubber:
@@ -63,6 +64,7 @@ class Clients:
             self.application_autoscaling,
             self.kms,
             self.logs,
+            self.s3,
         )
 
     def client(self, name: str) -> Any:  # the boto3.Session interface app.preflight uses
@@ -622,9 +624,10 @@ def test_the_command_prints_one_line_per_check_and_exits_1_on_a_failure(
     aws.region_name = REGION  # type: ignore[attr-defined]
     assert app.preflight(["-c", f"region={REGION}"], session=aws) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 10
-    assert [line.split(" ", 2)[:2] for line in lines[:9]] == [
+    assert len(lines) == 11
+    assert [line.split(" ", 2)[:2] for line in lines[:10]] == [
         ["PASS", "region:"],
+        ["PASS", "checkpoints:"],  # the default catalog has none in S3
         ["PASS", "cdk-bootstrap:"],
         ["PASS", "endpoint-quota:"],
         ["FAIL", "codebuild-gpu-quota:"],
@@ -634,14 +637,15 @@ def test_the_command_prints_one_line_per_check_and_exits_1_on_a_failure(
         ["PASS", "instance-type-change:"],
         ["PASS", "variant-name:"],
     ]
-    assert lines[-1] == "preflight eu-west-1: 8 passed, 1 failed"
+    assert lines[1] == "PASS checkpoints: no S3 checkpoint in the catalog"
+    assert lines[-1] == "preflight eu-west-1: 9 passed, 1 failed"
 
 
 def test_the_command_exits_0_when_everything_passes(aws: Clients, capsys: pytest.CaptureFixture[str]) -> None:
     everything_in_place(aws)
     aws.region_name = None  # type: ignore[attr-defined]
     assert app.preflight(["-c", f"region={REGION}"], session=aws) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "preflight eu-west-1: 9 passed, 0 failed"
+    assert capsys.readouterr().out.splitlines()[-1] == "preflight eu-west-1: 10 passed, 0 failed"
 
 
 def test_the_command_refuses_bad_settings_and_a_missing_region_in_one_line(

@@ -41,8 +41,8 @@ class PreflightClients:
     sagemaker: Any
     application_autoscaling: Any
     kms: Any = None
-    s3: Any = None
     logs: Any = None
+    s3: Any = None
 
     @classmethod
     def from_session(cls, session: Any) -> PreflightClients:
@@ -53,8 +53,8 @@ class PreflightClients:
             sagemaker=session.client("sagemaker"),
             application_autoscaling=session.client("application-autoscaling"),
             kms=session.client("kms"),
-            s3=session.client("s3"),
             logs=session.client("logs"),
+            s3=session.client("s3"),
         )
 
 
