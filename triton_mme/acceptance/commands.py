@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import number_in
+from triton_mme.acceptance.timing import DEFAULT_SERVING_SAMPLE
+from triton_mme.cli import non_negative_int, number_in
 
 DEFAULT_STACK = "TritonMultiModelEndpoint"
 DEFAULT_REPORT = Path("acceptance-report.json")
@@ -47,6 +48,14 @@ def register(subparsers: Any) -> None:
         help="how long to wait for the endpoint's metrics to arrive after the invocations "
         f"(default: {DEFAULT_METRICS_WAIT_S:.0f})",
     )
+    parser.add_argument(
+        "--serving-sample",
+        type=non_negative_int,
+        default=DEFAULT_SERVING_SAMPLE,
+        metavar="N",
+        help="call at most N archives of the live manifest, each format and tensor layout at least once; 0 "
+        "calls every one (default: %(default)s)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -63,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         region=session.region_name,
         metrics_wait_s=args.metrics_wait_s,
         progress=lambda check: print(check.line(), flush=True),
+        serving_sample=args.serving_sample,
     )
     write_atomically(args.report, report.to_json())
     print(report.summary())

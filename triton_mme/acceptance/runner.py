@@ -29,7 +29,7 @@ from triton_mme.acceptance.serving import check_serving
 from triton_mme.acceptance.stack import StackFacts
 from triton_mme.acceptance.strategy import check_strategy
 from triton_mme.acceptance.template import check_template
-from triton_mme.acceptance.timing import SYSTEM_TIMING, Timing
+from triton_mme.acceptance.timing import DEFAULT_SERVING_SAMPLE, SYSTEM_TIMING, Timing
 from triton_mme.client.manifest_source import ManifestSource
 from triton_mme.core.errors import UserError, describe_aws_error, first_line
 
@@ -98,6 +98,7 @@ def run_acceptance(
     timing: Timing = SYSTEM_TIMING,
     metrics_wait_s: float,
     progress: Callable[[Check], None] | None = None,
+    serving_sample: int = DEFAULT_SERVING_SAMPLE,
 ) -> AcceptanceReport:
     facts = StackFacts.read(clients.cloudformation, stack_name)
     settings = facts.settings
@@ -124,7 +125,9 @@ def run_acceptance(
     if manifest is not None:
         record(
             SERVING,
-            lambda: check_serving(facts.endpoint_name, manifest, source, report, clients.runtime, timing),
+            lambda: check_serving(
+                facts.endpoint_name, manifest, source, report, clients.runtime, timing, sample=serving_sample
+            ),
         )
     described: list[LiveEndpoint] = []
 

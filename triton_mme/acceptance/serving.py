@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from triton_mme.acceptance.report import SERVING, Check, failed, passed
-from triton_mme.acceptance.timing import Timing
+from triton_mme.acceptance.timing import DEFAULT_SERVING_SAMPLE, Timing
 from triton_mme.client.manifest_source import ManifestSource
 from triton_mme.client.payloads import EncodedRequest, PayloadError, decode_response, encode_binary_request
 from triton_mme.client.transport import TransportError, invoke_endpoint
@@ -50,6 +50,32 @@ def tolerance_for(record: ArchiveRecord, report: ServingReport | None) -> Tolera
     return GPU_FP32
 
 
+def _layout(record: ArchiveRecord) -> tuple[object, ...]:
+    """What archives of one kind share: format and tensors (a family's fine-tunes have the same)."""
+    tensors = tuple((t.name, t.datatype, t.dims) for t in (*record.inputs, *record.outputs))
+    return (record.format, record.max_batch_size, tensors)
+
+
+def sample_archives(manifest: Manifest, limit: int) -> list[ArchiveRecord]:
+    """Every archive when there are at most `limit` (or `limit` is 0); otherwise `limit` of them: one of each
+    format and tensor layout first, then the rest by the order of their content hash. The same manifest gives
+    the same sample; a new build's archives (new hashes) give another."""
+    archives = sorted(manifest.archives, key=lambda r: r.sha256)
+    if limit == 0 or len(archives) <= limit:
+        return list(manifest.archives)
+    chosen: dict[str, ArchiveRecord] = {}
+    layouts: set[tuple[object, ...]] = set()
+    for record in archives:
+        if _layout(record) not in layouts:
+            layouts.add(_layout(record))
+            chosen[record.target_model] = record
+    for record in archives:
+        if len(chosen) >= max(limit, len(layouts)):
+            break
+        chosen.setdefault(record.target_model, record)
+    return [r for r in manifest.archives if r.target_model in chosen]
+
+
 def check_serving(
     endpoint: str,
     manifest: Manifest,
@@ -59,6 +85,7 @@ def check_serving(
     timing: Timing,
     *,
     loading_window_s: float = MODEL_LOADING_LIMIT_S,
+    sample: int = DEFAULT_SERVING_SAMPLE,
 ) -> list[Check]:
     if not manifest.archives:
         return [
@@ -70,10 +97,24 @@ def check_serving(
                 fix="publish a build (`make deploy`) before accepting the endpoint",
             )
         ]
-    return [
+    chosen = sample_archives(manifest, sample)
+    checks = [
         _check_archive(endpoint, record, source, report, runtime, timing, loading_window_s)
-        for record in manifest.archives
+        for record in chosen
     ]
+    if len(chosen) < len(manifest.archives):
+        # Each call may be a cold load of up to the loading window: every archive of a large catalog would
+        # take hours. The serving check loaded and replayed every one of them in the same image before.
+        checks.append(
+            passed(
+                SERVING,
+                "sample",
+                expected="every archive, or a sample of them (--serving-sample)",
+                seen=f"{len(chosen)} of {len(manifest.archives):,} archives called: each format and tensor "
+                "layout at least once, the rest by content hash (--serving-sample 0 calls every one)",
+            )
+        )
+    return checks
 
 
 def _check_archive(

@@ -7,6 +7,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# Archives one acceptance run calls at most (`--serving-sample`): each call may be a cold load of up to the
+# loading window, so calling every archive of a thousand-model catalog would take hours.
+DEFAULT_SERVING_SAMPLE = 24
+
 
 def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
