@@ -101,3 +101,15 @@ def test_shards_in_the_buildspecs_are_their_own_tasks() -> None:
     assert "publish-build" in command.split("; else ")[0] and "--shard-candidates" in command
     shard = command.split("; else ")[1]
     assert shard.count(" && ") == 3 and "publish-build" not in shard
+
+
+def test_the_trigger_names_each_models_digest_so_cdk_diff_shows_which_models_change(
+    default_synth: Synthesized,
+) -> None:
+    (trigger,) = default_synth.template.find_resources("Custom::ModelBuild").values()
+    catalog = load_catalog("models.yaml")
+    assert trigger["Metadata"]["Models"] == {entry.name: entry.digest for entry in catalog.models}
+    changed = catalog.entry("roberta-large").model_copy(update={"max_batch_size": 16})
+    assert changed.digest != catalog.entry("roberta-large").digest
+    assert catalog.entry("resnet50").digest == load_catalog("models.yaml").entry("resnet50").digest
+    assert "Models" not in trigger["Properties"]  # the handlers never receive the map

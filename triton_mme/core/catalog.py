@@ -6,6 +6,8 @@ CDK app can read the catalog cheaply. Every field a user may leave out has a def
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -258,6 +260,13 @@ class ModelEntry(_Frozen):
         if self.source_kind == "torchvision":
             return self.source_id
         return (self.architecture or "").partition(":")[2].strip()
+
+    @property
+    def digest(self) -> str:
+        """16 hex digits of the entry's canonical JSON (its settings and its checkpoint's pin): it changes
+        exactly when what the build makes of this entry can change through the catalog."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     @property
     def pin(self) -> CheckpointPin | None:

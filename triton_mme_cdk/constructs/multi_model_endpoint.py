@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aws_cdk import Stack
+from aws_cdk import CfnResource, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
@@ -214,6 +214,11 @@ class TritonMultiModelEndpoint(Construct):
             fingerprint=self.serving_check.fingerprint,
             log_retention=settings.build.log_retention,
         )
+        # `cdk diff` names the models a change rebuilds: each entry's digest (its settings, pinned checkpoint)
+        # in the trigger's metadata, which no handler reads (its properties would travel in every request).
+        trigger = self.build.resource.node.default_child
+        assert isinstance(trigger, CfnResource)
+        trigger.add_metadata("Models", {entry.name: entry.digest for entry in catalog.models})
         # The build starts as soon as the trigger exists: both stages' grants must exist before it.
         self.build.resource.node.add_dependency(self.build_runner.role_policy, self.serving_check.role_policy)
         # The Model and the endpoint config do not wait: CreateModel and CreateEndpointConfig check the image,
