@@ -8,6 +8,8 @@ process, so the figure errs on the high side.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -39,11 +41,16 @@ class TreeRun:
     peak_bytes: int
     stdout: str
     stderr: str
+    # The run was stopped at its time limit (its whole process group killed); returncode is then negative.
+    stopped: bool = False
 
 
-def run_measured(command: list[str], **popen: object) -> TreeRun:
-    """Run `command` to completion, sampling its process tree's resident memory."""
+def run_measured(command: list[str], *, limit_s: float | None = None, **popen: object) -> TreeRun:
+    """Run `command` to completion, sampling its process tree's resident memory; past `limit_s` seconds the
+    command and every process it started are killed and the run is returned with `stopped` set."""
     started = time.perf_counter()
+    if limit_s is not None:
+        popen["start_new_session"] = True  # its own process group, so the whole tree can be stopped
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)  # type: ignore[call-overload]
     peak = 0
     done = threading.Event()
@@ -57,7 +64,14 @@ def run_measured(command: list[str], **popen: object) -> TreeRun:
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    stdout, stderr = child.communicate()
+    stopped = False
+    try:
+        stdout, stderr = child.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        stopped = True
+        os.killpg(child.pid, signal.SIGKILL)
+        stdout, stderr = child.communicate()
+    seconds = time.perf_counter() - started
     done.set()
     sampler.join()
-    return TreeRun(child.returncode, time.perf_counter() - started, peak, stdout, stderr)
+    return TreeRun(child.returncode, seconds, peak, stdout, stderr, stopped)

@@ -6,6 +6,7 @@ import json
 import math
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from benchmarks.machine import machine_slug
 from benchmarks.results import RAN, Figure, Report, Section
@@ -113,6 +114,52 @@ def render_markdown(report: Report, *, chart_name: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+BARS_HEIGHT = 1.6
+CURVES_HEIGHT = 8.0
+
+
+def _curves_panel(axis: Any, section: Section) -> None:
+    """Each series relative to its first point on log-log axes, with the slope-1 line of a linear cost."""
+    import matplotlib
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    colours = matplotlib.colormaps["tab20"]
+    xs: list[float] = []
+    for index, (label, points) in enumerate(section.curves.items()):
+        values = [(x, section.figure(key).value) for x, key in points]
+        values = [(x, v) for x, v in values if v > 0]
+        if not values:
+            continue
+        first = values[0][1]
+        axis.plot(
+            [x for x, _ in values],
+            [v / first for _, v in values],
+            marker="osD^v<>pPX*h"[index % 12],
+            color=colours(index % 20),
+            linewidth=1.2,
+            markersize=4,
+            label=label,
+        )
+        xs += [x for x, _ in values]
+    if xs:
+        low, high = min(xs), max(xs)
+        axis.plot([low, high], [1, high / low], color="black", linestyle="--", linewidth=1, label="linear")
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    if xs:
+        axis.set_xticks(sorted(set(xs)), labels=[f"{x:,.0f}" for x in sorted(set(xs))])
+    axis.xaxis.set_minor_formatter(NullFormatter())
+    axis.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}x"))
+    axis.yaxis.set_minor_formatter(NullFormatter())
+    axis.set_title("\n".join(textwrap.wrap(section.title, 80)), fontsize=10, loc="left")
+    axis.set_xlabel("catalog entries (N)", fontsize=8)
+    axis.set_ylabel("cost relative to the smallest N", fontsize=8)
+    axis.tick_params(labelsize=8)
+    axis.grid(True, which="major", linewidth=0.4, alpha=0.6)
+    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
+
+
 def render_chart(report: Report, path: Path) -> None:
     """One horizontal bar chart per section that names chart figures; sections not run are listed."""
     import matplotlib
@@ -120,11 +167,20 @@ def render_chart(report: Report, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    charted = [s for s in report.sections if s.status == RAN and s.chart]
+    charted = [s for s in report.sections if s.status == RAN and (s.chart or s.curves)]
     skipped = [s for s in report.sections if s.status != RAN]
-    panels = max(len(charted), 1)
-    fig, axes = plt.subplots(panels, 1, figsize=(9, 2.0 + 1.6 * panels), squeeze=False)
+    heights = [CURVES_HEIGHT if s.curves else BARS_HEIGHT for s in charted] or [BARS_HEIGHT]
+    fig, axes = plt.subplots(
+        len(heights),
+        1,
+        figsize=(9, 2.0 + sum(heights)),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+    )
     for axis, section in zip(axes[:, 0], charted, strict=False):
+        if section.curves:
+            _curves_panel(axis, section)
+            continue
         figures = [section.figure(key) for key in section.chart]
         labels = [figure.label for figure in figures]
         values = [figure.value for figure in figures]

@@ -74,6 +74,9 @@ class Section:
     targets: list[Target] = field(default_factory=list)
     # Keys of same-unit figures worth a bar chart; the first figure's unit labels the axis.
     chart: list[str] = field(default_factory=list)
+    # Curves instead of bars: per series label, (x, figure key) points, drawn on log-log axes relative to the
+    # first point (so figures of different units share one chart, and a linear cost is a slope-1 line).
+    curves: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
 
     def add(self, key: str, label: str, value: float, unit: str) -> Figure:
         return self._append(Figure(key=key, label=label, value=float(value), unit=unit))

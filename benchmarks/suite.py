@@ -11,6 +11,7 @@ from benchmarks import (
     client_invoke,
     cold_start,
     gpu,
+    growth,
     hit_rate_validation,
     load_generator,
     log_parser,
@@ -56,6 +57,7 @@ BENCHMARKS = (
         hit_rate_validation.unavailable,
     ),
     Benchmark(log_parser.NAME, log_parser.TITLE, log_parser.run),
+    Benchmark(growth.NAME, growth.TITLE, growth.run),
 )
 
 

@@ -270,11 +270,12 @@ def _kept_records(out_dir: Path, catalog: Catalog, rebuilt: set[tuple[str, str]]
         previous = Manifest.read(path)
     except ValueError:
         return []
-    wanted = {(m.name, f.value) for m in catalog.models for f in m.formats}
+    # Computed once: taken inside the loop, the difference made this quadratic in the catalog's size.
+    kept = {(m.name, f.value) for m in catalog.models for f in m.formats} - rebuilt
     return [
         record
         for record in previous.archives
-        if (record.name, record.format) in wanted - rebuilt
+        if (record.name, record.format) in kept
         and (out_dir / record.target_model).is_file()
         and companions_in_place(out_dir, record)
     ]
