@@ -70,6 +70,11 @@ ENTRY: dict[str, Any] = {
 LOCAL_SOURCE = "checkpoint:checkpoints/{variant}.safetensors"
 S3_SOURCE = f"checkpoint:s3://{BUCKET}/{FAMILY}/{{variant}}.safetensors"
 CLIENT_REPETITIONS = 20
+# serve-local under Zipf traffic (docs/traffic-local.yaml) with a model budget far below N, a bounded test.
+SERVE_BUDGET = 8
+SERVE_READY_LIMIT_S = 180
+LOADTEST_REQUESTS = 60
+LOADTEST_LIMIT_S = 300
 
 # What is charted and fitted: figure prefix -> (label, unit). Each is recorded as `<prefix>.<N>`.
 METRICS: dict[str, tuple[str, str]] = {
@@ -96,9 +101,15 @@ METRICS: dict[str, tuple[str, str]] = {
     "manifest_read": ("client: read the manifest", "ms"),
     "request": ("client: resolve one model and encode its request", "ms"),
     "invoke": ("client: invoke one model (loopback stand-in)", "ms"),
+    "serve_ready": (f"serve-local (model budget {SERVE_BUDGET}): start until it answers", "s"),
+    "serve_hit": (f"serve-local, Zipf load test: cache-hit rate (budget {SERVE_BUDGET})", "%"),
+    "serve_p50": ("serve-local, Zipf load test: p50 latency", "ms"),
+    "serve_errors": ("serve-local, Zipf load test: errors", "requests"),
+    "acceptance_calls": ("acceptance: archives it calls (--serving-sample default)", "archives"),
 }
-# Rates are not fitted: their cost is (the build's wall time is).
-RATES = ("build_rate",)
+# Rates are not fitted: their cost is (the build's wall time is). Nor are the load test's outcomes, which
+# depend on the traffic's spread over N models, not on a cost of the project's.
+RATES = ("build_rate", "serve_hit", "serve_p50", "serve_errors")
 # The curves of the chart (costs, not throughput: a flat throughput is a linear cost).
 CHARTED = (
     "lock",
@@ -154,6 +165,8 @@ def _run(section: Section, folder: Path, sizes: tuple[int, ...]) -> None:
             if _build(section, size, catalogs[size], out_dir, limit):
                 _upload(section, size, out_dir)
                 _client(section, size, out_dir / "manifest.json")
+                _serve_local(section, size, out_dir, folder / f"loadtest-{size}.json")
+                _acceptance_sample(section, size, out_dir / "manifest.json")
         except Exception as error:
             traceback.print_exc()
             section.notes.append(f"N={size:,}: not measured past the failure: {first_line(error)}")
@@ -406,6 +419,59 @@ def _client(section: Section, size: int, manifest_path: Path) -> None:
             size,
             median_ms(lambda: send(encoded, target, endpoint="growth", runtime=runtime)),
         )
+
+
+def _serve_local(section: Section, size: int, out_dir: Path, report: Path) -> None:
+    """The build served by serve-local with a model budget far below N, under a bounded Zipf load test."""
+    import signal
+    import subprocess
+    import urllib.request
+
+    from triton_mme.local_triton.server import free_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "triton_mme", "serve-local", "--models", str(out_dir),
+               "--model-budget", str(SERVE_BUDGET), "--port", str(port)]  # fmt: skip
+    started = time.perf_counter()
+    server = subprocess.Popen(
+        [*NICE, *command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=5) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.perf_counter() - started > SERVE_READY_LIMIT_S:
+                raise RuntimeError(
+                    f"serve-local with {size} archives did not answer within {SERVE_READY_LIMIT_S} s"
+                )
+            time.sleep(1)
+        record(section, "serve_ready", size, time.perf_counter() - started)
+        loadtest = [sys.executable, "-m", "triton_mme", "loadtest", "--traffic", str(REPO_ROOT / "docs" /
+                    "traffic-local.yaml"), "--manifest", str(out_dir / "manifest.json"), "--local",
+                    f"http://127.0.0.1:{port}", "--requests", str(LOADTEST_REQUESTS), "--users", "4",
+                    "--out", str(report)]  # fmt: skip
+        subprocess.run(loadtest, check=True, timeout=LOADTEST_LIMIT_S, capture_output=True)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+    measured = json.loads(report.read_text())["measured"]
+    record(section, "serve_hit", size, 100 * measured["cache_hit_rate"])
+    record(section, "serve_p50", size, measured["latency_ms"]["p50_ms"])
+    record(section, "serve_errors", size, sum(measured["errors"].values()))
+
+
+def _acceptance_sample(section: Section, size: int, manifest_path: Path) -> None:
+    """How many archives an acceptance run calls for this manifest (each call may be a cold load)."""
+    from triton_mme.acceptance.serving import sample_archives
+    from triton_mme.acceptance.timing import DEFAULT_SERVING_SAMPLE
+    from triton_mme.core.manifest import Manifest
+
+    manifest = Manifest.read(manifest_path)
+    record(section, "acceptance_calls", size, len(sample_archives(manifest, DEFAULT_SERVING_SAMPLE)))
 
 
 # --- growth ---------------------------------------------------------------------------------------------
