@@ -4,17 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.checkpoints import TINY_ROBERTA_CLASSIFIER
 from triton_mme.core.catalog import Catalog, ModelEntry, parse_catalog
 
-TINY_ROBERTA = {
-    "model_type": "roberta",
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-    "vocab_size": 1000,
-    "max_position_embeddings": 130,
-}
+# The tiny RoBERTa of the generated fine-tunes (benchmarks/checkpoints.py), as a bare encoder.
+TINY_ROBERTA = {key: value for key, value in TINY_ROBERTA_CLASSIFIER.items() if key != "num_labels"}
 
 
 def tiny_cnn(**overrides: Any) -> dict[str, Any]:
