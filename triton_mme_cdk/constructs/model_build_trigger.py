@@ -57,6 +57,10 @@ class ModelBuildTrigger(Construct):
             raise ValueError("a model build trigger needs at least one stage")
         projects = [stage.project.project_arn for stage in stages]
         batches = any(stage.batch for stage in stages)
+        # The batch actions are scoped to the two projects, as the build actions are; that CodeBuild
+        # authorizes StartBuildBatch, BatchGetBuildBatches, StopBuildBatch and ListBuildBatchesForProject on
+        # the project resource is not confirmed here (the Service Authorization Reference was not
+        # reachable). Were one refused, the deployment fails at once with the refused call's AccessDenied.
         # A batch's tasks are builds: reading a failed shard's build needs BatchGetBuilds either way.
         reads = iam.PolicyStatement(
             actions=["codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"]
