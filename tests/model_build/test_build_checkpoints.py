@@ -15,12 +15,12 @@ import yaml
 from botocore.stub import Stubber
 
 from benchmarks.checkpoints import write_hf_folders, write_state_dicts
-from triton_mme.core.catalog import CatalogError, load_catalog
+from triton_mme.core.catalog import CatalogError, load_catalog, parse_catalog
 from triton_mme.core.manifest import Manifest
 from triton_mme.model_build.cache import builder_version
 from triton_mme.model_build.checkpoint_files import SOURCES_DIR_NAME
 from triton_mme.model_build.lock import write_lock
-from triton_mme.model_build.pipeline import ArchiveOutcome, build_catalog
+from triton_mme.model_build.pipeline import ArchiveOutcome, BuildError, build_catalog
 from triton_mme_cdk.preflight.checkpoints import check_checkpoints
 
 BUCKET = "own-checkpoints"
@@ -194,3 +194,87 @@ def load_catalog_locked(tmp_path: Path, s3: Any) -> Any:
     catalog_file = s3_catalog(tmp_path)
     write_lock(catalog_file, s3_client=s3)
     return load_catalog(catalog_file)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with one model the user exported to ONNX themselves (a dynamic batch axis, own names)."""
+    import torch
+    import torchvision
+
+    root = tmp_path_factory.mktemp("exported")
+    (root / "exported").mkdir()
+    model = torchvision.models.squeezenet1_1(num_classes=5).eval()
+    path = root / "exported" / "scorer.onnx"
+    torch.onnx.export(model, torch.randn(1, 3, 32, 32), path, input_names=["images"], output_names=["scores"],
+                      dynamic_axes={"images": {0: "batch"}, "scores": {0: "batch"}}, opset_version=17,
+                      dynamo=False)  # fmt: skip
+    family = {"family": "exported", "source": "checkpoint:exported/{variant}.onnx", "variants": "listed",
+              "formats": ["onnx"], "max_batch_size": 2}  # fmt: skip
+    (root / "models.yaml").write_text(yaml.safe_dump({"models": [family]}))
+    write_lock(root / "models.yaml")
+    return root
+
+
+@pytest.mark.slow
+def test_an_exported_onnx_model_is_built_without_pytorch_and_checked_as_a_built_one(
+    exported: Path, tmp_path: Path
+) -> None:
+    catalog = load_catalog(exported / "models.yaml")
+    (record,) = build_catalog(catalog, tmp_path / "out", progress=False).archives
+    assert record.name == "exported-scorer" and record.weights == "checkpoint"
+    assert [(t.name, t.dims) for t in record.inputs] == [("images", (3, 32, 32))]
+    assert [(t.name, t.dims) for t in record.outputs] == [("scores", (5,))]
+    # No PyTorch reference exists: the record says the parity check only ran the file.
+    assert "no PyTorch model" in record.details["parity"]["reference"]
+    assert record.details["exporter"].startswith("prebuilt")
+    assert "golden" in record.files and record.provenance is not None
+    assert record.provenance.sha256 == catalog.entry("exported-scorer").sha256
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"formats": ["torchscript"]}, "builds onnx and tensorrt only, not torchscript"),
+        ({"input_shape": [3, 32, 32]}, "input_shape: an exported ONNX model's graph states its inputs"),
+        ({"architecture": "torchvision:resnet18"}, "states its own graph; leave architecture out"),
+    ],
+)
+def test_an_exported_onnx_entry_refuses_what_its_graph_decides(fields: dict[str, Any], expected: str) -> None:
+    entry = {"name": "scorer", "source": "checkpoint:exported/scorer.onnx", "formats": ["onnx"],
+             "max_batch_size": 2, **fields}  # fmt: skip
+    with pytest.raises(CatalogError, match=expected) as error:
+        parse_catalog({"models": [entry]})
+    assert "\n" not in str(error.value)
+
+
+def test_a_file_that_is_no_onnx_model_is_refused_at_synthesis(tmp_path: Path) -> None:
+    (tmp_path / "exported").mkdir()
+    (tmp_path / "exported" / "scorer.onnx").write_text("not a model")
+    entry = {"name": "scorer", "source": "checkpoint:exported/scorer.onnx", "formats": ["onnx"],
+             "max_batch_size": 2}  # fmt: skip
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump({"models": [entry]}))
+    with pytest.raises(
+        CatalogError, match=r"model 'scorer': source: exported/scorer.onnx: not an ONNX model"
+    ):
+        write_lock(tmp_path / "models.yaml")
+
+
+def test_an_exported_onnx_model_with_a_custom_operator_is_refused_before_onnx_runtime_opens_it(
+    exported: Path, tmp_path: Path
+) -> None:
+    import onnx
+
+    project = tmp_path / "project"
+    shutil.copytree(exported, project)
+    path = project / "exported" / "scorer.onnx"
+    model = onnx.load(str(path))
+    model.graph.node[0].domain = "com.example.custom"
+    onnx.save(model, str(path))
+    write_lock(project / "models.yaml")
+    with pytest.raises(
+        BuildError, match=r"exported-scorer/onnx: cannot load the model: .* of domain 'com.example.custom'"
+    ) as error:
+        build_catalog(load_catalog(project / "models.yaml"), tmp_path / "out", progress=False)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "out" / "manifest.json").exists()

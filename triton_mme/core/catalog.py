@@ -189,9 +189,19 @@ class ModelEntry(_Frozen):
                 raise ValueError("weights: a checkpoint source brings its own weights; leave weights out")
             object.__setattr__(self, "weights", Weights.CHECKPOINT)
             try:
-                checkpoint_kind(self.checkpoint_location, architecture=self.architecture)
+                kind = checkpoint_kind(self.checkpoint_location, architecture=self.architecture)
             except CheckpointError as error:
                 raise ValueError(f"source: {error}") from None
+            if kind is CheckpointKind.ONNX_FILE:
+                if Format.TORCHSCRIPT in self.formats:
+                    raise ValueError(
+                        "formats: an exported ONNX model builds onnx and tensorrt only, not torchscript"
+                    )
+                for field in ("input_shape", "sequence_length"):
+                    if getattr(self, field) is not None:
+                        raise ValueError(
+                            f"{field}: an exported ONNX model's graph states its inputs; leave it out"
+                        )
             return self
         if self.weights is None or self.weights is Weights.CHECKPOINT:
             raise ValueError("weights: required for this source; allowed: pretrained, random")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from triton_mme.core.catalog_lock import CatalogLock
-from triton_mme.core.checkpoints import SAFETENSORS_SUFFIX, CheckpointLocation
+from triton_mme.core.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointLocation
 from triton_mme.core.errors import quoted
 from triton_mme.core.naming import MODEL_NAME
 
@@ -50,19 +50,20 @@ def _pattern(family: str, raw: dict[str, Any]) -> tuple[str, str, str]:
     before, _, after = location.partition(VARIANT)
     if before and not before.endswith("/"):
         raise FamilyError(f"family {quoted(family)}: source: {VARIANT} must be a whole file or folder name")
-    if after not in ("", "/", SAFETENSORS_SUFFIX):
+    if after not in ("", "/", SAFETENSORS_SUFFIX, ONNX_SUFFIX):
         raise FamilyError(
             f"family {quoted(family)}: source: {VARIANT} must end the location, as a folder "
-            f"({VARIANT}/) or a state dict ({VARIANT}{SAFETENSORS_SUFFIX})"
+            f"({VARIANT}/), a state dict ({VARIANT}{SAFETENSORS_SUFFIX}) or an ONNX model "
+            f"({VARIANT}{ONNX_SUFFIX})"
         )
     return before, after, location
 
 
 def list_local_variants(folder: Path, suffix: str) -> list[str]:
-    """The variants a local folder holds: sub-folders for a folder pattern, .safetensors stems otherwise."""
+    """The variants a local folder holds: sub-folders for a folder pattern, file stems for a file pattern."""
     if not folder.is_dir():
         raise FamilyError(f"{folder}: no such folder to list variants in")
-    if suffix == SAFETENSORS_SUFFIX:
+    if suffix in (SAFETENSORS_SUFFIX, ONNX_SUFFIX):
         return sorted(
             p.name[: -len(suffix)] for p in folder.iterdir() if p.is_file() and p.name.endswith(suffix)
         )

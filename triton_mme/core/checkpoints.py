@@ -5,7 +5,8 @@ the catalog's folder) or `s3://bucket/key`:
 
 - a Hugging Face model folder, as `save_pretrained` writes it (config.json, `*.safetensors`, tokenizer.json);
   an S3 location of one ends with `/`;
-- a state dict in one `.safetensors` file, with `architecture: torchvision:<name>` naming the model it fits.
+- a state dict in one `.safetensors` file, with `architecture: torchvision:<name>` naming the model it fits;
+- a model already exported to ONNX, one `.onnx` file (built without PyTorch, model_build.sources).
 
 Weights load only from safetensors, which holds tensors and nothing else. Pickle checkpoints (`.bin`, `.pt`,
 `.pth`, `.ckpt`, `.pkl`) are refused by name: unpickling runs whatever code the file holds, and
@@ -37,6 +38,7 @@ SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _S3_URI = re.compile(r"s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>[^\s]{0,1024})")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 SAFETENSORS_SUFFIX = ".safetensors"
+ONNX_SUFFIX = ".onnx"
 # What the build reads of a Hugging Face folder, and so what its digest covers. Anything else in the folder
 # (pickle weights beside the safetensors, modeling code, optimizer state) is neither read nor hashed.
 HF_CONFIG_FILE = "config.json"
@@ -65,6 +67,18 @@ class CheckpointError(UserError, ValueError):
 class CheckpointKind(StrEnum):
     HF_FOLDER = "hf-folder"
     STATE_DICT = "state-dict"
+    # A model already exported to ONNX: built without PyTorch (model_build.sources).
+    ONNX_FILE = "onnx-file"
+
+    @property
+    def is_file(self) -> bool:
+        """One file (a state dict, an ONNX model), not a folder."""
+        return self is not CheckpointKind.HF_FOLDER
+
+    @property
+    def file_name(self) -> str:
+        """The name of the verified local copy of a one-file checkpoint."""
+        return "model.onnx" if self is CheckpointKind.ONNX_FILE else "model" + SAFETENSORS_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -119,7 +133,15 @@ def location_problem(text: str) -> str | None:
 
 
 def checkpoint_kind(location: CheckpointLocation, *, architecture: str | None) -> CheckpointKind:
-    """A state dict when the entry names its architecture, a Hugging Face folder otherwise."""
+    """A state dict when the entry names its architecture, an exported model for an `.onnx` file, a Hugging
+    Face folder otherwise."""
+    if location.text.endswith(ONNX_SUFFIX):
+        if architecture is not None:
+            raise CheckpointError(
+                f"{quoted(location.text)} is an exported ONNX model, which states its own graph; leave "
+                "architecture out (it names the model a state dict fits)"
+            )
+        return CheckpointKind.ONNX_FILE
     if architecture is not None:
         if not location.text.endswith(SAFETENSORS_SUFFIX):
             raise CheckpointError(
@@ -244,7 +266,7 @@ def local_folder_files(directory: Path) -> dict[str, Path]:
 
 def local_digest(path: Path, kind: CheckpointKind) -> tuple[str, int]:
     """(sha256, bytes) of a local checkpoint: the file's, or the folder's listing digest and total size."""
-    if kind is CheckpointKind.STATE_DICT:
+    if kind.is_file:
         return file_sha256(path), path.stat().st_size
     files = local_folder_files(path)
     return folder_digest({n: file_sha256(p) for n, p in files.items()}), sum(

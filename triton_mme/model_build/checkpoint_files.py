@@ -18,8 +18,6 @@ from typing import Any
 
 from triton_mme.core.catalog import CatalogError, ModelEntry
 from triton_mme.core.checkpoints import (
-    SAFETENSORS_SUFFIX,
-    CheckpointKind,
     CheckpointLocation,
     folder_digest,
     hf_folder_files,
@@ -29,7 +27,6 @@ from triton_mme.core.errors import describe_aws_error, quoted
 
 SOURCES_DIR_NAME = ".sources"
 _CHUNK = 8 * 1024 * 1024
-STATE_DICT_FILE = "model" + SAFETENSORS_SUFFIX
 
 
 def _copy_hashing(read: Any, target: Path) -> str:
@@ -67,17 +64,18 @@ def _download(client: Any, location: CheckpointLocation, target: Path) -> str:
 def fetch_into(entry: ModelEntry, base_dir: Path, staging: Path, s3_client: Any) -> str:
     """Copy the checkpoint into `staging`; its sha256 (the pin's form for its kind)."""
     location, kind = entry.checkpoint_location, entry.checkpoint_kind
+    assert kind is not None
     if location.is_s3:
         client = s3_client or _default_client()
-        if kind is CheckpointKind.STATE_DICT:
-            return _download(client, location, staging / STATE_DICT_FILE)
+        if kind.is_file:
+            return _download(client, location, staging / kind.file_name)
         names = _s3_files(client, location)
         return folder_digest(
             {name: _download(client, location.joined(name), staging / name) for name in names}
         )
     path = location.local_path(base_dir)
-    if kind is CheckpointKind.STATE_DICT:
-        return _copy_local(path, staging / STATE_DICT_FILE)
+    if kind.is_file:
+        return _copy_local(path, staging / kind.file_name)
     return folder_digest(
         {name: _copy_local(file, staging / name) for name, file in local_folder_files(path).items()}
     )
@@ -99,8 +97,9 @@ def materialize(entry: ModelEntry, *, base_dir: Path, cache_dir: Path, s3_client
         raise CatalogError(f"{where}: not pinned; run `triton-mme lock` (writes models.lock.yaml)")
     final = cache_dir / entry.sha256
     kind = entry.checkpoint_kind
+    assert kind is not None
     if final.is_dir():
-        return final / STATE_DICT_FILE if kind is CheckpointKind.STATE_DICT else final
+        return final / kind.file_name if kind.is_file else final
     cache_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=cache_dir))
     try:
@@ -120,4 +119,4 @@ def materialize(entry: ModelEntry, *, base_dir: Path, cache_dir: Path, s3_client
         staging.rename(final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return final / STATE_DICT_FILE if kind is CheckpointKind.STATE_DICT else final
+    return final / kind.file_name if kind.is_file else final

@@ -79,6 +79,19 @@ def _state_dict(path: Path, entry: ModelEntry, where: str) -> int:
     return sum(t.elements for t in tensors.values())
 
 
+def _onnx_file(path: Path, where: str) -> int:
+    """An exported ONNX model: the build reads its graph (inputs, outputs, operators); synthesis only its
+    size, whose float32 count stands for its parameters in the memory and time estimates."""
+    if not path.is_file():
+        raise CheckpointError(f"{where}: no such file")
+    with path.open("rb") as stream:
+        head = stream.read(1)
+    # An ONNX file is a protobuf ModelProto: its first field is ir_version (field 1, varint: tag byte 0x08).
+    if head != b"\x08":
+        raise CheckpointError(f"{where}: not an ONNX model (a ModelProto starts with its ir_version)")
+    return path.stat().st_size // 4
+
+
 def _hf_folder(path: Path, where: str) -> int:
     if not path.is_dir():
         raise CheckpointError(f"{where}: no such folder (a Hugging Face folder saved by save_pretrained)")
@@ -124,6 +137,8 @@ def inspect_local(entry: ModelEntry, path: Path) -> int:
     try:
         if entry.checkpoint_kind is CheckpointKind.STATE_DICT:
             return _state_dict(path, entry, where)
+        if entry.checkpoint_kind is CheckpointKind.ONNX_FILE:
+            return _onnx_file(path, where)
         return _hf_folder(path, where)
     except CheckpointError as error:
         raise CatalogError(str(error) if str(error).startswith("model ") else f"{where}: {error}") from None

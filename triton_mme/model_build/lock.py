@@ -19,7 +19,7 @@ from triton_mme.core.bounded import load_yaml
 from triton_mme.core.catalog import CHECKPOINT_KIND, Catalog, CatalogError, ModelEntry, parse_catalog
 from triton_mme.core.catalog_families import LISTED, VARIANT, is_family, list_local_variants
 from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin, lock_path, read_lock
-from triton_mme.core.checkpoints import SAFETENSORS_SUFFIX, CheckpointKind, CheckpointLocation, local_digest
+from triton_mme.core.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointLocation, local_digest
 from triton_mme.core.files import write_atomically
 from triton_mme.core.limits import MAX_CATALOG_BYTES
 from triton_mme.model_build import checkpoint_files
@@ -38,7 +38,7 @@ def _s3_variants(client: Any, folder: CheckpointLocation, suffix: str) -> list[s
     for page in client.get_paginator("list_objects_v2").paginate(
         Bucket=folder.bucket, Prefix=folder.key, Delimiter="/"
     ):
-        if suffix == SAFETENSORS_SUFFIX:
+        if suffix in (SAFETENSORS_SUFFIX, ONNX_SUFFIX):
             names += [
                 item["Key"][len(folder.key) : -len(suffix)]
                 for item in page.get("Contents", [])
@@ -85,7 +85,8 @@ def _unchanged_s3(client: Any, entry: ModelEntry, pin: CheckpointPin | None) -> 
 
 def _etags(client: Any, entry: ModelEntry, copy: Path) -> dict[str, str]:
     location = entry.checkpoint_location
-    if entry.checkpoint_kind is CheckpointKind.STATE_DICT:
+    kind = entry.checkpoint_kind
+    if kind is not None and kind.is_file:
         return {"": client.head_object(Bucket=location.bucket, Key=location.key)["ETag"]}
     return {
         p.name: client.head_object(Bucket=location.bucket, Key=location.joined(p.name).key)["ETag"]
@@ -109,7 +110,7 @@ def _pin(entry: ModelEntry, base_dir: Path, old: CheckpointPin | None, client_fo
         staging = Path(scratch) / "copy"
         staging.mkdir()
         sha256 = checkpoint_files.fetch_into(entry, base_dir, staging, client)
-        copy = staging / checkpoint_files.STATE_DICT_FILE if kind is CheckpointKind.STATE_DICT else staging
+        copy = staging / kind.file_name if kind.is_file else staging
         parameters = inspect_local(entry, copy)
         size = sum(p.stat().st_size for p in staging.iterdir())
         return CheckpointPin(

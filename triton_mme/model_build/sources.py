@@ -20,7 +20,7 @@ import torch
 
 from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
 from triton_mme.core.checkpoints import CHECKPOINT_KIND, CheckpointKind, TensorHeader
-from triton_mme.core.errors import first_line, quoted
+from triton_mme.core.errors import UserError, first_line, quoted
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
 from triton_mme.core.samples import sample_inputs
 from triton_mme.model_build.hf_config import resolve_hf_config
@@ -292,6 +292,49 @@ def _state_dict(entry: ModelEntry, path: Path) -> LoadedModel:
     return LoadedModel(entry, _ImageClassifier(model).eval(), inputs, ("output",), companions=companions)
 
 
+@dataclass
+class PrebuiltOnnx(LoadedModel):
+    """A model the user exported to ONNX: no PyTorch module; its own ONNX Runtime outputs are the reference
+    (so the parity check shows only that it runs at each verified batch size) and the golden data."""
+
+    model_file: Path = Path()
+
+    def reference(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from triton_mme.model_build import runtimes
+
+        session = runtimes.onnx_session(self.model_file)
+        outputs = runtimes.run_onnx(session, feeds)
+        return {name: outputs[name] for name in self.output_names}
+
+    def release(self) -> None:
+        """Nothing to release: there is no PyTorch module."""
+
+
+def _prebuilt_onnx(entry: ModelEntry, path: Path) -> LoadedModel:
+    from triton_mme.model_build.exporters.onnx import graph_tensors
+    from triton_mme.model_build.inspection import check_onnx_model
+
+    where = f"model {quoted(entry.name)}: source: {entry.checkpoint_location.text}"
+    # Inspected before ONNX Runtime opens it: standard domains only, no tensor in an external file (which ONNX
+    # Runtime would read from any path the file names), as for an archive built elsewhere.
+    try:
+        check_onnx_model(where, path)
+    except UserError as error:
+        raise CatalogError(str(error)) from None
+    try:
+        inputs, outputs = graph_tensors(path)
+    except Exception as error:
+        raise CatalogError(f"{where}: not a usable ONNX model: {first_line(error)}") from None
+    for spec in inputs:
+        if any(dim < 1 for dim in spec.dims):
+            raise CatalogError(
+                f"{where}: input {quoted(spec.name)} has a dynamic dimension besides the batch "
+                f"({list(spec.dims)}); allowed: fixed dimensions after a dynamic batch axis"
+            )
+    names = tuple(spec.name for spec in outputs)
+    return PrebuiltOnnx(entry, torch.nn.Identity(), inputs, names, model_file=path)
+
+
 def load_model(
     entry: ModelEntry, *, weights: Weights | None = None, checkpoint: Path | None = None
 ) -> LoadedModel:
@@ -302,6 +345,8 @@ def load_model(
             raise CatalogError(f"model {quoted(entry.name)}: its checkpoint was not fetched and verified")
         if entry.checkpoint_kind is CheckpointKind.STATE_DICT:
             return _state_dict(entry, checkpoint)
+        if entry.checkpoint_kind is CheckpointKind.ONNX_FILE:
+            return _prebuilt_onnx(entry, checkpoint)
         return _hf_folder(entry, checkpoint)
     chosen = _effective(entry, weights)
     loader = _torchvision if entry.source_kind == "torchvision" else _huggingface

@@ -43,7 +43,8 @@ def shipped_checkpoints(catalog: Catalog, catalog_file: Path) -> dict[str, Path]
                 "it cannot travel to the build runner; allowed: a path inside that folder, or s3://..."
             )
         path = location.local_path(catalog.base_dir)
-        if entry.checkpoint_kind is CheckpointKind.STATE_DICT:
+        kind = entry.checkpoint_kind
+        if kind is not None and kind.is_file:
             files[relative.as_posix()] = path
         else:
             for name, file in local_folder_files(path).items():

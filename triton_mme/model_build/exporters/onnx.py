@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -163,6 +164,16 @@ class OnnxExporter:
     format = Format.ONNX
 
     def export(self, loaded: LoadedModel, context: ExportContext) -> ExportedModel:
+        from triton_mme.model_build.sources import PrebuiltOnnx
+
+        if isinstance(loaded, PrebuiltOnnx):
+            # The user's own export, as it is: no fusion (its graph may not be the exporter's), checked below.
+            plain = context.workdir / "plain.onnx"
+            shutil.copyfile(loaded.model_file, plain)
+            context.exported["onnx-plain"] = plain
+            return ExportedModel(
+                Format.ONNX, plain, (), (), {"exporter": "prebuilt (the catalog's own file)"}
+            )
         plain = export_plain(loaded, context.workdir / "plain.onnx")
         context.exported["onnx-plain"] = plain
         details: dict[str, Any] = {"opset": OPSET, "exporter": "torch.onnx (TorchScript-based)"}
@@ -182,6 +193,7 @@ class OnnxExporter:
 
     def verify(self, loaded: LoadedModel, exported: ExportedModel) -> dict[str, Any]:
         from triton_mme.model_build import runtimes
+        from triton_mme.model_build.sources import PrebuiltOnnx
 
         session = runtimes.onnx_session(exported.model_file)
         errors: dict[str, float] = {}
@@ -191,4 +203,13 @@ class OnnxExporter:
             found = compare(f"onnx batch {batch}", produced, expected.outputs, FP32)
             for name, error in found.items():
                 errors[name] = max(errors.get(name, 0.0), error)
-        return {"parity": {"runtime": "onnxruntime-cpu", "tolerance": vars(FP32), "max_abs_error": errors}}
+        parity: dict[str, Any] = {
+            "runtime": "onnxruntime-cpu",
+            "tolerance": vars(FP32),
+            "max_abs_error": errors,
+        }
+        if isinstance(loaded, PrebuiltOnnx):
+            parity["reference"] = (
+                "the file itself: no PyTorch model to compare with; it ran at each batch size"
+            )
+        return {"parity": parity}
