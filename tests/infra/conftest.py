@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 from synth_support import Synthesized, synthesize
 
+from triton_mme_cdk.constructs.model_build_trigger_handler import handler
 from triton_mme_cdk.settings import Settings
 
 
@@ -28,3 +31,22 @@ def synth_with(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Synthe
 @pytest.fixture(scope="session")
 def default_synth(synth_with: Callable[..., Synthesized]) -> Synthesized:
     return synth_with()
+
+
+def _handler_client(monkeypatch: pytest.MonkeyPatch, service: str) -> Iterator[Stubber]:
+    """The build trigger handler's `service` client, stubbed with botocore's API shapes; all replies used."""
+    client = boto3.client(service, region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
+    monkeypatch.setitem(handler._clients, service, client)
+    with Stubber(client) as stubber:
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+@pytest.fixture
+def codebuild(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
+    yield from _handler_client(monkeypatch, "codebuild")
+
+
+@pytest.fixture
+def logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
+    yield from _handler_client(monkeypatch, "logs")

@@ -3,10 +3,8 @@ starts once per fingerprint, and never outlives the deployment that started it."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import Stubber
 
@@ -19,17 +17,6 @@ NEWER = "b" * 64
 STOP_AFTER = 3480
 NOW = 1_700_000_000.0
 LOG_LINK = "https://console.aws.amazon.com/cloudwatch/home?region=eu-west-1#logEvent:group=/build;stream=x"
-
-
-@pytest.fixture
-def codebuild(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    client = boto3.client(
-        "codebuild", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    monkeypatch.setitem(handler._clients, "codebuild", client)
-    with Stubber(client) as stubber:
-        yield stubber
-        stubber.assert_no_pending_responses()
 
 
 @pytest.fixture(autouse=True)
@@ -349,15 +336,6 @@ CHECK_ID = f"{CHECK}:77777777-1111-2222-3333-444455556666"
 CANDIDATE = "c" * 64
 STAGES = [{"Name": "model build", "Project": PROJECT}, {"Name": "serving check", "Project": CHECK}]
 CHECK_LOGS = {"groupName": "/check", "streamName": "77777777", "deepLink": LOG_LINK}
-
-
-@pytest.fixture
-def logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    client = boto3.client("logs", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
-    monkeypatch.setitem(handler._clients, "logs", client)
-    with Stubber(client) as stubber:
-        yield stubber
-        stubber.assert_no_pending_responses()
 
 
 def two_stages(event: dict[str, Any]) -> dict[str, Any]:

@@ -3,10 +3,8 @@ CodeBuild's real API shapes (botocore Stubber), offline."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import Stubber
 
@@ -27,26 +25,6 @@ STAGES = [
 ]
 DIGESTS = ["d" * 64, "e" * 64]
 LINK = "https://console.aws.amazon.com/cloudwatch/home?region=eu-west-1#logEvent:group=/build;stream=s1"
-
-
-@pytest.fixture
-def codebuild(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    client = boto3.client(
-        "codebuild", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    monkeypatch.setitem(handler._clients, "codebuild", client)
-    with Stubber(client) as stubber:
-        yield stubber
-        stubber.assert_no_pending_responses()
-
-
-@pytest.fixture
-def logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    client = boto3.client("logs", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
-    monkeypatch.setitem(handler._clients, "logs", client)
-    with Stubber(client) as stubber:
-        yield stubber
-        stubber.assert_no_pending_responses()
 
 
 @pytest.fixture(autouse=True)

@@ -54,10 +54,7 @@ def vision_build(own: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     """The state dict family, built by two worker processes."""
     out = tmp_path_factory.mktemp("vision-build")
     catalog = load_catalog(own / "models.yaml")
-    vision = catalog.model_copy(
-        update={"models": tuple(m for m in catalog.models if m.name.startswith("vision"))}
-    )
-    vision._base_dir = catalog.base_dir
+    vision = catalog.subset([m.name for m in catalog.models if m.name.startswith("vision")])
     return out, build_catalog(vision, out, progress=False, workers=2)
 
 

@@ -341,9 +341,8 @@ class Catalog(_Frozen):
         if unknown:
             raise CatalogError(f"no model named {quoted(unknown[0])} in the catalog ({len(unknown)} unknown)")
         wanted = set(names)
-        chosen = self.model_copy(update={"models": tuple(m for m in self.models if m.name in wanted)})
-        chosen._base_dir = self._base_dir
-        return chosen
+        # model_copy keeps the private folder and each entry's pin.
+        return self.model_copy(update={"models": tuple(m for m in self.models if m.name in wanted)})
 
 
 def _describe(error: ValidationError, raw: Any) -> str:

@@ -144,6 +144,16 @@ def inspect_local(entry: ModelEntry, path: Path) -> int:
         raise CatalogError(str(error) if str(error).startswith("model ") else f"{where}: {error}") from None
 
 
+def local_pin(entry: ModelEntry, base_dir: Path) -> CheckpointPin:
+    """A local checkpoint checked (inspect_local) and pinned as it is now: what `triton-mme lock` records."""
+    path = entry.checkpoint_location.local_path(base_dir)
+    kind = entry.checkpoint_kind
+    assert kind is not None
+    parameters = inspect_local(entry, path)
+    sha256, size = local_digest(path, kind)
+    return CheckpointPin(source=entry.source, sha256=sha256, size_bytes=size, parameters=parameters)
+
+
 def resolve_checkpoint(entry: ModelEntry, base_dir: Path) -> CheckpointPin:
     """The entry's checkpoint checked and pinned; CatalogError (one line naming the entry) when it cannot be
     built or its content is not the pinned one."""
@@ -157,18 +167,15 @@ def resolve_checkpoint(entry: ModelEntry, base_dir: Path) -> CheckpointPin:
                 "`triton-mme lock` with read access to it, and commit models.lock.yaml"
             )
         return pin
-    path = location.local_path(base_dir)
-    kind = entry.checkpoint_kind
-    assert kind is not None
-    parameters = inspect_local(entry, path)
-    sha256, size = local_digest(path, kind)
+    found = local_pin(entry, base_dir)
     if entry.sha256 is None:
         raise CatalogError(
-            f"{where}: not pinned; run `triton-mme lock` (writes models.lock.yaml), or add sha256: {sha256}"
+            f"{where}: not pinned; run `triton-mme lock` (writes models.lock.yaml), or add sha256: "
+            f"{found.sha256}"
         )
-    if sha256 != entry.sha256:
+    if found.sha256 != entry.sha256:
         raise CatalogError(
-            f"{where}: its content's sha256 is {sha256[:16]}…, the pin says {entry.sha256[:16]}…; "
+            f"{where}: its content's sha256 is {found.sha256[:16]}…, the pin says {entry.sha256[:16]}…; "
             "allowed: the pinned checkpoint (if the change is intended, run `triton-mme lock`)"
         )
-    return CheckpointPin(source=entry.source, sha256=sha256, size_bytes=size, parameters=parameters)
+    return found

@@ -19,6 +19,12 @@ from triton_mme.model_build.sandbox import DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_T
 MAX_BUILD_WORKERS = 64
 
 
+def _add_catalog(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--catalog", type=Path, default=Path("models.yaml"), help="model catalog (default: %(default)s)"
+    )
+
+
 def register(subparsers: Any) -> None:
     build = subparsers.add_parser(
         "build",
@@ -27,9 +33,7 @@ def register(subparsers: Any) -> None:
         "manifest.json. Each export is checked against PyTorch at batch 1 and max_batch_size before it "
         "is packaged; a failed check leaves no archive. Unchanged entries are reused from <out>/.cache.",
     )
-    build.add_argument(
-        "--catalog", type=Path, default=Path("models.yaml"), help="model catalog (default: %(default)s)"
-    )
+    _add_catalog(build)
     build.add_argument("--out", type=Path, default=BUILD_DIR, help="output directory (default: %(default)s)")
     build.add_argument("--only", metavar="NAME", help="build only the catalog model with this name")
     build.add_argument(
@@ -84,9 +88,7 @@ def register(subparsers: Any) -> None:
         "parameter count in the lock file beside the catalog; commit it. S3 checkpoints are read with your "
         "AWS credentials.",
     )
-    lock.add_argument(
-        "--catalog", type=Path, default=Path("models.yaml"), help="model catalog (default: %(default)s)"
-    )
+    _add_catalog(lock)
     lock.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 when the lock file is not up to date"
     )

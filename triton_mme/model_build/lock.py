@@ -19,11 +19,11 @@ from triton_mme.core.bounded import load_yaml
 from triton_mme.core.catalog import CHECKPOINT_KIND, Catalog, CatalogError, ModelEntry, parse_catalog
 from triton_mme.core.catalog_families import LISTED, VARIANT, is_family, list_local_variants
 from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin, lock_path, read_lock
-from triton_mme.core.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointLocation, local_digest
+from triton_mme.core.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointLocation
 from triton_mme.core.files import write_atomically
 from triton_mme.core.limits import MAX_CATALOG_BYTES
 from triton_mme.model_build import checkpoint_files
-from triton_mme.model_build.checkpoint_sources import inspect_local
+from triton_mme.model_build.checkpoint_sources import inspect_local, local_pin
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,7 @@ def _pin(entry: ModelEntry, base_dir: Path, old: CheckpointPin | None, client_fo
     kind = entry.checkpoint_kind
     assert kind is not None
     if not location.is_s3:
-        path = location.local_path(base_dir)
-        parameters = inspect_local(entry, path)
-        sha256, size = local_digest(path, kind)
-        return CheckpointPin(source=entry.source, sha256=sha256, size_bytes=size, parameters=parameters)
+        return local_pin(entry, base_dir)
     client = client_for()
     if old is not None and _unchanged_s3(client, entry, old):
         return old

@@ -100,6 +100,4 @@ def check_sources(catalog: Catalog, *, origin: str = "catalog") -> Catalog:
             entry = entry.model_copy()
             entry._pin = pin
         models.append(entry)
-    resolved = catalog.model_copy(update={"models": tuple(models)})
-    resolved._base_dir = catalog._base_dir
-    return resolved
+    return catalog.model_copy(update={"models": tuple(models)})  # keeps the catalog's folder
