@@ -99,6 +99,42 @@ class OnnxRuntimeSettings(_Frozen):
     tensorrt_accelerator: OnnxRuntimeAccelerator = OnnxRuntimeAccelerator()
 
 
+PLACEMENTS = ("mme", "dedicated")
+# Copies of one inference component; the platform's own limits (per instance type, per endpoint) are checked
+# at synth against the platform table, this bound only keeps a typo from asking for thousands.
+MAX_COPIES = 64
+
+
+class DedicatedPlacement(_Frozen):
+    """How a `placement: dedicated` entry runs as an inference component: which archive, how many copies."""
+
+    # The archive the inference component serves (one of the entry's formats); left out, the entry's first.
+    format: Format | None = None
+    # Copies at deployment, and the range the component's own target tracking may move in; min_copies 0
+    # lets it scale to zero where the platform allows it (checked at synth).
+    copies: Annotated[int, Field(ge=1, le=MAX_COPIES)] = 1
+    min_copies: Annotated[int, Field(ge=0, le=MAX_COPIES)] = 1
+    max_copies: Annotated[int, Field(ge=1, le=MAX_COPIES)] | None = None
+
+    @model_validator(mode="after")
+    def _copies_are_ordered(self) -> DedicatedPlacement:
+        top = self.max_copies if self.max_copies is not None else self.copies
+        if not self.min_copies <= self.copies <= top:
+            raise ValueError(
+                f"min_copies {self.min_copies} <= copies {self.copies} <= max_copies {top} must hold"
+            )
+        return self
+
+    @property
+    def copy_range(self) -> tuple[int, int]:
+        """(min, max) copies for the component's scaling."""
+        return self.min_copies, self.max_copies if self.max_copies is not None else self.copies
+
+
+# Fields that decide where a built archive is served, not what is built: left out of the build's cache key.
+SERVING_FIELDS = ("placement", "dedicated")
+
+
 class ModelEntry(_Frozen):
     """One model of the catalog; one archive is built per (model, format)."""
 
@@ -125,6 +161,11 @@ class ModelEntry(_Frozen):
     architecture: str | None = None
     # The checkpoint's pinned content (core.checkpoints); may come from the lock file instead.
     sha256: str | None = None
+    # Where the endpoint serves it: the multi-model endpoint's shared cache (`mme`) or an inference component
+    # of its own with scaled copies (`dedicated`, docs/placement.md).
+    placement: Literal["mme", "dedicated"] = "mme"
+    # A dedicated entry's copies; None on an mme entry, filled with the defaults on a dedicated one.
+    dedicated: DedicatedPlacement | None = None
     # The lock file's record of this checkpoint (size, parameters), set by the catalog's loader.
     _pin: CheckpointPin | None = PrivateAttr(default=None)
 
@@ -211,6 +252,30 @@ class ModelEntry(_Frozen):
             raise ValueError("sha256: only for checkpoint sources")
         return self
 
+    @model_validator(mode="after")
+    def _placement_is_complete(self) -> ModelEntry:
+        if self.placement == "mme":
+            if self.dedicated is not None:
+                raise ValueError(
+                    "dedicated: only with placement: dedicated (the entry is on the multi-model endpoint)"
+                )
+            return self
+        dedicated = self.dedicated or DedicatedPlacement()
+        if dedicated.format is None:
+            dedicated = dedicated.model_copy(update={"format": self.formats[0]})
+        elif dedicated.format not in self.formats:
+            allowed = ", ".join(f.value for f in self.formats)
+            raise ValueError(
+                f"dedicated.format: {dedicated.format.value} is not built for this entry; allowed: {allowed}"
+            )
+        object.__setattr__(self, "dedicated", dedicated)
+        return self
+
+    @property
+    def dedicated_format(self) -> Format | None:
+        """The format an inference component serves (None for an entry on the multi-model endpoint)."""
+        return self.dedicated.format if self.dedicated is not None else None
+
     @field_validator("formats")
     @classmethod
     def _formats_are_a_non_empty_set(cls, value: tuple[Format, ...]) -> tuple[Format, ...]:
@@ -271,11 +336,15 @@ class ModelEntry(_Frozen):
             return self.source_id
         return (self.architecture or "").partition(":")[2].strip()
 
+    def build_settings(self) -> dict[str, Any]:
+        """The entry's fields that shape what the build makes of it: all but where the endpoint serves it."""
+        return self.model_dump(mode="json", exclude=set(SERVING_FIELDS))
+
     @property
     def digest(self) -> str:
-        """16 hex digits of the entry's canonical JSON (its settings and its checkpoint's pin): it changes
-        exactly when what the build makes of this entry can change through the catalog."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """16 hex digits of the entry's build settings (and its checkpoint's pin) as canonical JSON: it
+        changes exactly when what the build makes of this entry can change through the catalog."""
+        canonical = json.dumps(self.build_settings(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     @property

@@ -78,7 +78,7 @@ def library_versions() -> dict[str, str]:
 
 def cache_key(entry: ModelEntry, fmt: Format, *, extra: dict[str, Any] | None = None) -> str:
     material = {
-        "entry": entry.model_dump(mode="json"),
+        "entry": entry.build_settings(),
         "format": fmt.value,
         "code": build_code_hash(),
         "libraries": library_versions(),
