@@ -103,31 +103,40 @@ def test_buildspec_sets_up_and_checks_cuda_before_installing_tensorrt_and_buildi
         "python -m triton_mme gpu-check",
         'python -m pip install --quiet --extra-index-url https://pypi.nvidia.com "$TENSORRT_REQUIREMENT"',
     ]
-    steps = [re.match(r"python -m triton_mme (\S+)", command)[1] for command in build[:3]]  # type: ignore[index]
-    # Archives and their files first, then, last, the candidate manifest for the serving check: the build
-    # stage never publishes a build manifest (only the check does) nor moves the live one.
-    assert steps == ["build", "upload", "stage-candidate"]
-    assert '--triton-tag "$TRITON_IMAGE_TAG"' in build[0]
-    assert "upload --archives-only " in build[1]
+    steps = [re.match(r"python -m triton_mme (\S+)", command)[1] for command in build[:5]]  # type: ignore[index]
+    # What earlier runners built of unchanged entries first; then archives and their files, their cache
+    # records, then, last, the candidate manifest for the serving check: the build stage never publishes a
+    # build manifest (only the check does) nor moves the live one.
+    assert steps == ["fetch-cache", "build", "upload", "publish-cache", "stage-candidate"]
+    for looking_up in build[:2]:
+        assert '--catalog "$MODEL_CATALOG" --triton-tag "$TRITON_IMAGE_TAG"' in looking_up
+    assert "fetch-cache " in build[0] and "--to build/models " in build[0]
+    assert "upload --archives-only " in build[2]
     assert (
         'stage-candidate --fingerprint "$MODEL_BUILD_FINGERPRINT" --digest-file build/candidate.sha256 '
-        in build[2]
+        in build[4]
     )
     # The candidate's digest goes to the serving check stage through CodeBuild's exported variables.
-    assert build[3] == 'export CANDIDATE_MANIFEST_SHA256="$(cat build/candidate.sha256)"'
+    assert build[5] == 'export CANDIDATE_MANIFEST_SHA256="$(cat build/candidate.sha256)"'
     assert spec_of(default[0])["env"]["exported-variables"] == ["CANDIDATE_MANIFEST_SHA256"]
-    for publishing in build[1:3]:
-        assert '--bucket "$MODEL_BUCKET"' in publishing and '--prefix "$MODEL_PREFIX"' in publishing
-        assert '--manifest-prefix "$MANIFEST_PREFIX"' in publishing and "--from build/models" in publishing
+    for store_step in (build[0], *build[2:5]):
+        assert '--bucket "$MODEL_BUCKET"' in store_step and '--prefix "$MODEL_PREFIX"' in store_step
+        assert '--manifest-prefix "$MANIFEST_PREFIX"' in store_step
+    for publishing in build[2:5]:
+        assert "--from build/models" in publishing
 
 
 def test_every_publishing_step_parses_with_the_shipped_command_line(default: Any) -> None:
     from triton_mme.cli import parser
 
-    for command in spec_of(default[0])["phases"]["build"]["commands"][1:3]:
+    commands = spec_of(default[0])["phases"]["build"]["commands"]
+    store_steps = [command for command in commands if "--bucket" in command]
+    assert len(store_steps) == 4
+    for command in store_steps:
         arguments = command.removeprefix("python -m triton_mme ").replace('"', "").split()
         parsed = parser().parse_args(arguments)  # an unknown option exits with status 2
-        assert parsed.bucket == "$MODEL_BUCKET" and str(parsed.source) == "build/models", command
+        assert parsed.bucket == "$MODEL_BUCKET", command
+        assert str(getattr(parsed, "source", None) or parsed.to) == "build/models", command
 
 
 def run_compat_setup(tmp_path: Path, driver: str, compat_driver: str | None) -> str:
@@ -237,6 +246,7 @@ def test_runner_writes_archives_its_build_manifest_and_content_addressed_files_o
     assert sorted(joined(r) for r in writes[0]["Resource"]) == [
         "<StoreBucket>/manifests/*-????????????????.json",  # labels-<hash>.json, tokenizer-<hash>.json
         "<StoreBucket>/manifests/*-????????????????.npz",  # golden-<hash>.npz
+        "<StoreBucket>/manifests/build-cache/*.json",  # the build cache records of its archives
         "<StoreBucket>/manifests/builds/*/candidate-*.json",
         "<StoreBucket>/models/*",
     ]

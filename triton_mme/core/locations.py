@@ -31,6 +31,8 @@ SERVING_REPORT_FILE_NAME = "serving-report.json"
 SERVING_REPORT_SUFFIX = ".serving-report.json"
 CANDIDATE_PREFIX = "candidate-"
 BUILDS_FOLDER = "builds/"
+# Under the manifest prefix: the build cache records runners share (store.build_cache), `<key>.json` each.
+BUILD_CACHE_FOLDER = "build-cache/"
 # A build's fingerprint: the sha256 (hex) of all the build depends on
 # (triton_mme_cdk/constructs/build_runner.py and
 # serving_check.py); a manifest's digest: the sha256 (hex) of its bytes (Manifest.sha256).

@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from triton_mme.core.bounded import DocumentError, read_json
 from triton_mme.core.errors import UserError
+
+if TYPE_CHECKING:
+    from triton_mme.core.catalog import Catalog
 
 SHARDS_FILE_NAME = "shards.json"
 MAX_SHARDS_BYTES = 8 * 1024 * 1024
@@ -45,3 +49,13 @@ def read_shard(path: Path, index: int) -> list[str]:
     if not 0 <= index < len(shards):
         raise ShardError(f"shard {index}: {path} has {len(shards)} shards; allowed 0..{len(shards) - 1}")
     return shards[index]
+
+
+def catalog_shard(catalog: Catalog, shard_file: Path | None, index: int | None) -> Catalog:
+    """The catalog's models of shard `index` of `shard_file` (`--shard` and `--shard-file`), or the whole
+    catalog when neither is given."""
+    if (index is None) != (shard_file is None):
+        raise ShardError("--shard and --shard-file go together; allowed: both, or neither")
+    if shard_file is None or index is None:
+        return catalog
+    return catalog.subset(read_shard(shard_file, index))

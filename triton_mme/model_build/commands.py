@@ -126,16 +126,12 @@ def register(subparsers: Any) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from triton_mme.core.catalog import CatalogError, load_catalog
-    from triton_mme.core.shards import read_shard
+    from triton_mme.core.catalog import load_catalog
+    from triton_mme.core.shards import catalog_shard
     from triton_mme.model_build.pipeline import build_catalog
     from triton_mme.model_build.request_rows import request_row_notes
 
-    catalog = load_catalog(args.catalog)
-    if (args.shard is None) != (args.shard_file is None):
-        raise CatalogError("--shard and --shard-file go together; allowed: both, or neither")
-    if args.shard_file is not None:
-        catalog = catalog.subset(read_shard(args.shard_file, args.shard))
+    catalog = catalog_shard(load_catalog(args.catalog), args.shard_file, args.shard)
     for note in request_row_notes(catalog, only=args.only):
         print(note)
     manifest = build_catalog(

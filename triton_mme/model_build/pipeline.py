@@ -382,7 +382,7 @@ class _Plan:
         return [fmt for fmt in self.keys if fmt not in self.hits]
 
 
-def _plan(entry: ModelEntry, formats: list[Format], cache: BuildCache, triton_tag: str) -> _Plan:
+def _keys(entry: ModelEntry, formats: list[Format], triton_tag: str) -> dict[Format, str]:
     keys: dict[Format, str] = {}
     for fmt in formats:
         extra = {}
@@ -391,6 +391,26 @@ def _plan(entry: ModelEntry, formats: list[Format], cache: BuildCache, triton_ta
 
             extra = {"triton_tag": triton_tag, "tensorrt": str(require_tensorrt(triton_tag).__version__)}
         keys[fmt] = cache_key(entry, fmt, extra=extra)
+    return keys
+
+
+def catalog_cache_keys(
+    catalog: Catalog, *, triton_tag: str = DEFAULT_TRITON_TAG, skip_formats: Iterable[Format] = ()
+) -> dict[str, str]:
+    """The build cache key of every (model, format) `build_catalog` would build here, as `<name>/<format>`
+    -> key: what a store's shared cache is looked up by (store.build_cache). Raises BuildError when the
+    catalog asks for TensorRT and this machine has none."""
+    skip = frozenset(skip_formats)
+    _check_tensorrt(list(catalog.models), skip, triton_tag)
+    return {
+        f"{entry.name}/{fmt.value}": key
+        for entry in catalog.models
+        for fmt, key in _keys(entry, _jobs(entry, skip), triton_tag).items()
+    }
+
+
+def _plan(entry: ModelEntry, formats: list[Format], cache: BuildCache, triton_tag: str) -> _Plan:
+    keys = _keys(entry, formats, triton_tag)
     hits = {fmt: hit for fmt, key in keys.items() if (hit := cache.lookup(key)) is not None}
     return _Plan(entry, keys, hits)
 

@@ -1,18 +1,20 @@
 """The model store on S3: `triton-mme upload | stage-candidate | fetch-candidate | publish-report |
-publish-build | list | add | remove`."""
+publish-build | fetch-cache | publish-cache | list | add | remove`."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from contextlib import ExitStack
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triton_mme.cli import add_allow_field, add_unpacked_limit
+from triton_mme.cli import add_allow_field, add_unpacked_limit, non_negative_int
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
-from triton_mme.core.runner_environment import FINGERPRINT_ENV
+from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
 from triton_mme.core.wording import plural
 
 if TYPE_CHECKING:
@@ -95,6 +97,40 @@ def register(subparsers: Any) -> None:
     _add_bucket_arguments(build)
     build.set_defaults(handler=_publish_build)
 
+    fetch_cache = subparsers.add_parser(
+        "fetch-cache",
+        help="put the archives earlier builds published for unchanged entries into the build directory",
+        description="Look up the build cache key of every (model, format) of the catalog (or of its shard) "
+        "in <manifest-prefix>build-cache/ and download each cached archive, its files and its record into "
+        "<to>, every digest checked, so that `build --out <to>` reuses them. A record whose archive is gone "
+        "or differs is a miss: that entry is built.",
+    )
+    fetch_cache.add_argument(
+        "--catalog", type=Path, default=Path("models.yaml"), help="model catalog (default: %(default)s)"
+    )
+    _add_shard_arguments(fetch_cache)
+    fetch_cache.add_argument(
+        "--triton-tag",
+        default=os.environ.get(TRITON_TAG_ENV) or DEFAULT_TRITON_TAG,
+        help=f"the build's --triton-tag (part of a TensorRT plan's key; default: ${TRITON_TAG_ENV}, else "
+        "%(default)s)",
+    )
+    fetch_cache.add_argument(
+        "--to", type=Path, default=BUILD_DIR, help="build directory (default: %(default)s)"
+    )
+    _add_bucket_arguments(fetch_cache)
+    fetch_cache.set_defaults(handler=_fetch_cache)
+
+    publish_cache = subparsers.add_parser(
+        "publish-cache",
+        help="publish the build cache records of a build's published archives",
+        description="Write <manifest-prefix>build-cache/<key>.json for every archive of <from>/manifest.json "
+        "whose archive and files are in the bucket (after `upload --archives-only`), once each.",
+    )
+    _add_build_dir(publish_cache)
+    _add_bucket_arguments(publish_cache)
+    publish_cache.set_defaults(handler=_publish_cache)
+
     listing = subparsers.add_parser(
         "list",
         help="list the archives in the bucket with the current manifest's names",
@@ -147,6 +183,21 @@ def _add_fingerprint(parser: argparse.ArgumentParser) -> None:
         "--fingerprint",
         required=True,
         help=f"the build's fingerprint (64 hex digits; the runners have it as {FINGERPRINT_ENV})",
+    )
+
+
+def _add_shard_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shard",
+        type=non_negative_int,
+        metavar="INDEX",
+        help="only the models of this shard of --shard-file",
+    )
+    parser.add_argument(
+        "--shard-file",
+        type=Path,
+        metavar="FILE",
+        help="the shards' model names (shards.json, as synthesis writes it)",
     )
 
 
@@ -293,6 +344,32 @@ def _publish_build(args: argparse.Namespace, store: ModelStoreClient) -> int:
         report = publish_checked_build(store, read_local_manifest(args.source), fingerprint)
     state = "written" if report.written else "kept (already published for this fingerprint)"
     print(f"build manifest s3://{args.bucket}/{report.key} {state}")
+    return 0
+
+
+@_s3_command
+def _fetch_cache(args: argparse.Namespace, store: ModelStoreClient) -> int:
+    from triton_mme.core.catalog import load_catalog
+    from triton_mme.core.shards import catalog_shard
+    from triton_mme.model_build.pipeline import catalog_cache_keys
+    from triton_mme.store.build_cache import fetch_cached
+
+    catalog = catalog_shard(load_catalog(args.catalog), args.shard_file, args.shard)
+    found = fetch_cached(store, catalog_cache_keys(catalog, triton_tag=args.triton_tag), args.to)
+    for archive, reason in sorted(found.unusable.items()):
+        print(f"rebuild  {archive}: {reason}")
+    total = len(found.hits) + len(found.misses)
+    print(f"build cache: {len(found.hits)} of {plural(total, 'archive')} from s3://{args.bucket}, "
+          f"{len(found.misses)} to build")  # fmt: skip
+    return 0
+
+
+@_s3_command
+def _publish_cache(args: argparse.Namespace, store: ModelStoreClient) -> int:
+    from triton_mme.store.build_cache import publish_cached
+
+    published = publish_cached(store, args.source)
+    print(f"build cache: {len(published.written)} records written, {len(published.kept)} already there")
     return 0
 
 

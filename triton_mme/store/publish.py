@@ -171,7 +171,8 @@ def error_code(error: BaseException) -> str | None:
     return None
 
 
-def _is_missing(error: ClientError) -> bool:
+def is_missing(error: ClientError) -> bool:
+    """S3 answered that the key (or the object) is not there."""
     return aws_error_code(error) in _GONE
 
 
@@ -180,7 +181,7 @@ def head(store: ModelStoreClient, key: str) -> dict[str, Any] | None:
     try:
         return dict(store.s3.head_object(Bucket=store.bucket, Key=key))
     except ClientError as error:
-        if _is_missing(error):
+        if is_missing(error):
             return None
         raise
 
@@ -406,7 +407,7 @@ def read_live_manifest(store: ModelStoreClient) -> LiveManifest:
     try:
         response = store.s3.get_object(Bucket=store.bucket, Key=key)
     except ClientError as error:
-        if _is_missing(error):
+        if is_missing(error):
             return LiveManifest(None, None)
         raise
     body = response["Body"].read()

@@ -1,11 +1,13 @@
 """The build runner's buildspec: set up and check CUDA, install, build, upload, stage the candidate manifest.
 
-The build stage publishes in the order that never leaves a manifest naming something missing: the archives
-and companion files (golden data included), then its manifest as a candidate under its fingerprint, which
-nothing reads as a manifest. It exports the candidate's sha256 (CANDIDATE_MANIFEST_SHA256) for the serving
-check stage (serving_check_spec.py), which checks every archive in the endpoint's own image and only then
-publishes the build's manifest. Neither stage writes the live manifest: the deployment promotes the build's
-manifest once the endpoint serves it (docs/updates.md).
+The build stage starts from what earlier runners built of unchanged entries (`fetch-cache`, the store's
+build cache) and publishes in the order that never leaves a manifest or cache record naming something
+missing: the archives and companion files (golden data included), their build cache records, then its
+manifest as a candidate under its fingerprint, which nothing reads as a manifest. It exports the
+candidate's sha256 (CANDIDATE_MANIFEST_SHA256) for the serving check stage (serving_check_spec.py), which
+checks every archive in the endpoint's own image and only then publishes the build's manifest. Neither
+stage writes the live manifest: the deployment promotes the build's manifest once the endpoint serves it
+(docs/updates.md).
 """
 
 from __future__ import annotations
@@ -100,10 +102,13 @@ def build_spec(*, tensorrt: bool, shards: int = 1) -> dict[str, Any]:
         )
     store = f"--from {BUILD_DIR} {STORE_ARGUMENTS}"
     shard = f' --shard "${SHARD_VARIABLE}" --shard-file {SHARDS_FILE_NAME}' if shards > 1 else ""
+    catalog = f'--catalog "$MODEL_CATALOG" --triton-tag "${TRITON_TAG_VARIABLE}"{shard}'
     build = [
-        f'{COMMAND} build --catalog "$MODEL_CATALOG" --out {BUILD_DIR} --triton-tag "${TRITON_TAG_VARIABLE}"'
-        + shard,
+        # What earlier runners built of unchanged entries (store.build_cache): only the rest is exported.
+        f"{COMMAND} fetch-cache {catalog} --to {BUILD_DIR} {STORE_ARGUMENTS}",
+        f"{COMMAND} build {catalog} --out {BUILD_DIR}",
         f"{COMMAND} upload --archives-only {store}",
+        f"{COMMAND} publish-cache {store}",
         # Last: the build's manifest as a candidate for the serving check, under the trigger's fingerprint.
         f'{COMMAND} stage-candidate --fingerprint "${FINGERPRINT_VARIABLE}" --digest-file '
         f"{CANDIDATE_DIGEST_FILE} {store}",

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from triton_mme.core import locations
 from triton_mme.core.locations import (
+    BUILD_CACHE_FOLDER,
     BUILDS_FOLDER,
     CANDIDATE_PREFIX,
     MANIFEST_FILE_NAME,
@@ -166,15 +167,16 @@ class ModelStore(Construct):
     @property
     def archive_write_arns(self) -> list[str]:
         """What a build writes, each key once: archives, the content-addressed files beside the manifests
-        (`labels-<hash>.json`, `tokenizer-<hash>.json`, `golden-<hash>.npz`) and its candidate manifest.
-        Never a build manifest nor the live manifest: the serving check publishes the first, the deployment
-        promotes the second."""
+        (`labels-<hash>.json`, `tokenizer-<hash>.json`, `golden-<hash>.npz`), its candidate manifest and the
+        build cache records of its archives (store.build_cache). Never a build manifest nor the live
+        manifest: the serving check publishes the first, the deployment promotes the second."""
         objects = self.bucket.arn_for_objects
         suffixes = sorted({"json", *COMPANION_SUFFIXES.values()})
         return [
             objects(f"{MODEL_PREFIX}*"),
             *(objects(f"{MANIFEST_PREFIX}*-{'?' * CONTENT_HASH_LENGTH}.{suffix}") for suffix in suffixes),
             objects(f"{MANIFEST_PREFIX}{BUILDS_FOLDER}*/{CANDIDATE_PREFIX}*.json"),
+            objects(f"{MANIFEST_PREFIX}{BUILD_CACHE_FOLDER}*.json"),
         ]
 
     @property
