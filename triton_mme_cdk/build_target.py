@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from triton_mme.core.catalog import Catalog, Format
 from triton_mme.core.errors import quoted
 from triton_mme.core.platform import (
@@ -21,7 +23,12 @@ from triton_mme.model_build.build_memory import (
 )
 from triton_mme.model_build.build_time import SETUP_MINUTES, estimate, model_seconds, wall_seconds
 from triton_mme_cdk.platform_rules import build_gpu_problem, instance_patterns
-from triton_mme_cdk.settings import Settings, SettingsError
+from triton_mme_cdk.settings import (
+    BUILD_DEADLINE_MINUTES,
+    LONG_BUILD_DEADLINE_MINUTES,
+    Settings,
+    SettingsError,
+)
 
 
 def check_build_target(settings: Settings, catalog: Catalog) -> None:
@@ -145,23 +152,34 @@ def build_time_problem(catalog: Catalog, settings: Settings) -> str | None:
     """Why the catalog's build or serving check cannot finish in its stage's time (one line, with the figures
     and what would fit), or None. Estimates: model_build.build_time; one runner per stage."""
     times = estimate(catalog)
-    runners = settings.build.runners
-    for stage, seconds, setting, minutes in (
-        ("build", times.build_seconds, "buildTimeoutMinutes", settings.build.timeout_minutes),
+    build = settings.build
+    runners = build.runners
+    for stage, seconds, setting, minutes, other in (
+        ("build", times.build_seconds, "buildTimeoutMinutes", build.timeout_minutes,
+         build.serving_check_timeout_minutes),
         ("serving check", times.check_seconds, "servingCheckTimeoutMinutes",
-         settings.build.serving_check_timeout_minutes),
+         build.serving_check_timeout_minutes, build.timeout_minutes),
     ):  # fmt: skip
         budget = (minutes - SETUP_MINUTES) * 60
         per_model = model_seconds(seconds)
         needed = wall_seconds(per_model, runners)
         if needed <= budget:
             continue
+        # The stage's own timeout may grow until both stages and their queueing fill the 12-hour wait.
+        longest = LONG_BUILD_DEADLINE_MINUTES - 2 * build.queue_timeout_minutes - other
+        longer = math.ceil(needed / 60) + SETUP_MINUTES
+        past_the_hour = 2 * build.queue_timeout_minutes + other + longer > BUILD_DEADLINE_MINUTES
+        waits = (
+            " (cdk deploy then waits on a wait condition, docs/deploy.md#time-limit)" if past_the_hour else ""
+        )
+        longer_timeout = f"{setting}={longer}{waits}, " if longer <= longest else ""
         return (
             f"the catalog's {stage} needs about {_minutes(needed)} on {plural(runners, 'runner')} "
             f"({len(seconds):,} archives, estimated from measured seconds per parameter, "
             f"docs/deploy.md#build-time), more than {setting}={minutes} leaves after {SETUP_MINUTES} min of "
             f"set-up; allowed: more runners (buildRunners={runners} now; {_runners_for(per_model, budget)} "
-            f"would do, within the account's GPU build quota), or a first catalog that fits, e.g. its first "
+            f"would do, within the account's GPU build quota), {longer_timeout}or a first catalog that fits, "
+            "e.g. its first "
             f"{_models_that_fit(catalog, per_model, runners, budget):,} models, the rest built with "
             "`triton-mme build --workers N` and published with `triton-mme upload`"
         )

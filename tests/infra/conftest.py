@@ -50,3 +50,8 @@ def codebuild(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
 @pytest.fixture
 def logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
     yield from _handler_client(monkeypatch, "logs")
+
+
+@pytest.fixture
+def stepfunctions(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
+    yield from _handler_client(monkeypatch, "stepfunctions")

@@ -32,22 +32,31 @@ WITHOUT_TENSORRT = parse_catalog(
             "builderComputeType=MEDIUM is not a CodeBuild GPU size; allowed: SMALL",
         ),
         (
-            {"buildTimeoutMinutes": "90"},
-            "buildTimeoutMinutes=90 is out of range; allowed: 5..40 (cdk deploy waits at most an hour for "
-            "the build, the serving check and their queueing)",
+            {"buildTimeoutMinutes": "701"},
+            "buildTimeoutMinutes=701 is out of range; allowed: 5..700 (cdk deploy waits at most 12 hours for "
+            "the build, the serving check and their queueing; past 55 minutes on a wait condition, "
+            "docs/deploy.md#time-limit)",
         ),
-        ({"buildTimeoutMinutes": "4"}, "buildTimeoutMinutes=4 is out of range; allowed: 5..40"),
-        ({"servingCheckTimeoutMinutes": "4"}, "servingCheckTimeoutMinutes=4 is out of range; allowed: 5..40"),
+        ({"buildTimeoutMinutes": "4"}, "buildTimeoutMinutes=4 is out of range; allowed: 5..700"),
         (
-            {"servingCheckTimeoutMinutes": "20"},
-            "buildTimeoutMinutes=30 and servingCheckTimeoutMinutes=20 add up to 50 minutes; allowed: at most "
-            "45 together (cdk deploy waits",
+            {"servingCheckTimeoutMinutes": "4"},
+            "servingCheckTimeoutMinutes=4 is out of range; allowed: 5..700",
         ),
         (
-            {"buildQueueTimeoutMinutes": "10"},
-            "buildQueueTimeoutMinutes=10 is out of range with buildTimeoutMinutes=30 and "
-            "servingCheckTimeoutMinutes=15; allowed: 5..5 (both stages queue: 2 x queue + build + check must "
-            "end 5 minutes before cdk deploy stops waiting after 60)",
+            {"buildTimeoutMinutes": "600", "servingCheckTimeoutMinutes": "200"},
+            "buildTimeoutMinutes=600 and servingCheckTimeoutMinutes=200 add up to 800 minutes; allowed: at "
+            "most 705 together (cdk deploy waits",
+        ),
+        (
+            {"buildQueueTimeoutMinutes": "336"},
+            "buildQueueTimeoutMinutes=336 is out of range with buildTimeoutMinutes=30 and "
+            "servingCheckTimeoutMinutes=15; allowed: 5..335 (both stages queue: 2 x queue + build + check "
+            "must end 5 minutes before cdk deploy stops waiting after 12 hours)",
+        ),
+        (
+            {"buildQueueTimeoutMinutes": "101", "buildTimeoutMinutes": "500"},
+            "buildQueueTimeoutMinutes=101 is out of range with buildTimeoutMinutes=500 and "
+            "servingCheckTimeoutMinutes=15; allowed: 5..100",
         ),
         (
             {"buildQueueTimeoutMinutes": "4", "buildTimeoutMinutes": "30"},
@@ -193,6 +202,21 @@ def test_a_catalog_too_big_for_the_hour_is_refused_with_the_figures_and_what_fit
     assert build_time_problem(s3_family(33), Settings()) is not None
     assert build_time_problem(s3_family(1000), Settings(buildRunners=32)) is None
     assert "buildRunners=31 now" in str(build_time_problem(s3_family(1000), Settings(buildRunners=31)))
+
+
+def test_a_longer_stage_timeout_is_offered_where_the_twelve_hour_wait_holds_it() -> None:
+    problem = build_time_problem(s3_family(100), Settings())
+    assert problem is not None
+    assert (
+        "buildTimeoutMinutes=77 (cdk deploy then waits on a wait condition, docs/deploy.md#time-limit), or a "
+        "first catalog" in problem
+    )
+    # The timeout it names does fit, and the settings then wait past the hour.
+    longer = Settings(buildTimeoutMinutes=77)
+    assert longer.build.waits_past_the_hour
+    assert build_time_problem(s3_family(100), longer) is None or "build needs" not in str(
+        build_time_problem(s3_family(100), longer)
+    )
 
 
 def test_runners_divide_the_wall_time_and_name_what_fits_on_them() -> None:

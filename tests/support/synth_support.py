@@ -76,6 +76,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
     # Both stages fanned out as CodeBuild batch builds (two shards of the default catalog).
     "fanned-out": {"build_runners": 4},
+    # Stages that may outlast the custom resource's hour: the build is waited for on a wait condition.
+    "past-the-hour": {"build_timeout_minutes": 300},
     "kms-on-nvme-type": {"kms_key_arn": KEY_ARN},
     "kms-on-p3": {
         "kms_key_arn": KEY_ARN,

@@ -268,6 +268,7 @@ CODEBUILD_QUEUED_TIMEOUT_RANGE = _CODEBUILD.queued_timeout_minutes_range.value
 # Deployment limits
 # ======================================================================================================
 CUSTOM_RESOURCE_TIMEOUT_MINUTES = _LIMITS.custom_resource_timeout_minutes.value
+WAIT_CONDITION_TIMEOUT_MINUTES = _LIMITS.wait_condition_timeout_minutes.value
 ENDPOINT_NAME_PATTERN = _LIMITS.endpoint_name_pattern.value
 CDK_BOOTSTRAP_STACK = _LIMITS.cdk_bootstrap_stack.value
 CDK_MIN_BOOTSTRAP_VERSION = _LIMITS.cdk_min_bootstrap_version.value

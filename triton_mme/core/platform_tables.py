@@ -235,6 +235,7 @@ class VariantMetrics(Sourced):
 
 class LimitsTable(Frozen):
     custom_resource_timeout_minutes: Fact[int]
+    wait_condition_timeout_minutes: Fact[int]
     endpoint_name_pattern: Fact[str]
     cdk_bootstrap_stack: Fact[str]
     cdk_min_bootstrap_version: Fact[int]

@@ -36,6 +36,7 @@ from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
 from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
 from triton_mme_cdk.constructs.triton_image import TritonImage
 from triton_mme_cdk.settings import (
+    BUILD_DEADLINE_MARGIN_MINUTES,
     AlarmThresholds,
     BuildRunnerSettings,
     EndpointSettings,
@@ -213,6 +214,10 @@ class TritonMultiModelEndpoint(Construct):
             ],
             fingerprint=self.serving_check.fingerprint,
             log_retention=settings.build.log_retention,
+            # Stages that may outlast the custom resource's hour are waited for on a wait condition.
+            wait_minutes=settings.build.stage_minutes + BUILD_DEADLINE_MARGIN_MINUTES
+            if settings.build.waits_past_the_hour
+            else None,
         )
         # `cdk diff` names the models a change rebuilds: each entry's digest (its settings, pinned checkpoint)
         # in the trigger's metadata, which no handler reads (its properties would travel in every request).
@@ -225,7 +230,7 @@ class TritonMultiModelEndpoint(Construct):
         # the instance type and the inference AMI in the deployment's first minutes. The endpoint waits: it
         # starts serving the prefix, or moves to a new image, only once the build's archives passed the
         # serving check in that image (docs/deploy.md, "What waits for the build").
-        self.endpoint.endpoint.node.add_dependency(self.build.resource)
+        self.endpoint.endpoint.node.add_dependency(self.build.done)
         self.autoscaling = (
             EndpointAutoscaling(
                 self,
@@ -296,7 +301,7 @@ class TritonMultiModelEndpoint(Construct):
             log_retention=settings.build.log_retention,
             encryption_key=self.encryption_key,
         )
-        self.promotion.resource.node.add_dependency(self.build.resource)
+        self.promotion.resource.node.add_dependency(self.build.done)
 
     @property
     def endpoint_name(self) -> str:

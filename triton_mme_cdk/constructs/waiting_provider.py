@@ -57,7 +57,7 @@ def waiting_provider(
         ("OnEvent", "on_event", on_event_statements),
         ("IsComplete", "is_complete", is_complete_statements),
     ):
-        log_group = _log_group(scope, f"{name}Logs", log_retention)
+        log_group = function_log_group(scope, f"{name}Logs", log_retention)
         functions[name] = lambda_.Function(
             scope,
             name,
@@ -71,7 +71,7 @@ def waiting_provider(
         )
     # The framework's three functions share one log group; on-event and the waiter's two get their own roles,
     # as they would by default, each writing only that group.
-    framework_logs = _log_group(scope, "ProviderLogs", log_retention)
+    framework_logs = function_log_group(scope, "ProviderLogs", log_retention)
     provider = cr.Provider(
         scope,
         "Provider",
@@ -86,18 +86,23 @@ def waiting_provider(
         ),
         disable_waiter_state_machine_logging=False,
         waiter_state_machine_log_options=cr.LogOptions(
-            destination=_log_group(scope, "WaiterLogs", log_retention), level=sfn.LogLevel.ALL
+            destination=function_log_group(scope, "WaiterLogs", log_retention), level=sfn.LogLevel.ALL
         ),
     )
     _acknowledge_framework_findings(scope, provider, list(functions.values()))
     _justify_checkov_findings(scope, provider, list(functions.values()), handler_calls)
-    for child in scope.node.find_all():
-        if isinstance(child, CfnResource) and child.cfn_resource_type in REDUNDANT_ROLE_DEPENDENCY:
-            child.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+    ignore_redundant_role_dependencies(scope)
     return WaitingHandlers(provider, functions["OnEvent"], functions["IsComplete"])
 
 
-def _log_group(scope: Construct, construct_id: str, retention: logs.RetentionDays) -> logs.LogGroup:
+def ignore_redundant_role_dependencies(scope: Construct) -> None:
+    """Tell cfn-lint that the functions' and state machines' DependsOn on their roles is CDK's (W3005)."""
+    for child in scope.node.find_all():
+        if isinstance(child, CfnResource) and child.cfn_resource_type in REDUNDANT_ROLE_DEPENDENCY:
+            child.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+
+
+def function_log_group(scope: Construct, construct_id: str, retention: logs.RetentionDays) -> logs.LogGroup:
     group = logs.LogGroup(scope, construct_id, retention=retention, removal_policy=RemovalPolicy.DESTROY)
     skip_checks(group, {"CKV_AWS_158": LOG_GROUP_KEY_REASON})
     return group

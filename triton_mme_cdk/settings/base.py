@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from triton_mme.core.errors import describe_validation_error
 from triton_mme.core.platform import (
     CUSTOM_RESOURCE_TIMEOUT_MINUTES,
+    WAIT_CONDITION_TIMEOUT_MINUTES,
 )
 
 if TYPE_CHECKING:
@@ -41,6 +42,9 @@ LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 
 # start-up.
 BUILD_DEADLINE_MARGIN_MINUTES = 5
 BUILD_DEADLINE_MINUTES = CUSTOM_RESOURCE_TIMEOUT_MINUTES - BUILD_DEADLINE_MARGIN_MINUTES
+# Stages that need longer are waited for with a wait condition instead (model_build_trigger), whose own limit
+# is 12 hours; the same margin applies.
+LONG_BUILD_DEADLINE_MINUTES = WAIT_CONDITION_TIMEOUT_MINUTES - BUILD_DEADLINE_MARGIN_MINUTES
 
 # A step size may be written as a JSON number in cdk.json: 2 means "2" (instances).
 NUMBER_AS_TEXT = "number-as-text"

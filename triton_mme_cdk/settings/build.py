@@ -10,11 +10,12 @@ from triton_mme.core.platform import (
     CODEBUILD_GPUS,
     CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES,
     CODEBUILD_QUEUED_TIMEOUT_RANGE,
-    CUSTOM_RESOURCE_TIMEOUT_MINUTES,
+    WAIT_CONDITION_TIMEOUT_MINUTES,
 )
 from triton_mme_cdk.settings.base import (
     BUILD_DEADLINE_MARGIN_MINUTES,
     BUILD_DEADLINE_MINUTES,
+    LONG_BUILD_DEADLINE_MINUTES,
     SettingsError,
     SettingsGroup,
     log_retention_of,
@@ -25,6 +26,11 @@ from triton_mme_cdk.settings.base import (
 if TYPE_CHECKING:
     from aws_cdk import aws_logs as logs
 
+_WAITS = (
+    f"cdk deploy waits at most {WAIT_CONDITION_TIMEOUT_MINUTES // 60} hours for the build, the serving "
+    f"check and their queueing; past {BUILD_DEADLINE_MINUTES} minutes on a wait condition, "
+    "docs/deploy.md#time-limit"
+)
 # A bound against typos, not a platform limit (none is documented for a batch's size): the account's
 # concurrent-build quota for the GPU size is the real one, and preflight checks it.
 MAX_BUILD_RUNNERS = 50
@@ -50,27 +56,25 @@ class BuildRunnerSettings(SettingsGroup):
             raise setting_error(
                 "builderComputeType", self.compute_type, f"is not a CodeBuild GPU size; allowed: {allowed}"
             )
-        lowest_queue, _ = CODEBUILD_QUEUED_TIMEOUT_RANGE
+        lowest_queue, highest_queue = CODEBUILD_QUEUED_TIMEOUT_RANGE
         lowest_stage = CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES
         # Two stages, each queueing and running: 2 x queue + build + check must end before the deadline.
-        together = BUILD_DEADLINE_MINUTES - 2 * lowest_queue
+        together = LONG_BUILD_DEADLINE_MINUTES - 2 * lowest_queue
         for name in ("timeout_minutes", "serving_check_timeout_minutes"):
             value = getattr(self, name)
             if not lowest_stage <= value <= together - lowest_stage:
                 raise setting_error(
                     self.key(name),
                     value,
-                    f"is out of range; allowed: {lowest_stage}..{together - lowest_stage} (cdk deploy waits "
-                    "at most an hour for the build, the serving check and their queueing)",
+                    f"is out of range; allowed: {lowest_stage}..{together - lowest_stage} ({_WAITS})",
                 )
         build, check = self.timeout_minutes, self.serving_check_timeout_minutes
         if build + check > together:
             raise SettingsError(
                 f"buildTimeoutMinutes={build} and servingCheckTimeoutMinutes={check} add up to "
-                f"{build + check} minutes; allowed: at most {together} together (cdk deploy waits at most an "
-                "hour for the build, the serving check and their queueing)"
+                f"{build + check} minutes; allowed: at most {together} together ({_WAITS})"
             )
-        longest_queue = (BUILD_DEADLINE_MINUTES - build - check) // 2
+        longest_queue = min(highest_queue, (LONG_BUILD_DEADLINE_MINUTES - build - check) // 2)
         if not lowest_queue <= self.queue_timeout_minutes <= longest_queue:
             raise setting_error(
                 "buildQueueTimeoutMinutes",
@@ -78,7 +82,7 @@ class BuildRunnerSettings(SettingsGroup):
                 f"is out of range with buildTimeoutMinutes={build} and servingCheckTimeoutMinutes={check}; "
                 f"allowed: {lowest_queue}..{longest_queue} (both stages queue: 2 x queue + build + check "
                 f"must end {BUILD_DEADLINE_MARGIN_MINUTES} minutes before cdk deploy stops waiting after "
-                f"{CUSTOM_RESOURCE_TIMEOUT_MINUTES})",
+                f"{WAIT_CONDITION_TIMEOUT_MINUTES // 60} hours)",
             )
         problem = retention_problem("buildLogRetentionDays", self.log_retention_days)
         if problem:
@@ -91,6 +95,16 @@ class BuildRunnerSettings(SettingsGroup):
                 "concurrent GPU build quota)",
             )
         return self
+
+    @property
+    def stage_minutes(self) -> int:
+        """The longest the two stages can take: each may queue, then run to its timeout."""
+        return 2 * self.queue_timeout_minutes + self.timeout_minutes + self.serving_check_timeout_minutes
+
+    @property
+    def waits_past_the_hour(self) -> bool:
+        """The stages may outlast a custom resource's hour: cdk deploy waits on a wait condition."""
+        return self.stage_minutes > BUILD_DEADLINE_MINUTES
 
     @property
     def log_retention(self) -> logs.RetentionDays:

@@ -25,6 +25,12 @@ A run never outlives the deployment that started it:
 Each stop names one build (codebuild:StopBuild on its id). Delete never touches the published models: the
 stages write only archives, candidates, reports and build manifests, which the store keeps.
 
+Past CloudFormation's hour (`SignalUrl` and `Follower` set: the stages may take up to 12 hours), the
+resource does not wait: on-event starts the first stage and an execution of the `Follower` state machine,
+which polls is-complete with the same event until the stages end and then signals the wait condition behind
+`SignalUrl` (a pre-signed URL of its handle) with SUCCESS, or FAILURE and the stage's own error line
+(`signal`); the endpoint waits on that wait condition. A run that starts nothing signals SUCCESS at once.
+
 A stage with `Batch: "true"` runs as a CodeBuild batch build (its buildspec's shards, `buildRunners` > 1):
 it is started, followed, stopped and found again as a batch (StartBuildBatch, BatchGetBuildBatches,
 StopBuildBatch, ListBuildBatchesForProject); a failed batch fails the resource with the first failed shard's
@@ -34,8 +40,10 @@ as CANDIDATE_SHARDS.
 
 from __future__ import annotations
 
+import json
 import os
 import time
+import urllib.request
 from typing import Any
 from urllib.parse import quote
 
@@ -54,6 +62,13 @@ SHARD_PREFIX = "shard_"
 # What the project's command line prints for every error a user can act on (triton_mme/cli.py).
 ERROR_PREFIX = "error: "
 LOG_PAGES = 5
+
+# The on-event answer's mark of a run the follower state machine follows (past CloudFormation's hour).
+FOLLOWED_BY = "FollowedBy"
+# One signal per wait condition (its Count is 1); a second with the same id replaces the first.
+SIGNAL_ID = "model-build"
+MAX_REASON = 1000
+SIGNAL_TIMEOUT_SECONDS = 20
 
 _clients: dict[str, Any] = {}
 
@@ -94,8 +109,12 @@ def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     stages, fingerprint = stages_of(properties), properties["Fingerprint"]
     first, last = stages[0]["Project"], stages[-1]["Project"]
     physical_id = f"{first}:{fingerprint}"
-    previous = event.get("OldResourceProperties", {}).get("Fingerprint")
+    old = event.get("OldResourceProperties", {})
+    previous = old.get("Fingerprint")
     if request == "Update" and previous == fingerprint:
+        # The fingerprint's build passed before; a new wait condition (the first past the hour) learns so.
+        if properties.get("SignalUrl") and properties["SignalUrl"] != old.get("SignalUrl"):
+            send_signal(properties["SignalUrl"], "SUCCESS", "built before")
         return {
             "PhysicalResourceId": event["PhysicalResourceId"],
             "Data": {"BuildId": "", "Started": "false"},
@@ -106,6 +125,8 @@ def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         _stop_running(stage, recent[stage["Project"]], previous)
     earlier = _succeeded_build(recent[last], fingerprint)
     if earlier is not None:
+        if properties.get("SignalUrl"):
+            send_signal(properties["SignalUrl"], "SUCCESS", f"built before by {earlier}")
         return {"PhysicalResourceId": physical_id, "Data": {"BuildId": earlier, "Started": "false"}}
     run_id = _start(stages[0], [_variable(FINGERPRINT_VARIABLE, fingerprint)])
     stop_at = int(time.time()) + int(properties["StopAfterSeconds"])
@@ -113,10 +134,17 @@ def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         f"started {stages[0]['Name']} {run_id} for fingerprint {fingerprint}; "
         f"the run stops at {stop_at} at the latest"
     )
-    return {
-        "PhysicalResourceId": physical_id,
-        "Data": {"BuildId": run_id, "Started": "true", "StopAt": str(stop_at)},
-    }
+    data = {"BuildId": run_id, "Started": "true", "StopAt": str(stop_at)}
+    if properties.get("Follower"):
+        execution = client("stepfunctions").start_execution(
+            stateMachineArn=properties["Follower"],
+            input=json.dumps(
+                {"ResourceProperties": properties, "Data": data, "SignalUrl": properties["SignalUrl"]}
+            ),
+        )
+        print(f"following {run_id} with {execution['executionArn']}")
+        return {"PhysicalResourceId": physical_id, "Data": {**data, FOLLOWED_BY: execution["executionArn"]}}
+    return {"PhysicalResourceId": physical_id, "Data": data}
 
 
 def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -127,7 +155,9 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         builds = [run_id for run_id in stopped if not _is_batch_id(run_id)]
         runs = _builds(builds) + _batches(batches)
         return {"IsComplete": not any(_status(run) == RUNNING for run in runs)}
-    if data.get("Started") != "true":
+    # A run the follower state machine follows completes the resource at once; the follower calls this
+    # handler with the run's data, without the mark, until the stages end.
+    if data.get("Started") != "true" or data.get(FOLLOWED_BY):
         return {"IsComplete": True}
     properties = event["ResourceProperties"]
     stages, fingerprint = stages_of(properties), properties["Fingerprint"]
@@ -159,6 +189,34 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         finished = build
     assert finished is not None
     return {"IsComplete": True, "Data": {"BuildId": first_id, "LastBuildId": str(finished["id"])}}
+
+
+def signal(event: dict[str, Any], context: Any = None) -> dict[str, str]:
+    """The follower's last step: SUCCESS, or FAILURE with the error is-complete raised (its message: the
+    stage, its build, the first error line, the logs)."""
+    if event["Status"] == "SUCCESS":
+        reason = "the model build and its serving check succeeded"
+    else:
+        error = event.get("Error") or {}
+        try:
+            reason = str(json.loads(error.get("Cause", "")).get("errorMessage", ""))
+        except (ValueError, AttributeError):
+            reason = str(error.get("Cause", ""))
+        reason = reason or str(error.get("Error", "the model build failed"))
+    send_signal(event["SignalUrl"], event["Status"], reason)
+    return {"Status": event["Status"], "Reason": reason[:MAX_REASON]}
+
+
+def send_signal(url: str, status: str, reason: str) -> None:
+    """Signal a wait condition: a JSON PUT to its handle's pre-signed URL, with no content type (the URL's
+    signature has none), as the CloudFormation User Guide's "Using wait conditions" shows."""
+    body = json.dumps(
+        {"Status": status, "Reason": reason[:MAX_REASON], "UniqueId": SIGNAL_ID, "Data": status}
+    ).encode()
+    request = urllib.request.Request(url, data=body, method="PUT", headers={"Content-Type": ""})
+    with urllib.request.urlopen(request, timeout=SIGNAL_TIMEOUT_SECONDS) as answer:
+        answer.read()
+    print(f"signalled {status}: {reason[:MAX_REASON]}")
 
 
 def _variable(name: str, value: str) -> dict[str, str]:
