@@ -19,6 +19,7 @@ from triton_mme.core.manifest import Manifest
 from triton_mme.core.model_check import MODEL_CHECKS
 from triton_mme.core.naming import ARCHIVE_NAME
 from triton_mme.model_build.packaging import file_sha256, write_archive
+from triton_mme.model_build.sandbox import MOUNT_VIEW_MADE
 from triton_mme.model_build.verify import verify_archive
 
 CONFIG = 'name: "m-onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 2\n'
@@ -146,7 +147,7 @@ def test_verify_runs_every_built_archive(built: tuple[Path, Manifest]) -> None:
         )
         assert report.checks == [
             "layout", "archive policy", MODEL_CHECKS[Format(record.format)], "config.pbtxt round trip",
-            inspected,
+            MOUNT_VIEW_MADE, inspected,
             f"{runtime} run at batch 1", f"{runtime} run at batch 4",
         ]  # fmt: skip
         assert not report.not_run

@@ -22,7 +22,7 @@ from triton_mme.core.model_check import MODEL_CHECKS, extract_checked_archive
 from triton_mme.core.naming import MODEL_FILE_NAMES, MODEL_VERSION
 from triton_mme.core.samples import sample_inputs
 from triton_mme.core.triton_config import ConfigError, parse_config, render_config, tensor_specs
-from triton_mme.model_build.sandbox import DEFAULT_LIMITS, SandboxLimits, run_checks
+from triton_mme.model_build.sandbox import DEFAULT_LIMITS, NO_MOUNT_VIEW, SandboxLimits, run_checks
 
 TENSORRT_NOT_RUN = "TensorRT plan not loaded: it runs only with the TensorRT version and GPU that built it"
 
@@ -106,5 +106,6 @@ def verify_archive(
         if contents.format is Format.TENSORRT:
             report.not_run.append(TENSORRT_NOT_RUN)
         else:
-            report.checks += run_checks(contents.path.name, extracted.model_dir, limits)
+            for check in run_checks(contents.path.name, extracted.model_dir, limits):
+                (report.not_run if check.startswith(NO_MOUNT_VIEW) else report.checks).append(check)
     return report
