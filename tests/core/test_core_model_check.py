@@ -153,3 +153,10 @@ def test_every_archive_the_build_writes_passes(built: tuple[Path, Manifest]) -> 
     out, manifest = built
     for record in manifest.archives:
         assert check_archive_file(out / record.target_model).format.value == record.format
+
+
+def test_code_nested_past_the_parser_is_refused_in_one_line(tmp_path: Path) -> None:
+    deep = "return torch.add(x, " + "+".join(["1"] * 200_000) + ")"
+    assert "nests its expressions deeper than this check follows" in _refusal(
+        tmp_path, MODULE.replace("return torch.add(x, 1)", deep)
+    )

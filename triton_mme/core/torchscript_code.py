@@ -260,12 +260,17 @@ def check_code_record(where: str, record: str, text: bytes) -> None:
     _check_tokens(where, record, text)
     try:
         tree = ast.parse(text.decode("ascii"), filename=record)
+        _CodeCheck(where, record).visit(tree)
     except SyntaxError as error:
         raise ArchiveError(
             f"{where}: model.pt code {quoted(record)} is not valid code (line {error.lineno}: {error.msg}); "
             "allowed only code as TorchScript prints it"
         ) from None
-    _CodeCheck(where, record).visit(tree)
+    except (RecursionError, MemoryError):
+        raise ArchiveError(
+            f"{where}: model.pt code {quoted(record)} nests its expressions deeper than this check follows; "
+            "allowed only code as TorchScript prints it"
+        ) from None
 
 
 def check_pickle_globals(where: str, record: str, data: bytes) -> None:
