@@ -54,3 +54,19 @@ def test_a_write_outside_the_scratch_directory_fails_inside_the_sandbox(tmp_path
     assert victim.read_text() == "original contents"
     assert not (tmp_path / "new-file.txt").exists()
     assert (scratch / "inside.txt").read_text() == "written"
+
+
+def test_where_the_kernel_refuses_the_mount_view_the_check_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from triton_mme.model_build import mount_view, sandbox
+
+    def refused(_: Path) -> None:
+        raise mount_view.MountViewError(1, "unshare(CLONE_NEWNS) failed (Operation not permitted)")
+
+    monkeypatch.setattr(mount_view, "enter_read_only_view", refused)
+    line = sandbox._mount_view()
+    assert line == (
+        f"{sandbox.NO_MOUNT_VIEW} (unshare(CLONE_NEWNS) failed (Operation not permitted)): the model may "
+        "write where the user can"
+    )
