@@ -16,8 +16,10 @@ from triton_mme.core.archive import ArchiveError, extract_archive, read_archive
 from triton_mme.core.catalog import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.manifest import Manifest
+from triton_mme.core.model_check import MODEL_CHECKS
 from triton_mme.core.naming import ARCHIVE_NAME
 from triton_mme.model_build.packaging import file_sha256, write_archive
+from triton_mme.model_build.sandbox import MOUNT_VIEW_MADE
 from triton_mme.model_build.verify import verify_archive
 
 CONFIG = 'name: "m-onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 2\n'
@@ -144,15 +146,23 @@ def test_verify_runs_every_built_archive(built: tuple[Path, Manifest]) -> None:
             else "torchscript operators of the exporters only"
         )
         assert report.checks == [
-            "layout", "archive policy", "config.pbtxt round trip", inspected,
+            "layout", "archive policy", MODEL_CHECKS[Format(record.format)], "config.pbtxt round trip",
+            MOUNT_VIEW_MADE, inspected,
             f"{runtime} run at batch 1", f"{runtime} run at batch 4",
         ]  # fmt: skip
         assert not report.not_run
 
 
 def test_verify_rejects_a_model_file_that_does_not_run(tmp_path: Path) -> None:
-    path = _pack(tmp_path / "a", model=b"this is not onnx")
+    # A well-formed protobuf (ir_version 7 and nothing else): the inspection passes, ONNX Runtime refuses it.
+    path = _pack(tmp_path / "a", model=b"\x08\x07")
     with pytest.raises(ArchiveError, match=r"the model does not run: "):
+        verify_archive(path)
+
+
+def test_verify_refuses_a_model_file_that_is_no_protobuf_before_running_anything(tmp_path: Path) -> None:
+    path = _pack(tmp_path / "a", model=b"this is not onnx")
+    with pytest.raises(ArchiveError, match=r"model.onnx is not an ONNX model \(wire type 4"):
         verify_archive(path)
 
 

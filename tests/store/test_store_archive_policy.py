@@ -138,8 +138,8 @@ def test_add_refuses_a_torchscript_model_that_writes_files_before_running_it(
 
     assert _add(archive) == 1
     assert (
-        "model.pt uses operator aten::fill_, aten::from_file, aten::sum, which the build's exporters never "
-        "produce" in one_line_error(capsys)
+        "model.pt code 'model/code/__torch__/file_writer.py' line 10: uses operator aten::from_file, which "
+        "the build's exporters never produce" in one_line_error(capsys)
     )
     assert victim.read_bytes() == b"original contents"
     assert _keys(s3) == []

@@ -122,3 +122,120 @@ def write_file_writing_torchscript(directory: Path, victim: Path) -> Path:
         model_file="model.pt",
     )
     return named_by_content(archive, "m", "torchscript")
+
+
+CLASS_METHOD_MODEL = """
+import torch
+
+
+@torch.jit.script
+class Mapper:
+    def __init__(self, path: str):
+        self.path = path
+
+    def touch(self) -> torch.Tensor:
+        mapped = torch.from_file(self.path, shared=True, size=8, dtype=torch.uint8)
+        mapped.fill_(65)
+        return mapped.sum()
+
+
+class Hider(torch.nn.Module):
+    def __init__(self, path: str):
+        super().__init__()
+        self.mapper = Mapper(path)
+        self.scale = torch.nn.Parameter(torch.ones(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.scale + self.mapper.touch().to(torch.float32) * 0
+"""
+
+
+def write_class_method_torchscript(directory: Path, victim: Path) -> Path:
+    """A TorchScript archive whose forward uses only allowed operators itself but calls a method of a
+    TorchScript class (held as an attribute, not a submodule) that maps `victim` and overwrites it."""
+    import subprocess
+    import sys
+
+    (directory / "hider.py").write_text(CLASS_METHOD_MODEL)
+    model = directory / "model.pt"
+    script = (
+        f"import sys; sys.path.insert(0, {str(directory)!r}); import torch, hider; "
+        f"torch.jit.script(hider.Hider({str(victim)!r})).save({str(model)!r})"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, timeout=300)
+    archive = write_layout(
+        directory / "a.tar.gz",
+        config=TORCHSCRIPT_CONFIG,
+        model=model.read_bytes(),
+        model_dir="m-torchscript",
+        model_file="model.pt",
+    )
+    return named_by_content(archive, "m", "torchscript")
+
+
+def torchscript_zip(code: dict[str, str], *, extra: dict[str, bytes] | None = None) -> bytes:
+    """A zip laid out as torch.jit.save lays one out (`model/code/__torch__/<name>.py`, `model/data.pkl`)
+    holding the given code records: enough for the code check, which reads and never runs it."""
+    import pickle
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in code.items():
+            archive.writestr(f"model/code/__torch__/{name}.py", text)
+        archive.writestr("model/data.pkl", pickle.dumps({"training": False}, protocol=2))
+        for name, data in (extra or {}).items():
+            archive.writestr(name, data)
+        archive.writestr("model/version", "10\n")
+    return buffer.getvalue()
+
+
+TENSORRT_CONFIG = (
+    'name: "m-tensorrt"\nplatform: "tensorrt_plan"\nmax_batch_size: 2\n'
+    'input { name: "input" data_type: TYPE_FP32 dims: [4] }\n'
+    'output { name: "output" data_type: TYPE_FP32 dims: [4] }\n'
+)
+ELF_HEADER = b"\x7fELF\x02\x01\x01\x00" + bytes(56)
+
+
+def write_plan_archive(directory: Path, plan: bytes) -> Path:
+    archive = write_layout(
+        directory / "t.tar.gz",
+        config=TENSORRT_CONFIG,
+        model=plan,
+        model_dir="m-tensorrt",
+        model_file="model.plan",
+    )
+    return named_by_content(archive, "m", "tensorrt")
+
+
+ONNX_CONFIG = (
+    'name: "m-onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 2\n'
+    'input { name: "x" data_type: TYPE_FP32 dims: [4] }\n'
+    'output { name: "y" data_type: TYPE_FP32 dims: [4] }\n'
+)
+
+
+def custom_domain_onnx(domain: str = "com.example", *, in_subgraph: bool = False) -> bytes:
+    """An ONNX model with one node of a custom operator domain (ONNX Runtime would need its library), in
+    the main graph or inside an `If` branch."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])
+    evil = helper.make_node("Evil", ["x"], ["y"], name="n", domain=domain)
+    if in_subgraph:
+        branch = helper.make_graph([evil], "branch", [], [y])
+        plain = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "plain", [], [y])
+        flag = helper.make_tensor("flag", TensorProto.BOOL, [], [True])
+        node = helper.make_node("If", ["flag"], ["y"], then_branch=branch, else_branch=plain)
+        graph = helper.make_graph([node], "g", [x], [y], initializer=[flag])
+    else:
+        graph = helper.make_graph([evil], "g", [x], [y])
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if not in_subgraph else [])
+    return helper.make_model(graph, opset_imports=opsets).SerializeToString()
+
+
+def write_onnx_archive(directory: Path, model: bytes) -> Path:
+    archive = write_layout(directory / "o.tar.gz", config=ONNX_CONFIG, model=model)
+    return named_by_content(archive, "m", "onnx")

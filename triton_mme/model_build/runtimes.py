@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from triton_mme.core.torchscript_code import scan_torchscript_code
+
 ORT_TYPES = {
     "tensor(float)": "FP32",
     "tensor(float16)": "FP16",
@@ -40,14 +42,31 @@ def run_onnx(session: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndar
     return dict(zip(names, session.run(names, dict(feeds)), strict=True))
 
 
-def load_torchscript(model_path: Path, *, device: str = "cpu") -> Any:
+def load_torchscript_functions(model_path: Path, *, device: str = "cpu") -> tuple[Any, list[Any]]:
+    """Load a TorchScript file, after its code passed the code check (core.torchscript_code), as
+    torch.jit.load does (torch/jit/_serialization.py: its own CompilationUnit, then the module wrapped);
+    returns the module and every function and class method the archive compiled, for the graph check."""
     import warnings
 
     import torch
+    from torch.jit._recursive import wrap_cpp_module
 
+    # No torch.jit.load of an unchecked file: the code check reads the zip and runs nothing.
+    scan_torchscript_code(model_path.name, model_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # TorchScript is what Triton's PyTorch backend serves
-        return torch.jit.load(str(model_path), map_location=device).eval()
+        unit = torch._C.CompilationUnit()
+        # The arguments torch.jit.load passes (its stub omits _restore_shapes); get_functions' stub says None.
+        imported = torch._C.import_ir_module(  # type: ignore[call-arg]
+            unit, str(model_path), torch.device(device), {}, False
+        )
+        functions: list[Any] = list(unit.get_functions())  # type: ignore[func-returns-value]
+        return wrap_cpp_module(imported).eval(), functions
+
+
+def load_torchscript(model_path: Path, *, device: str = "cpu") -> Any:
+    """torch.jit.load of a file whose code passed the code check first."""
+    return load_torchscript_functions(model_path, device=device)[0]
 
 
 def run_torchscript(

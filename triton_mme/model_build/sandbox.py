@@ -2,14 +2,18 @@
 
 Verifying a model means running it, and a model is code. The child (`python -m
 triton_mme.model_build.sandbox`) first enters a private network namespace (core.network_isolation: no
-network at all), sets its own limits before it imports a deep-learning library — address space
-(RLIMIT_AS), CPU seconds (RLIMIT_CPU), the size of any file it writes (RLIMIT_FSIZE), open files — and runs
-in a scratch working directory with HOME and TMPDIR pointing there and an environment of a few names
-only. The parent kills its whole process group past the time limit. The model's operators are checked
-(model_build.inspection) before anything runs it.
+network at all), then a private mount view in which only its scratch directory is writable and `/run` is
+empty (model_build.mount_view), sets its own limits before it imports a deep-learning library — address
+space (RLIMIT_AS), CPU seconds (RLIMIT_CPU), the size of any file it writes (RLIMIT_FSIZE), open files —
+and runs in that scratch working directory with HOME and TMPDIR pointing there and an environment of a
+few names only. The parent kills its whole process group past the time limit. The model file was
+inspected before the child started (core.model_check) and is inspected again, loaded, before it runs
+(model_build.inspection).
 
-What the kernel does not bound here: reading files the user can read. That is what the operator
-allowlist is for: the exporters' graphs contain no operator that opens a file.
+What the kernel does not bound here: reading files the user can read (outside `/run`), and connecting
+to a Unix socket left elsewhere in the file system. That is what the operator allowlist is for: the
+exporters' graphs contain no operator that opens a file or a socket. Where the kernel refuses a mount
+namespace the check says so in one line (`no private mount view: ...`) and runs with the other limits.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ DEFAULT_TIME_LIMIT_S = 900
 FILE_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
 OPEN_FILES_LIMIT = 1024
 _RESULT_LIMIT_BYTES = 1024 * 1024
+MOUNT_VIEW_MADE = "private mount view: only the scratch directory writable"
+NO_MOUNT_VIEW = "no private mount view"
 
 
 @dataclass(frozen=True)
@@ -110,26 +116,47 @@ def _limit(kind: int, value: int) -> None:
     resource.setrlimit(kind, (value if hard == resource.RLIM_INFINITY else min(value, hard),) * 2)
 
 
+def _mount_view() -> str:
+    """Enter the private mount view; the line the check reports either way."""
+    from triton_mme.model_build.mount_view import MountViewError, enter_read_only_view
+
+    try:
+        enter_read_only_view(Path.cwd())
+    except (MountViewError, OSError) as error:
+        return f"{NO_MOUNT_VIEW} ({error.strerror or error}): the model may write where the user can"
+    return MOUNT_VIEW_MADE
+
+
+def confine(limits: SandboxLimits) -> str:
+    """Confine this (single-threaded) process as the model check's child is: no network, the private mount
+    view around the working directory, the limits; the mount view's line, or IsolationError."""
+    from triton_mme.core.network_isolation import isolate
+
+    isolate("the model check")
+    mount_view = _mount_view()
+    _limit(resource.RLIMIT_AS, limits.memory_bytes)
+    _limit(resource.RLIMIT_CPU, limits.time_s)
+    _limit(resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT_BYTES)
+    _limit(resource.RLIMIT_NOFILE, OPEN_FILES_LIMIT)
+    return mount_view
+
+
 def _child(request: dict[str, Any]) -> dict[str, Any]:
-    from triton_mme.core.network_isolation import IsolationError, isolate
+    from triton_mme.core.network_isolation import IsolationError
 
     where = str(request["where"])
     try:
-        isolate("the model check")
+        mount_view = confine(SandboxLimits(int(request["memory_bytes"]), int(request["time_s"])))
     except IsolationError as error:
         return {
             "error": f"{where}: the model cannot run without network isolation: {error.strerror or error}"
         }
-    _limit(resource.RLIMIT_AS, int(request["memory_bytes"]))
-    _limit(resource.RLIMIT_CPU, int(request["time_s"]))
-    _limit(resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT_BYTES)
-    _limit(resource.RLIMIT_NOFILE, OPEN_FILES_LIMIT)
     from triton_mme.core.archive import ArchiveError
     from triton_mme.core.errors import first_line
     from triton_mme.model_build.verify import check_unpacked_model
 
     try:
-        return {"checks": check_unpacked_model(where, Path(request["model_dir"]))}
+        return {"checks": [mount_view, *check_unpacked_model(where, Path(request["model_dir"]))]}
     except ArchiveError as error:
         return {"error": str(error)}
     except MemoryError:

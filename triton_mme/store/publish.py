@@ -29,12 +29,12 @@ from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
-from triton_mme.core.archive import read_archive
 from triton_mme.core.archive_policy import check_identity
 from triton_mme.core.errors import UserError, aws_error_code, first_line
 from triton_mme.core.files import file_sha256, private_copy, private_directory
 from triton_mme.core.locations import build_manifest_key, live_manifest_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
+from triton_mme.core.model_check import check_archive_file
 from triton_mme.core.naming import COMPANION_NAME, model_directory
 from triton_mme.core.runner_environment import FINGERPRINT_ENV
 from triton_mme.store.errors import DifferentContentError, PublishError
@@ -102,10 +102,11 @@ def _copied(path: Path, private: Path | None, what: str) -> Path:
 
 
 def check_archive_contents(path: Path, record: ArchiveRecord) -> None:
-    """The archive policy (core.archive_policy) on a build's archive, as `add` applies it: layout and
-    config as the build writes them, and a name, model directory and format that match the record."""
+    """The model check of `add`, `serve-local` and `serving-check` (core.model_check: layout, config policy,
+    the model file inspected) on a build's archive, and a name, model directory and format that match the
+    record."""
     try:
-        contents = read_archive(path)
+        contents = check_archive_file(path)
         check_identity(
             str(path.name), path.name, fmt=contents.format, model_dir=contents.model_dir, sha256=record.sha256
         )

@@ -1,0 +1,104 @@
+"""The one model check every entry point runs: `add`, `upload`, `serve-local` and `serving-check`.
+
+An archive is read and unpacked by core.archive (layout, the archive policy on config.pbtxt, bounds), then
+its model file is inspected without running it:
+
+- TorchScript: every code record parsed and walked, every pickle's globals read (core.torchscript_code);
+- ONNX: operator domains and tensor locations of every graph (core.onnx_check);
+- TensorRT: the plan cannot be opened without its GPU, so only its first bytes are read: a file that is
+  another known format (an ELF executable or shared library, a script, a Windows or Mach-O executable, a
+  zip such as a TorchScript model, a gzip) is refused. TensorRT documents no plan header to test for
+  (NVIDIA/TensorRT#3073: no API reads it without deserializing the engine), so this refuses other
+  formats and proves no plan; `add` still asks for a serving report in which the plan passed.
+
+Everything here is torch-free: the serving check runner and the local Triton's launcher import it. The
+build's `verify` and `add` then run ONNX and TorchScript models in the sandbox (model_build.sandbox), which
+inspects the loaded graphs too.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from triton_mme.core.archive import ArchiveContents, ArchiveError, ExtractedArchive, extract_archive
+from triton_mme.core.errors import quoted
+from triton_mme.core.formats import Format
+from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
+from triton_mme.core.onnx_check import check_onnx_file
+from triton_mme.core.torchscript_code import scan_torchscript_code
+
+# The first bytes of formats a TensorRT plan is not (Triton's TensorRT backend would hand any of them to
+# the engine deserializer; a shared library would be the payload of an attack, not a model).
+NOT_A_PLAN = {
+    b"\x7fELF": "an ELF executable or shared library",
+    b"#!": "a script",
+    b"MZ": "a Windows executable",
+    b"\xcf\xfa\xed\xfe": "a Mach-O executable",
+    b"\xfe\xed\xfa\xcf": "a Mach-O executable",
+    b"\xca\xfe\xba\xbe": "a Mach-O universal binary",
+    b"PK\x03\x04": "a zip archive (a TorchScript model is one)",
+    b"\x1f\x8b": "a gzip file",
+}
+_LONGEST_SIGNATURE = max(len(signature) for signature in NOT_A_PLAN)
+
+MODEL_CHECKS = {
+    Format.ONNX: "onnx operators in standard domains, tensors inside the file",
+    Format.TORCHSCRIPT: "torchscript code of the exporters' operators only",
+    Format.TENSORRT: "tensorrt plan is no other known file format",
+}
+
+
+def check_plan_header(where: str, model_file: Path) -> None:
+    """Refuse a `model.plan` that is another known format (see the module's docstring)."""
+    try:
+        with model_file.open("rb") as stream:
+            head = stream.read(_LONGEST_SIGNATURE)
+    except OSError as error:
+        raise ArchiveError(f"{where}: cannot read model.plan ({error.strerror or error})") from None
+    for signature, kind in NOT_A_PLAN.items():
+        if head.startswith(signature):
+            raise ArchiveError(
+                f"{where}: model.plan starts with {quoted(signature.decode('latin-1'))}: it is {kind}; "
+                "allowed only a serialized TensorRT engine"
+            )
+
+
+def check_model_file(where: str, fmt: Format, model_file: Path) -> str:
+    """Inspect an unpacked model file without running it; the check that passed, or ArchiveError."""
+    if fmt is Format.TORCHSCRIPT:
+        scan_torchscript_code(where, model_file)
+    elif fmt is Format.ONNX:
+        check_onnx_file(where, model_file)
+    else:
+        check_plan_header(where, model_file)
+    return MODEL_CHECKS[fmt]
+
+
+def extract_checked_archive(
+    path: str | Path,
+    dest: str | Path,
+    *,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    allow_fields: frozenset[str] = frozenset(),
+) -> ExtractedArchive:
+    """Read, check and unpack an archive (core.archive), then inspect the unpacked model file: the file
+    that will be loaded is the file that was inspected."""
+    path = Path(path)
+    extracted = extract_archive(path, dest, max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields)
+    check_model_file(path.name, extracted.contents.format, extracted.model_file)
+    return extracted
+
+
+def check_archive_file(
+    path: str | Path,
+    *,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    allow_fields: frozenset[str] = frozenset(),
+) -> ArchiveContents:
+    """The whole check of an archive that is published rather than loaded here (`upload`): unpacked into a
+    private scratch directory, inspected, and the scratch removed."""
+    with tempfile.TemporaryDirectory(prefix="model-check-") as scratch:
+        return extract_checked_archive(
+            path, Path(scratch) / "unpacked", max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields
+        ).contents
