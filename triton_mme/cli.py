@@ -22,8 +22,9 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 import triton_mme
-from triton_mme.core.errors import UserError, describe_aws_error
+from triton_mme.core.errors import UserError, describe_aws_error, quoted
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
+from triton_mme.core.numbers import finite_number, whole_number
 
 PROG = "triton-mme"
 DISTRIBUTION = "triton-mme-cdk"
@@ -35,28 +36,27 @@ EXTRA_COMMAND_MODULES = ("benchmarks.commands",)
 
 def non_negative_int(text: str) -> int:
     """An argparse type: a whole number, 0 or more."""
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a whole number, 0 or more")
-    return int(text)
+    value = whole_number(text)
+    if value is None or value < 0 or text.strip().startswith(("+", "-")):
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not allowed; a whole number, 0 or more")
+    return value
 
 
 def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a whole number of at least 1")
-    return int(text)
+    value = whole_number(text)
+    if value is None or value < 1 or text.strip().startswith("+"):
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not allowed; a whole number of at least 1")
+    return value
 
 
 def number_in(low: float, high: float, allowed: str) -> Callable[[str], float]:
     """An argparse type: a number from `low` to `high`; a refusal names `allowed` (`seconds from 1 to 60`)."""
 
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")  # fails every comparison: refused below
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; {allowed}")
+        value = finite_number(text)
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{quoted(text)} is not allowed; {allowed}")
         return value
 
     return parse
@@ -64,9 +64,10 @@ def number_in(low: float, high: float, allowed: str) -> Callable[[str], float]:
 
 def port_number(text: str) -> int:
     """An argparse type: 0 (any free port) to 65535."""
-    if not text.strip().isdigit() or not 0 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port; allowed 0 (any free port) to 65535")
-    return int(text)
+    value = whole_number(text)
+    if value is None or not 0 <= value <= 65535 or text.strip().startswith(("+", "-")):
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a port; allowed 0 (any free port) to 65535")
+    return value
 
 
 def add_unpacked_limit(parser: argparse.ArgumentParser) -> None:

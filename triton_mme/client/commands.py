@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from triton_mme.cli import number_in
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 
 DEFAULT_MANIFEST = str(BUILD_DIR / MANIFEST_FILE_NAME)
@@ -73,7 +74,7 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
     )
     published.add_argument(
         "--cold-threshold-ms",
-        type=float,
+        type=number_in(0, 3_600_000, "milliseconds from 0 to 3,600,000"),
         metavar="MS",
         help="count a request this slow as a cold start where the endpoint does not say (SageMaker)",
     )

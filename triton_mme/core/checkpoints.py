@@ -20,7 +20,6 @@ This module reads files and JSON only (no PyTorch, no network), so synthesis use
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import struct
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from triton_mme.core.bounded import load_json
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.files import file_sha256
 
@@ -195,7 +195,7 @@ def parse_safetensors_header(prefix: bytes, *, where: str, file_size: int) -> di
     if len(raw) < length:
         raise CheckpointError(f"{where}: truncated safetensors header")
     try:
-        header = json.loads(raw)
+        header = load_json(raw, where=where, max_bytes=MAX_SAFETENSORS_HEADER_BYTES)
     except ValueError:
         raise CheckpointError(f"{where}: not a safetensors file (its header is not JSON)") from None
     if not isinstance(header, dict):
