@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 import triton_mme
-from triton_mme.core.errors import UserError, describe_aws_error, quoted
+from triton_mme.core.errors import UserError, describe_aws_error, printable, quoted
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.numbers import finite_number, whole_number
 
@@ -167,21 +167,27 @@ def _cloud_error(error: Exception) -> str | None:
     return None
 
 
+def print_error(message: object) -> None:
+    """`error: <message>` on stderr, on one line: a message quotes files, archives, models and replies,
+    so its escapes and line breaks are shown, never acted on (core.errors.printable)."""
+    print(f"error: {printable(message)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         return int(args.handler(args))
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print_error(error)
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+        print_error("interrupted")
         return 130
     except OSError as error:
         where = f"{error.filename}: " if error.filename else ""
-        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
+        print_error(f"{where}{error.strerror or error}")
     except Exception as error:
         message = _cloud_error(error)
         if message is None:
             raise
-        print(f"error: {message}", file=sys.stderr)
+        print_error(message)
     return 1

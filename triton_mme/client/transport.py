@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from triton_mme.client.payloads import EncodedRequest
 from triton_mme.core.bounded import load_json
-from triton_mme.core.errors import UserError, aws_error_code, describe_aws_error
+from triton_mme.core.errors import UserError, aws_error_code, describe_aws_error, printable
 from triton_mme.core.limits import MAX_REPLY_BYTES
 
 BODY_FILE_NAME = "body.bin"
@@ -110,7 +110,7 @@ def _error_text(body: bytes) -> str:
         parsed = None
     if isinstance(parsed, dict) and "error" in parsed:
         text = str(parsed["error"])
-    return " ".join(text.split())[:500] or "(empty body)"
+    return printable(" ".join(text.split())[:500]) or "(empty body)"
 
 
 def write_dry_run(directory: Path, request: EncodedRequest) -> tuple[Path, Path]:

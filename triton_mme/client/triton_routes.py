@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triton_mme.core.bounded import load_json
+from triton_mme.core.errors import printable
 from triton_mme.core.limits import MAX_REPLY_BYTES
 
 LOOPBACK = "127.0.0.1"
@@ -47,7 +48,7 @@ class Reply:
             text = str(load_json(self.body, where="the reply", max_bytes=MAX_REPLY_BYTES)["error"])
         except (ValueError, KeyError, TypeError):
             text = self.body.decode(errors="replace")
-        return " ".join(text.split()) or f"HTTP {self.status}"
+        return printable(" ".join(text.split())) or f"HTTP {self.status}"
 
 
 class SageMakerRoutes:
