@@ -97,5 +97,7 @@ MAX_NUMBER_DIGITS = 18
 # price list item, a stack output, a log event): InvokeEndpoint's replies stop at 6 MiB.
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 # A Hugging Face config.json or tokenizer_config.json (an id2label of 21,843 classes is under 1 MB).
-MAX_HF_CONFIG_BYTES = 16 * 1024 * 1024
+MAX_HF_CONFIG_BYTES = 1024 * 1024
+# safetensors' own bound on its JSON header (safetensors/src/tensor.rs, MAX_HEADER_SIZE: 100 MB).
+MAX_SAFETENSORS_HEADER_BYTES = 100_000_000
 MAX_PRICE_FILE_BYTES = 1024 * 1024  # a price file of the capacity planner
