@@ -22,6 +22,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 import aws_cdk as cdk
 
 from triton_mme.core.catalog import CatalogError, load_catalog
+from triton_mme.core.errors import printable
 from triton_mme_cdk.composition import compose
 from triton_mme_cdk.context import project_context, settings_from
 from triton_mme_cdk.settings import Settings, SettingsError
@@ -41,7 +42,7 @@ def main(app: cdk.App | None = None) -> int:
         # The construct validates the catalog, its sources and the build target before anything is deployed.
         compose(app, read_settings(app))
     except (SettingsError, CatalogError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {printable(error)}", file=sys.stderr)
         return 1
     app.synth()
     return 0
@@ -60,7 +61,7 @@ def preflight(argv: Sequence[str], session: Any = None) -> int:
     try:
         settings = settings_from(project_context(args.context, PROJECT_ROOT))
     except SettingsError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {printable(error)}", file=sys.stderr)
         return 1
     session = session or boto3.Session(region_name=settings.region)
     region = settings.region or session.region_name
@@ -73,7 +74,7 @@ def preflight(argv: Sequence[str], session: Any = None) -> int:
     try:
         catalog = load_catalog(PROJECT_ROOT / settings.model_catalog)
     except CatalogError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {printable(error)}", file=sys.stderr)
         return 1
     try:
         results = run_preflight(settings, region, PreflightClients.from_session(session), catalog)
@@ -81,10 +82,10 @@ def preflight(argv: Sequence[str], session: Any = None) -> int:
         print("error: no AWS credentials; see docs/first-deploy.md", file=sys.stderr)
         return 1
     except BotoCoreError as error:
-        print(f"error: AWS: {error}", file=sys.stderr)
+        print(f"error: AWS: {printable(error)}", file=sys.stderr)
         return 1
     for result in results:
-        print(result.line())
+        print(printable(result.line()))
     failed = [result for result in results if not result.ok]
     print(f"preflight {region}: {len(results) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0

@@ -22,8 +22,9 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 import triton_mme
-from triton_mme.core.errors import UserError, describe_aws_error
+from triton_mme.core.errors import UserError, describe_aws_error, printable, quoted
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
+from triton_mme.core.numbers import finite_number, whole_number
 
 PROG = "triton-mme"
 DISTRIBUTION = "triton-mme-cdk"
@@ -35,28 +36,27 @@ EXTRA_COMMAND_MODULES = ("benchmarks.commands",)
 
 def non_negative_int(text: str) -> int:
     """An argparse type: a whole number, 0 or more."""
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a whole number, 0 or more")
-    return int(text)
+    value = whole_number(text)
+    if value is None or value < 0 or text.strip().startswith(("+", "-")):
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not allowed; a whole number, 0 or more")
+    return value
 
 
 def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; a whole number of at least 1")
-    return int(text)
+    value = whole_number(text)
+    if value is None or value < 1 or text.strip().startswith("+"):
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not allowed; a whole number of at least 1")
+    return value
 
 
 def number_in(low: float, high: float, allowed: str) -> Callable[[str], float]:
     """An argparse type: a number from `low` to `high`; a refusal names `allowed` (`seconds from 1 to 60`)."""
 
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")  # fails every comparison: refused below
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; {allowed}")
+        value = finite_number(text)
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{quoted(text)} is not allowed; {allowed}")
         return value
 
     return parse
@@ -64,9 +64,10 @@ def number_in(low: float, high: float, allowed: str) -> Callable[[str], float]:
 
 def port_number(text: str) -> int:
     """An argparse type: 0 (any free port) to 65535."""
-    if not text.strip().isdigit() or not 0 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port; allowed 0 (any free port) to 65535")
-    return int(text)
+    value = whole_number(text)
+    if value is None or not 0 <= value <= 65535 or text.strip().startswith(("+", "-")):
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a port; allowed 0 (any free port) to 65535")
+    return value
 
 
 def add_unpacked_limit(parser: argparse.ArgumentParser) -> None:
@@ -166,21 +167,27 @@ def _cloud_error(error: Exception) -> str | None:
     return None
 
 
+def print_error(message: object) -> None:
+    """`error: <message>` on stderr, on one line: a message quotes files, archives, models and replies,
+    so its escapes and line breaks are shown, never acted on (core.errors.printable)."""
+    print(f"error: {printable(message)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         return int(args.handler(args))
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print_error(error)
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+        print_error("interrupted")
         return 130
     except OSError as error:
         where = f"{error.filename}: " if error.filename else ""
-        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
+        print_error(f"{where}{error.strerror or error}")
     except Exception as error:
         message = _cloud_error(error)
         if message is None:
             raise
-        print(f"error: {message}", file=sys.stderr)
+        print_error(message)
     return 1

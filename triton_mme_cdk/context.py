@@ -10,11 +10,12 @@ end in `settings_from`, so the keys and their checks are the same.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from triton_mme.core.bounded import DocumentError, read_json
+from triton_mme.core.limits import MAX_CONTEXT_BYTES
 from triton_mme_cdk.context_keys import unknown_context_problem
 from triton_mme_cdk.settings import CONTEXT_KEYS, Settings, SettingsError
 
@@ -31,14 +32,28 @@ def settings_from(context: Mapping[str, Any]) -> Settings:
     return Settings.from_context({key: context.get(key) for key in CONTEXT_KEYS})
 
 
+def _read_context_file(path: Path) -> dict[str, Any]:
+    """A context file through the bounded reader: a document nested 200,000 levels deep is one line."""
+    try:
+        data = read_json(path, max_bytes=MAX_CONTEXT_BYTES, where=path.name)
+    except DocumentError as error:
+        raise SettingsError(str(error)) from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path.name}: not a JSON object; allowed: an object of context values")
+    return data
+
+
 def context_layers(pairs: Sequence[str], root: Path) -> list[tuple[str, dict[str, Any]]]:
     """(origin, values) per layer, lowest precedence first: each context file present, then `-c` pairs."""
     layers: list[tuple[str, dict[str, Any]]] = []
     for name, section in CONTEXT_FILES:
         path = root / name
         if path.is_file():
-            data = json.loads(path.read_text())
-            layers.append((name, dict(data.get(section, {}) if section else data)))
+            data = _read_context_file(path)
+            values = data.get(section, {}) if section else data
+            if not isinstance(values, dict):
+                raise SettingsError(f"{name}: {section or 'the file'} is not a JSON object of context values")
+            layers.append((name, dict(values)))
     given: dict[str, Any] = {}
     for pair in pairs:
         key, separator, value = pair.partition("=")

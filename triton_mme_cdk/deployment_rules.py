@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from triton_mme.core.numbers import whole_number
 from triton_mme.core.platform import (
     CANARY_PERCENT_RANGE,
     GUARDRAIL_FALLBACK_INSTANCE_PREFIXES,
@@ -47,7 +48,7 @@ class Strategy(StrEnum):
 
 
 STRATEGIES = tuple(strategy.value for strategy in Strategy)
-_SIZE = re.compile(r"^(?P<value>\d+)(?P<percent>%?)$")
+_SIZE = re.compile(r"^(?P<value>[0-9]+)(?P<percent>%?)$")
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,10 @@ class CapacitySize:
     def parse(cls, text: str) -> CapacitySize:
         """'2' is two instances, '25%' a quarter of the fleet; ValueError otherwise."""
         match = _SIZE.fullmatch(text.strip())
-        if match is None or int(match["value"]) < 1:
+        value = None if match is None else whole_number(match["value"])
+        if match is None or value is None or value < 1:
             raise ValueError(text)
-        return cls(int(match["value"]), bool(match["percent"]))
+        return cls(value, bool(match["percent"]))
 
     @property
     def api_type(self) -> str:

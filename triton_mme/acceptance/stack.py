@@ -7,13 +7,14 @@ one JSON output at deploy time, so the run needs no settings file and no read of
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
+from triton_mme.core.bounded import load_json
 from triton_mme.core.errors import UserError, describe_validation_error
+from triton_mme.core.limits import MAX_REPLY_BYTES
 
 # The stack output holding the settings; triton_mme_cdk/acceptance_settings.py writes it.
 ACCEPTANCE_SETTINGS_OUTPUT = "AcceptanceSettings"
@@ -106,7 +107,13 @@ class StackFacts(BaseModel):
                 "stack first (`make deploy`)"
             )
         try:
-            settings = DeployedSettings.model_validate(json.loads(text))
+            settings = DeployedSettings.model_validate(
+                load_json(
+                    text,
+                    where=f"stack {stack_name} output {ACCEPTANCE_SETTINGS_OUTPUT}",
+                    max_bytes=MAX_REPLY_BYTES,
+                )
+            )
         except ValidationError as error:
             where = f"stack {stack_name} output {ACCEPTANCE_SETTINGS_OUTPUT}"
             raise StackError(f"{where}: {describe_validation_error(error)}") from None

@@ -24,7 +24,6 @@ warns that the examples "may not work for all endpoints". So the check reads as 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,8 @@ from typing import Any
 from triton_mme.acceptance.live import LiveEndpoint
 from triton_mme.acceptance.report import STRATEGY, Check, cannot_tell, failed, passed
 from triton_mme.acceptance.stack import ROLLING_POLICY, ROUTING_POLICY, DeployedSettings
+from triton_mme.core.bounded import load_json
+from triton_mme.core.limits import MAX_REPLY_BYTES
 
 ACTIVATING, BAKING = "ActivatingTraffic", "Baking"
 BAKE_SECONDS = re.compile(r"Baking for (?P<seconds>\d+) seconds")
@@ -74,7 +75,9 @@ def deployment_stages(logs: Any, log_group: str, config_name: str, since: Any) -
     for page in paginator.paginate(logGroupName=log_group, startTime=_millis(since)):
         for record in page.get("events", []):
             try:
-                detail = json.loads(record["message"]).get("detail", {})
+                detail = load_json(record["message"], where=log_group, max_bytes=MAX_REPLY_BYTES).get(
+                    "detail", {}
+                )
             except (ValueError, AttributeError):
                 continue
             pending = detail.get("PendingDeploymentSummary") or {}

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from triton_mme.cli import number_in
+from triton_mme.core.errors import printable
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 
 DEFAULT_MANIFEST = str(BUILD_DIR / MANIFEST_FILE_NAME)
@@ -73,7 +75,7 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
     )
     published.add_argument(
         "--cold-threshold-ms",
-        type=float,
+        type=number_in(0, 3_600_000, "milliseconds from 0 to 3,600,000"),
         metavar="MS",
         help="count a request this slow as a cold start where the endpoint does not say (SageMaker)",
     )
@@ -162,8 +164,10 @@ def _print_reply(
             for path, predictions in zip(args.image, top_k(scores, names, TOP_K), strict=True):
                 print(f"{path}:")
                 for rank, guess in enumerate(predictions, start=1):
-                    print(f"  {rank}. {guess.probability:7.2%}  {guess.label} ({guess.class_index})")
+                    print(
+                        f"  {rank}. {guess.probability:7.2%}  {printable(guess.label)} ({guess.class_index})"
+                    )
             return
     for name, array in outputs.items():
         preview = np.array2string(array.reshape(-1)[:8], precision=4, separator=", ")
-        print(f"{name}: shape {list(array.shape)} {array.dtype}, first values {preview}")
+        print(f"{printable(name)}: shape {list(array.shape)} {array.dtype}, first values {preview}")

@@ -7,7 +7,6 @@ recorded for the model (resize the short side, center-crop, scale to [0, 1], nor
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from triton_mme.client.payloads import SAGEMAKER_MAX_REQUEST_BYTES
+from triton_mme.core.bounded import read_json
 from triton_mme.core.errors import UserError, first_line
+from triton_mme.core.limits import MAX_HF_CONFIG_BYTES
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
 from triton_mme.core.samples import NUMPY_DTYPES
 
@@ -164,7 +165,7 @@ def _pad_token(tokenizer: Any, directory: Path) -> dict[str, Any]:
     names: list[str] = []
     for config in ("tokenizer_config.json", "special_tokens_map.json"):
         try:
-            value = json.loads((directory / config).read_text(encoding="utf-8")).get("pad_token")
+            value = read_json(directory / config, max_bytes=MAX_HF_CONFIG_BYTES).get("pad_token")
         except (OSError, ValueError, AttributeError):
             continue
         name = value.get("content") if isinstance(value, dict) else value

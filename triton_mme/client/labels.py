@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from triton_mme.client.inputs import InputError
+from triton_mme.core.bounded import load_json
+from triton_mme.core.limits import MAX_LABELS_BYTES
 
 
 class Prediction(NamedTuple):
@@ -20,7 +21,7 @@ class Prediction(NamedTuple):
 def read_labels(content: bytes, where: str) -> list[str]:
     """Class names from a labels file (a JSON list of strings, as the build records them)."""
     try:
-        names = json.loads(content)
+        names = load_json(content, where=where, max_bytes=MAX_LABELS_BYTES)
     except ValueError:
         names = None
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import urllib.error
 import urllib.request
 from functools import cache
@@ -11,7 +10,9 @@ from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from triton_mme.client.payloads import EncodedRequest
-from triton_mme.core.errors import UserError, aws_error_code, describe_aws_error
+from triton_mme.core.bounded import load_json
+from triton_mme.core.errors import UserError, aws_error_code, describe_aws_error, printable
+from triton_mme.core.limits import MAX_REPLY_BYTES
 
 BODY_FILE_NAME = "body.bin"
 # The local endpoint's per-request cache state (triton_mme/local_triton/proxy.py CACHE_HEADER).
@@ -104,12 +105,12 @@ def invoke_local(url: str, target_model: str, request: EncodedRequest, *, timeou
 def _error_text(body: bytes) -> str:
     text = body.decode("utf-8", errors="replace")
     try:
-        parsed = json.loads(text)
+        parsed = load_json(text, where="the reply", max_bytes=MAX_REPLY_BYTES)
     except ValueError:
         parsed = None
     if isinstance(parsed, dict) and "error" in parsed:
         text = str(parsed["error"])
-    return " ".join(text.split())[:500] or "(empty body)"
+    return printable(" ".join(text.split())[:500]) or "(empty body)"
 
 
 def write_dry_run(directory: Path, request: EncodedRequest) -> tuple[Path, Path]:

@@ -15,6 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from triton_mme.core.bounded import load_json
+from triton_mme.core.errors import printable
+from triton_mme.core.limits import MAX_REPLY_BYTES
+
 LOOPBACK = "127.0.0.1"
 # SageMaker answers InvokeEndpoint with ModelNotReadyException after 60 s and keeps loading the model for
 # up to 360 s (core.platform MODEL_LOADING_LIMIT_S; AWS, "Invoke a multi-model endpoint", section "Retry
@@ -41,10 +45,10 @@ class Reply:
     def error_line(self) -> str:
         """Triton's error text (`{"error": "..."}`) on one line, or the HTTP status."""
         try:
-            text = str(json.loads(self.body)["error"])
+            text = str(load_json(self.body, where="the reply", max_bytes=MAX_REPLY_BYTES)["error"])
         except (ValueError, KeyError, TypeError):
             text = self.body.decode(errors="replace")
-        return " ".join(text.split()) or f"HTTP {self.status}"
+        return printable(" ".join(text.split())) or f"HTTP {self.status}"
 
 
 class SageMakerRoutes:

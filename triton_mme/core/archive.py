@@ -28,14 +28,9 @@ from tritonclient.grpc import model_config_pb2 as pb
 
 from triton_mme.core.archive_policy import PolicyError, check_config
 from triton_mme.core.catalog import Format
+from triton_mme.core.config_bounds import config_problem
 from triton_mme.core.errors import UserError, first_line, quoted
-from triton_mme.core.limits import (
-    DEFAULT_MAX_UNPACKED_BYTES,
-    MAX_ARCHIVE_MEMBERS,
-    MAX_BATCH_SIZE,
-    MAX_CONFIG_BYTES,
-    shape_problem,
-)
+from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_ARCHIVE_MEMBERS, MAX_CONFIG_BYTES
 from triton_mme.core.manifest import TensorSpec
 from triton_mme.core.naming import MODEL_DIRECTORY, MODEL_VERSION, PLATFORMS, format_of_model_file
 from triton_mme.core.samples import NUMPY_DTYPES
@@ -145,20 +140,10 @@ def _layout(path: Path, members: list[tarfile.TarInfo]) -> tuple[str, tarfile.Ta
 
 
 def _bounds(path: Path, config: pb.ModelConfig) -> None:
-    """Shapes and batch sizes a server could actually allocate, in one line each."""
-    if not 0 <= config.max_batch_size <= MAX_BATCH_SIZE:
-        raise ArchiveError(
-            f"{path.name}: {CONFIG_FILE_NAME}: max_batch_size {config.max_batch_size} is not allowed; "
-            f"allowed 0..{MAX_BATCH_SIZE}"
-        )
-    for kind, tensors in (("input", config.input), ("output", config.output)):
-        for tensor in tensors:
-            problem = shape_problem(list(tensor.dims), max_batch_size=config.max_batch_size)
-            if problem:
-                raise ArchiveError(
-                    f"{path.name}: {CONFIG_FILE_NAME}: {kind} {quoted(tensor.name)} dims "
-                    f"{list(tensor.dims)}: {problem}"
-                )
+    """Shapes, batch sizes, counts and warm-ups a server could actually allocate (core.config_bounds)."""
+    problem = config_problem(config)
+    if problem:
+        raise ArchiveError(f"{path.name}: {CONFIG_FILE_NAME}: {problem}")
 
 
 def _contents(

@@ -28,6 +28,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from tritonclient.grpc import model_config_pb2 as pb
 
+from triton_mme.core.config_bounds import ONNX_PARAMETER_VALUES, parameter_problem
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.formats import Format
 from triton_mme.core.naming import ARCHIVE_NAME, CONTENT_HASH_LENGTH, MODEL_NAME
@@ -87,19 +88,8 @@ NEVER_ALLOWED = frozenset(
         "model_warmup.inputs.input_data_file",
     }
 )
-# Parameter keys the build writes for ONNX Runtime, all small integers as strings.
-ONNX_PARAMETERS = frozenset(
-    {
-        "cudnn_conv_algo_search",
-        "execution_mode",
-        "arena_extend_strategy",
-        "enable_mem_pattern",
-        "do_copy_in_default_stream",
-        "intra_op_thread_count",
-        "inter_op_thread_count",
-    }
-)
-_SMALL_INTEGER = re.compile(r"-?[0-9]{1,6}")
+# Parameter keys the build writes for ONNX Runtime, each an integer in its range (core.config_bounds).
+ONNX_PARAMETERS = frozenset(ONNX_PARAMETER_VALUES)
 ACCELERATOR_NAME = "tensorrt"
 PRECISIONS = frozenset({"FP16", "FP32"})
 _ENGINE_CACHE_DIR = re.compile(rf"[a-z0-9-]{{1,80}}-[0-9a-f]{{{CONTENT_HASH_LENGTH}}}")
@@ -154,10 +144,9 @@ def _check_parameters(where: str, fmt: Format, config: pb.ModelConfig) -> None:
                 f"{where}: config.pbtxt: parameters key {quoted(key)} is not one the build writes for "
                 f"{fmt.value}; allowed: {allowed}"
             )
-        if not _SMALL_INTEGER.fullmatch(parameter.string_value):
-            raise PolicyError(
-                f"{where}: config.pbtxt: parameters.{key} {quoted(parameter.string_value)} is not an integer"
-            )
+        problem = parameter_problem(key, parameter.string_value)
+        if problem:
+            raise PolicyError(f"{where}: config.pbtxt: parameters.{key} {problem}")
 
 
 def _check_accelerators(where: str, config: pb.ModelConfig, model_dir: str) -> None:

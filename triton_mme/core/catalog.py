@@ -37,7 +37,16 @@ from triton_mme.core.checkpoints import (
 )
 from triton_mme.core.errors import UserError, describe_error_details, quoted
 from triton_mme.core.formats import Format, Weights
-from triton_mme.core.limits import MAX_BATCH_SIZE, MAX_CATALOG_BYTES, MAX_SEQUENCE_LENGTH, shape_problem
+from triton_mme.core.limits import (
+    MAX_BATCH_SIZE,
+    MAX_CATALOG_BYTES,
+    MAX_INSTANCE_COUNT,
+    MAX_PREFERRED_BATCH_SIZES,
+    MAX_QUEUE_DELAY_MICROSECONDS,
+    MAX_SEQUENCE_LENGTH,
+    MAX_THREAD_COUNT,
+    shape_problem,
+)
 from triton_mme.core.naming import HF_CONFIG_NAME, MODEL_NAME
 
 SOURCE_KINDS = ("torchvision", "huggingface", CHECKPOINT_KIND)
@@ -62,8 +71,10 @@ class DynamicBatching(_Frozen):
     """Triton's dynamic batcher: requests are merged up to a preferred size or until the delay passes."""
 
     enabled: bool = True
-    preferred_batch_sizes: tuple[Annotated[int, Field(ge=1)], ...] = ()
-    max_queue_delay_microseconds: Annotated[int, Field(ge=0, le=10_000_000)] = 100
+    preferred_batch_sizes: Annotated[
+        tuple[Annotated[int, Field(ge=1)], ...], Field(max_length=MAX_PREFERRED_BATCH_SIZES)
+    ] = ()
+    max_queue_delay_microseconds: Annotated[int, Field(ge=0, le=MAX_QUEUE_DELAY_MICROSECONDS)] = 100
 
 
 class TensorRTSettings(_Frozen):
@@ -94,8 +105,8 @@ class OnnxRuntimeSettings(_Frozen):
     arena_extend_strategy: Literal["next_power_of_two", "same_as_requested"] = "same_as_requested"
     enable_mem_pattern: bool = True
     do_copy_in_default_stream: bool = True
-    intra_op_thread_count: Annotated[int, Field(ge=0, le=256)] = 0
-    inter_op_thread_count: Annotated[int, Field(ge=0, le=256)] = 0
+    intra_op_thread_count: Annotated[int, Field(ge=0, le=MAX_THREAD_COUNT)] = 0
+    inter_op_thread_count: Annotated[int, Field(ge=0, le=MAX_THREAD_COUNT)] = 0
     tensorrt_accelerator: OnnxRuntimeAccelerator = OnnxRuntimeAccelerator()
 
 
@@ -151,7 +162,7 @@ class ModelEntry(_Frozen):
     # config shipped with the project (triton_mme/model_build/hf_configs/<name>.json). Never fetched.
     hf_config: dict[str, Any] | str | None = None
     dynamic_batching: DynamicBatching = DynamicBatching()
-    instance_count: Annotated[int, Field(ge=1, le=16)] = 1
+    instance_count: Annotated[int, Field(ge=1, le=MAX_INSTANCE_COUNT)] = 1
     # In a multi-model endpoint the first request triggers the load and waits for it, so a warm-up
     # inference only lengthens every cold start; enable it where models are loaded ahead of traffic.
     warmup: bool = False

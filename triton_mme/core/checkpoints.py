@@ -20,7 +20,6 @@ This module reads files and JSON only (no PyTorch, no network), so synthesis use
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import struct
 from dataclasses import dataclass
@@ -28,8 +27,10 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from triton_mme.core.bounded import load_json
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.files import file_sha256
+from triton_mme.core.limits import MAX_HF_CONFIG_BYTES, MAX_SAFETENSORS_HEADER_BYTES
 
 CHECKPOINT_KIND = "checkpoint"
 S3_SCHEME = "s3://"
@@ -51,9 +52,6 @@ HF_FOLDER_FILES = (
     "model.safetensors.index.json",
 )
 HF_WEIGHT_FILE = re.compile(r"model(?:-\d{5}-of-\d{5})?\.safetensors")
-# safetensors' own bound on its JSON header (safetensors/src/tensor.rs, MAX_HEADER_SIZE: 100 MB).
-MAX_SAFETENSORS_HEADER_BYTES = 100_000_000
-MAX_HF_CONFIG_BYTES = 1024 * 1024
 SAFETENSORS_DTYPES = {
     "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
     "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
@@ -195,7 +193,7 @@ def parse_safetensors_header(prefix: bytes, *, where: str, file_size: int) -> di
     if len(raw) < length:
         raise CheckpointError(f"{where}: truncated safetensors header")
     try:
-        header = json.loads(raw)
+        header = load_json(raw, where=where, max_bytes=MAX_SAFETENSORS_HEADER_BYTES)
     except ValueError:
         raise CheckpointError(f"{where}: not a safetensors file (its header is not JSON)") from None
     if not isinstance(header, dict):

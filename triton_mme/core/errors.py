@@ -25,6 +25,17 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def printable(value: object) -> str:
+    """Text from outside (a file, an archive, a model, a server's reply) as it may be printed: every
+    character a terminal would act on instead of showing (ANSI escapes such as "\\x1b[2J", other
+    control characters, line breaks, bidirectional overrides) appears as its escape, the way repr shows
+    it; printable text, accented letters included, is unchanged."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
+
+
 def quoted(value: object, limit: int = 80) -> str:
     """A value as it may appear inside a one-line message: repr escapes newlines and invisible
     characters (a right-to-left override shows as \\u202e), and a long value is cut."""
@@ -76,7 +87,7 @@ def describe_aws_error(error: BaseException) -> str:
     if code is None:
         return first_line(error)
     response = getattr(error, "response", {})
-    message = " ".join(str(response["Error"].get("Message") or "").split())
+    message = printable(" ".join(str(response["Error"].get("Message") or "").split()))
     status = response.get("OriginalStatusCode")
     origin = f" (model status {status})" if status else ""
     return f"{code}{origin}: {message}" if message else f"{code}{origin}"

@@ -4,13 +4,14 @@ target with Locust, and record the measurement beside what the server itself cou
 from __future__ import annotations
 
 import datetime as dt
-import json
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from triton_mme.client.manifest_source import ManifestSource
+from triton_mme.core.bounded import load_json
+from triton_mme.core.limits import MAX_REPLY_BYTES
 from triton_mme.loadtest import runner
 from triton_mme.loadtest.cloudwatch import DEFAULT_VARIANT, wait_for_model_cache_hit
 from triton_mme.loadtest.live import LiveLine
@@ -49,7 +50,9 @@ class LoadTestOptions:
 def local_counters(url: str) -> dict[str, Any]:
     """The local endpoint's GET /models: the budget and its cache-hit counters."""
     with urllib.request.urlopen(f"{url.rstrip('/')}/models", timeout=LOCAL_COUNTERS_TIMEOUT_S) as response:
-        answer: dict[str, Any] = json.loads(response.read())
+        answer: dict[str, Any] = load_json(
+            response.read(MAX_REPLY_BYTES + 1), where=f"{url} GET /models", max_bytes=MAX_REPLY_BYTES
+        )
     return answer
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 import tempfile
 import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from triton_mme.cli import add_unpacked_limit, port_number, positive_int
+from triton_mme.cli import add_unpacked_limit, port_number, positive_int, print_error
+from triton_mme.core.errors import printable
 from triton_mme.core.locations import BUILD_DIR, LOCAL_TRITON_LOG
 from triton_mme.local_triton import DEFAULT_MODEL_BUDGET
 
@@ -94,7 +94,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"Archives in {args.models}; model budget {args.model_budget}; Ctrl-C stops.", flush=True)
         while local.triton.is_running():
             time.sleep(0.5)
-        print(f"error: tritonserver stopped unexpectedly: {local.triton.log_tail()}", file=sys.stderr)
+        print_error(f"tritonserver stopped unexpectedly: {local.triton.log_tail()}")
         return 1
     except KeyboardInterrupt:
         print("Stopping the local Triton ...", flush=True)
@@ -111,7 +111,7 @@ def _show_standin(args: argparse.Namespace) -> int:
         model_dir = unpack(args.archive, Path(scratch) / "model", max_unpacked_bytes=args.max_unpacked_bytes)
         standin = install_standin(model_dir, where=args.archive.name)
         for change in standin.changes:
-            print(f"{args.archive.name}: {change}")
+            print(printable(f"{args.archive.name}: {change}"))
     return 0
 
 

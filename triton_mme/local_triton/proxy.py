@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 from triton_mme.client.payloads import SAGEMAKER_MAX_REQUEST_BYTES
 from triton_mme.client.triton_routes import Reply
+from triton_mme.core.numbers import whole_number
 from triton_mme.local_triton.loader import ModelCache, ModelError, list_archives
 from triton_mme.local_triton.server import LOOPBACK
 
@@ -73,21 +74,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> bytes | None:
         """The request body, or None after answering 411/413: never more than InvokeEndpoint accepts."""
-        length = self.headers.get("Content-Length") or "0"
-        if not length.isdigit():
+        given = self.headers.get("Content-Length") or "0"
+        # Digits only ("²" is a digit to str.isdigit(), "+5" to int()), at most core.limits' bound.
+        length = whole_number(given) if given.isascii() and given.isdigit() else None
+        if length is None:
+            self.close_connection = True
             self._send_json(HTTPStatus.LENGTH_REQUIRED, {"error": "Content-Length must be a number of bytes"})
             return None
-        if int(length) > SAGEMAKER_MAX_REQUEST_BYTES:
+        if length > SAGEMAKER_MAX_REQUEST_BYTES:
             self.close_connection = True  # the unread body must not be taken for the next request
             self._send_json(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                 {
-                    "error": f"request body of {int(length):,} bytes; InvokeEndpoint accepts at most "
+                    "error": f"request body of {length:,} bytes; InvokeEndpoint accepts at most "
                     f"{SAGEMAKER_MAX_REQUEST_BYTES:,}"
                 },
             )
             return None
-        return self.rfile.read(int(length))
+        return self.rfile.read(length)
 
     def _route(self) -> tuple[str, str]:
         """(TargetModel, action) from /models/<TargetModel>[/invoke]; ('', '') for other paths."""

@@ -8,11 +8,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from triton_mme.client.triton_routes import SageMakerRoutes
+from triton_mme.core.errors import printable
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.local_triton import DEFAULT_MODEL_BUDGET
 from triton_mme.local_triton.loader import ModelCache, list_archives
 from triton_mme.local_triton.proxy import LocalEndpoint
 from triton_mme.local_triton.server import TritonServer
+
+
+def print_escaped(line: str) -> None:
+    """The default report: a line naming archives, config values and Triton's answers, printed escaped."""
+    print(printable(line), flush=True)
 
 
 class LocalTriton:
@@ -25,7 +31,7 @@ class LocalTriton:
         port: int = 0,
         model_budget: int = DEFAULT_MODEL_BUDGET,
         scratch_dir: Path | None = None,
-        report: Callable[[str], None] = print,
+        report: Callable[[str], None] = print_escaped,
         access_log: bool = False,
         max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
         triton_log: Path | None = None,

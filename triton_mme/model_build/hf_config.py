@@ -5,12 +5,13 @@ Reads JSON only (no PyTorch, no network), so synthesis can use it too.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from triton_mme.core.bounded import read_json
 from triton_mme.core.catalog import CatalogError, ModelEntry
 from triton_mme.core.errors import quoted
+from triton_mme.core.limits import MAX_HF_CONFIG_BYTES
 from triton_mme.core.naming import HF_CONFIG_NAME
 
 HF_CONFIG_DIR = Path(__file__).parent / "hf_configs"
@@ -45,7 +46,7 @@ def resolve_hf_config(entry: ModelEntry) -> dict[str, Any]:
     if isinstance(entry.hf_config, dict):
         config = dict(entry.hf_config)
     else:
-        config = json.loads(shipped_hf_config(entry).read_text(encoding="utf-8"))
+        config = read_json(shipped_hf_config(entry), max_bytes=MAX_HF_CONFIG_BYTES)
     if "model_type" not in config:
         raise CatalogError(f"model '{entry.name}': hf_config: needs 'model_type' (e.g. roberta)")
     return config

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from triton_mme.core.archive import ArchiveError
-from triton_mme.core.errors import quoted
+from triton_mme.core.errors import printable, quoted
 from triton_mme.core.onnx_check import DOMAINS_SHOWN, ONNX_DOMAINS
 from triton_mme.core.torchscript_code import TORCHSCRIPT_OPERATORS, scan_torchscript_code
 
@@ -57,7 +57,9 @@ def torchscript_operators(module: Any, functions: Iterable[Any] = ()) -> set[str
 def check_torchscript_operators(where: str, module: Any, functions: Iterable[Any] = ()) -> None:
     unknown = sorted(torchscript_operators(module, functions) - TORCHSCRIPT_OPERATORS)
     if unknown:
-        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        shown = ", ".join(map(printable, unknown[:5])) + (
+            f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        )
         raise ArchiveError(
             f"{where}: model.pt uses operator {shown}, which the build's exporters never produce; allowed "
             "only the operators of the catalog's exported models (model_build/inspection.py)"
@@ -80,8 +82,9 @@ def check_onnx_model(where: str, model_file: Path) -> None:
                 )
         for node in graph.node:
             if node.domain not in ONNX_DOMAINS:
+                operator = printable(node.op_type)
                 raise ArchiveError(
-                    f"{where}: model.onnx node {quoted(node.name)} uses operator {node.op_type} of domain "
+                    f"{where}: model.onnx node {quoted(node.name)} uses operator {operator} of domain "
                     f"{quoted(node.domain)}; allowed domains: {DOMAINS_SHOWN}"
                 )
             for attribute in node.attribute:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
-from triton_mme.core.checkpoints import CHECKPOINT_KIND, CheckpointKind, TensorHeader
+from triton_mme.core.checkpoints import CHECKPOINT_KIND, CheckpointKind, TensorHeader, read_hf_config
 from triton_mme.core.errors import UserError, first_line, quoted
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
 from triton_mme.core.samples import sample_inputs
@@ -253,7 +253,7 @@ def _hf_folder(entry: ModelEntry, folder: Path) -> LoadedModel:
     from triton_mme.model_build.checkpoint_sources import hf_task
 
     transformers.logging.set_verbosity_error()
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config = read_hf_config(folder / "config.json", where=f"{folder}/config.json")
     classifier = hf_task(config) == "sequence-classification"
     auto = transformers.AutoModelForSequenceClassification if classifier else transformers.AutoModel
     model = auto.from_pretrained(

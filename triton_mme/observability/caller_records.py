@@ -3,13 +3,14 @@ latency percentiles, errors and cold starts, for `triton-mme models --local`."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from triton_mme.core.bounded import load_json
 from triton_mme.core.errors import UserError
+from triton_mme.core.limits import MAX_REPLY_BYTES
 from triton_mme.core.model_metrics import CALLER_COLD, CALLER_ERRORS, CALLER_LATENCY, MODEL_DIMENSION
 
 
@@ -34,7 +35,7 @@ def read_caller_records(lines: Iterable[str], *, where: str) -> dict[str, Caller
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = load_json(line, where=f"{where}:{number}", max_bytes=MAX_REPLY_BYTES)
         except ValueError:
             raise RecordsError(
                 f"{where}:{number}: not a JSON line (embedded metric format expected)"

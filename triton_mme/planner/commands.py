@@ -4,13 +4,14 @@ multi-model instance type; `plan --compare LOADTEST.json` sets the prediction be
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from triton_mme.cli import positive_int
+from triton_mme.core.errors import quoted
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
+from triton_mme.core.numbers import finite_number
 from triton_mme.core.platform import DEFAULT_TRITON_TAG, TRITON_IMAGE_TAGS
 from triton_mme.planner.defaults import (
     DEFAULT_GPU_UTILIZATION_TARGET,
@@ -25,12 +26,9 @@ def _number_in(allowed: str, accepts: Any) -> Any:
     """An argparse type: a number `accepts` takes, else the one-line `allowed`."""
 
     def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not accepts(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not allowed; {allowed}")
+        value = finite_number(text)
+        if value is None or not accepts(value):
+            raise argparse.ArgumentTypeError(f"{quoted(text)} is not allowed; {allowed}")
         return value
 
     return parse

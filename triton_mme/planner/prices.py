@@ -3,14 +3,15 @@ credentials), then the platform table's dated, inferred copy; unknown where none
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from triton_mme.core.bounded import DocumentError, load_json, load_yaml, read_bytes
 from triton_mme.core.errors import UserError, describe_aws_error, quoted
+from triton_mme.core.limits import MAX_PRICE_FILE_BYTES, MAX_REPLY_BYTES
 from triton_mme.core.platform import (
     HOURLY_PRICES,
     PRICE_LIST_API_REGION,
@@ -49,9 +50,11 @@ def parse_price(text: str) -> tuple[str, float]:
 def read_price_file(path: Path) -> dict[str, float]:
     """A YAML or JSON mapping of instance type to USD per hour."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise PriceError(f"{path}: cannot read the price file ({error.strerror})") from None
+        raw = load_yaml(
+            read_bytes(path, max_bytes=MAX_PRICE_FILE_BYTES), where=str(path), max_bytes=MAX_PRICE_FILE_BYTES
+        )
+    except DocumentError as error:
+        raise PriceError(str(error)) from None
     except yaml.YAMLError:
         raise PriceError(f"{path}: not valid YAML or JSON") from None
     if not isinstance(raw, dict):
@@ -74,7 +77,9 @@ def price_list_hourly_usd(client: Any, instance_type: str, region: str) -> float
     for page in client.get_paginator("get_products").paginate(
         ServiceCode=PRICE_LIST_SERVICE_CODE, Filters=filters
     ):
-        products += [json.loads(item) for item in page["PriceList"]]
+        products += [
+            load_json(item, where="Price List API", max_bytes=MAX_REPLY_BYTES) for item in page["PriceList"]
+        ]
     where = f"Price List API, {instance_type} in {region}"
     if len(products) != 1:
         raise PriceError(f"{where}: {len(products)} hosting products match; expected exactly 1")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from triton_mme.cli import non_negative_int, positive_int
+from triton_mme.core.errors import printable
 from triton_mme.core.locations import BUILD_DIR, SERVING_REPORT_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
 from triton_mme.core.runner_environment import TRITON_TAG_ENV
@@ -83,8 +84,8 @@ def _serving_check(args: argparse.Namespace) -> int:
                 args.source,
                 target,
                 settings=settings,
-                progress=lambda r: print(summary(r), flush=True),
-                phase=lambda line: print(f"  {line}", flush=True),
+                progress=lambda r: print(printable(summary(r)), flush=True),
+                phase=lambda line: print(f"  {printable(line)}", flush=True),
             )
     write_atomically(out, report.to_json())
     print(f"report  {out}")

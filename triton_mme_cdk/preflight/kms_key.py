@@ -10,10 +10,11 @@ DescribeKey and GetKeyPolicy only read.
 from __future__ import annotations
 
 import fnmatch
-import json
 from collections.abc import Iterable
 from typing import Any
 
+from triton_mme.core.bounded import load_json
+from triton_mme.core.limits import MAX_REPLY_BYTES
 from triton_mme_cdk.preflight.checks import CheckResult, reports_aws_errors
 
 NAME = "kms-key"
@@ -66,7 +67,11 @@ def check_kms_key(kms: Any, key_arn: str) -> CheckResult:
             "SYMMETRIC_DEFAULT key",
             "enable the key, or set kmsKeyArn to a symmetric encryption key",
         )
-    policy = json.loads(kms.get_key_policy(KeyId=key_arn, PolicyName=KEY_POLICY_NAME)["Policy"])
+    policy = load_json(
+        kms.get_key_policy(KeyId=key_arn, PolicyName=KEY_POLICY_NAME)["Policy"],
+        where=f"{key_arn} key policy",
+        max_bytes=MAX_REPLY_BYTES,
+    )
     missing = undelegated_actions(policy, account, partition)
     if missing:
         root = f"arn:{partition}:iam::{account}:root"

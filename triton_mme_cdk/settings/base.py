@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from enum import Enum
@@ -11,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from triton_mme.core.errors import describe_validation_error
+from triton_mme.core.limits import MAX_NUMBER_DIGITS
+from triton_mme.core.numbers import finite_number, whole_number
 from triton_mme.core.platform import (
     CUSTOM_RESOURCE_TIMEOUT_MINUTES,
     WAIT_CONDITION_TIMEOUT_MINUTES,
@@ -59,6 +60,10 @@ def context_key(field_name: str) -> str:
     """The camelCase context key of a flat snake_case name (`instance_type` -> `instanceType`)."""
     head, *rest = field_name.split("_")
     return head + "".join(part.capitalize() for part in rest)
+
+
+# Text that reads as a number, finite or not (float() takes "inf" and "nan" too).
+_NUMBER_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|infinity|nan)", re.I)
 
 
 def setting_error(key: str, value: object, problem: str) -> SettingsError:
@@ -119,22 +124,21 @@ def context_value(key: str, raw: Any, annotation: Any, metadata: list[Any]) -> A
             return raw.strip().lower() == "true"
         raise setting_error(key, raw, "is not true or false; allowed: true, false")
     if int in kinds:
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            return raw
-        if isinstance(raw, str) and re.fullmatch(r"[+-]?\d+", raw.strip()):
-            return int(raw)
-        raise setting_error(key, raw, "is not a whole number; allowed: an integer such as 2")
+        whole = whole_number(raw)
+        if whole is None:
+            raise setting_error(
+                key,
+                raw,
+                f"is not a whole number; allowed: an integer such as 2, at most {MAX_NUMBER_DIGITS} digits",
+            )
+        return whole
     if float in kinds:
-        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            number = float(raw)
-        else:
-            try:
-                number = float(str(raw))
-            except ValueError:
-                raise setting_error(key, raw, "is not a number; allowed: a number such as 60") from None
-        if not math.isfinite(number):
+        number = finite_number(raw if isinstance(raw, (int, float)) else str(raw))
+        if number is not None:
+            return number
+        if isinstance(raw, (int, float)) or _NUMBER_TEXT.fullmatch(str(raw).strip()):
             raise setting_error(key, raw, "is not a finite number; allowed: a number such as 60")
-        return number
+        raise setting_error(key, raw, "is not a number; allowed: a number such as 60")
     if NUMBER_AS_TEXT in metadata and isinstance(raw, int) and not isinstance(raw, bool):
         return str(raw)
     if isinstance(raw, Enum):
