@@ -317,6 +317,8 @@ def endpoint_quota_name(instance_type: str) -> str:
 # ======================================================================================================
 IC_INSTANCE_FAMILIES = _COMPONENTS.instance_families.supported
 IC_UNKNOWN_INSTANCE_FAMILIES = _COMPONENTS.instance_families.unknown
+# Regions whose CloudFormation has AWS::SageMaker::InferenceComponent.
+IC_REGIONS = _COMPONENTS.regions.value
 IC_MIN_ACCELERATORS_PER_COPY = _COMPONENTS.compute_requirements.min_accelerators_per_copy
 IC_MIN_MEMORY_MB = _COMPONENTS.compute_requirements.min_memory_mb
 IC_NAME_PATTERN = _COMPONENTS.copies.name_pattern

@@ -331,7 +331,7 @@ class IcContainer(Sourced):
 
 class InferenceComponentsTable(Frozen):
     instance_families: IcInstanceFamilies
-    regions: Fact[tuple[str, ...] | None]
+    regions: Fact[frozenset[str]]
     compute_requirements: IcComputeRequirements
     copies: IcCopies
     scale_to_zero: IcScaleToZero
