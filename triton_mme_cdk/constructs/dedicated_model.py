@@ -51,6 +51,8 @@ class DedicatedModel(Construct):
         super().__init__(scope, construct_id)
         self.name = name
         self.model = footprint.model
+        self.placement, self.footprint = placement, footprint
+        self.errors_5xx: cloudwatch.Alarm | None = None
         self.component = sagemaker.CfnInferenceComponent(
             self,
             "Component",

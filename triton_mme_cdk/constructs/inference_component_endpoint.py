@@ -54,6 +54,7 @@ class InferenceComponentEndpoint(Construct):
         super().__init__(scope, construct_id)
         self.name = name
         self.variant_name = VARIANT_NAME
+        self.instance_type, self.instances = instance_type, instances
         self.hosting = HostingRole(
             self,
             "Hosting",

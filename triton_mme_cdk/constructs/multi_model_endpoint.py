@@ -84,7 +84,7 @@ class TritonMultiModelEndpointProps:
     """The name of the endpoint that hosts the catalog's `placement: dedicated` entries as inference
     components; fixed, like the endpoint's. Unused when the catalog has none (then no such endpoint exists).
 
-    @default - the endpoint's name and `-ic`
+    @default - the endpoint's name followed by -ic
     """
 
     endpoint: EndpointSettings = field(default_factory=EndpointSettings)
