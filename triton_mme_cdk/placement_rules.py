@@ -41,6 +41,11 @@ BYTES_PER_WEIGHT = {"fp16": 2, "fp32": 4}
 # default) and its CUDA context. Unconfirmed: no AWS or NVIDIA figure; 512 MiB taken, the safe side.
 TRITON_PROCESS_HOST_BYTES = 512 * MIB
 SUFFIX_DIGITS = 8
+# A rolling update of a component starts a batch of new copies (one: IC_ROLLING_BATCH_TYPE, value 1) before it
+# stops old ones ("provisions capacity on the new endpoint fleet, ... and terminates capacity on the old",
+# botocore's InferenceComponentRollingUpdatePolicy.MaximumBatchSize), so the endpoint may grow by one instance
+# beyond the copies' maximum while an update runs.
+ROLLING_BATCH_INSTANCES = 1
 
 
 @dataclass(frozen=True)
@@ -77,14 +82,14 @@ def copy_footprint(entry: ModelEntry) -> CopyFootprint:
 
 
 def component_instances(catalog: Catalog) -> tuple[int, int, int]:
-    """(min, initial, max) instances of the component endpoint: one single-GPU instance per copy, and a
-    minimum of 0 once any entry may scale to zero (the platform's condition for it)."""
+    """(min, initial, max) instances of the component endpoint: one single-GPU instance per copy, a minimum
+    of 0 once any entry may scale to zero (the platform's condition for it), and room for a rolling batch."""
     entries = dedicated_entries(catalog)
     assert entries, "the catalog has no dedicated entries"
     ranges = [entry.dedicated.copy_range for entry in entries if entry.dedicated]
     lowest = 0 if any(low == 0 for low, _ in ranges) else sum(low for low, _ in ranges)
     initial = sum(entry.dedicated.copies for entry in entries if entry.dedicated)
-    return lowest, initial, sum(high for _, high in ranges)
+    return lowest, initial, sum(high for _, high in ranges) + ROLLING_BATCH_INSTANCES
 
 
 def dedicated_problem(settings: Settings, catalog: Catalog) -> str | None:
@@ -109,10 +114,11 @@ def dedicated_problem(settings: Settings, catalog: Catalog) -> str | None:
             return f"model {quoted(entry.name)}: {problem}"
     _, _, highest = component_instances(catalog)
     if highest > MAX_INSTANCES:
+        copies = highest - ROLLING_BATCH_INSTANCES
         return (
-            f"the dedicated entries' max_copies add up to {highest} copies, one {instance_type} instance "
-            f"each, more than {MAX_INSTANCES} instances; allowed: max_copies adding up to {MAX_INSTANCES} or "
-            "fewer"
+            f"the dedicated entries' max_copies add up to {copies} copies, one {instance_type} instance each "
+            f"and one more for a rolling update, more than {MAX_INSTANCES} instances; allowed: max_copies "
+            f"adding up to {MAX_INSTANCES - ROLLING_BATCH_INSTANCES} or fewer"
         )
     return None
 

@@ -80,7 +80,7 @@ def test_with_dedicated_models_the_output_carries_their_endpoint_and_components(
     components = facts["inferenceComponents"]
     assert components["variantName"] == "AllTraffic" and components["instanceType"] == "ml.g5.xlarge"
     # resnet50 may scale to zero, so the endpoint may too; one single-GPU instance per copy at most.
-    assert components["instanceCounts"] == {"min": 0, "initial": 3, "max": 7}
+    assert components["instanceCounts"] == {"min": 0, "initial": 3, "max": 8}
     assert components["components"]["resnet50"]["copyRange"] == [0, 3]
     assert components["components"]["mobilenet"]["copyCount"] == 2
     assert components["components"]["mobilenet"]["alarmName"] == "<ref>"

@@ -3,9 +3,12 @@ bare stack, and the handler that resolves each component's archive from the buil
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
+import yaml
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
@@ -104,9 +107,10 @@ def test_a_catalog_without_dedicated_entries_asks_nothing() -> None:
         ),
         (
             {},
-            [dedicated("a", max_copies=60), dedicated("b", max_copies=41)],
-            r"^the dedicated entries' max_copies add up to 101 copies, one ml\.g5\.xlarge instance each, "
-            r"more than 100 instances; allowed: max_copies adding up to 100 or fewer$",
+            [dedicated("a", max_copies=60), dedicated("b", max_copies=40)],
+            r"^the dedicated entries' max_copies add up to 100 copies, one ml\.g5\.xlarge instance each "
+            r"and one more for a rolling update, more than 100 instances; allowed: max_copies adding up to "
+            r"99 or fewer$",
         ),
     ],
 )
@@ -132,8 +136,8 @@ def test_a_copy_asks_for_one_gpu_and_its_estimated_host_memory() -> None:
 
 
 def test_instances_follow_the_copies_and_reach_zero_only_with_a_component_that_may() -> None:
-    assert component_instances(HYBRID) == (0, 3, 7)
-    assert component_instances(catalog(dedicated("a", copies=2, max_copies=3), dedicated("b"))) == (2, 3, 4)
+    assert component_instances(HYBRID) == (0, 3, 8)
+    assert component_instances(catalog(dedicated("a", copies=2, max_copies=3), dedicated("b"))) == (2, 3, 5)
 
 
 def test_names_stay_within_sagemakers_limit_and_distinct() -> None:
@@ -188,7 +192,7 @@ def test_the_endpoint_config_hosts_components_with_managed_instance_scaling(
                     "ManagedInstanceScaling": {
                         "Status": "ENABLED",
                         "MinInstanceCount": 0,
-                        "MaxInstanceCount": 7,
+                        "MaxInstanceCount": 8,
                     },
                     "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
                     "ModelName": Match.absent(),
@@ -361,3 +365,18 @@ def test_a_new_build_is_a_new_lookup_and_its_delete_does_nothing() -> None:
     }
     assert handler.on_event(event) == {"PhysicalResourceId": "s3://b/manifests/x"}
     assert handler.is_complete({**event, "RequestType": "Delete"}) == {"IsComplete": True}
+
+
+def test_the_construct_refuses_what_cannot_deploy_before_it_adds_anything(tmp_path: Path) -> None:
+    from triton_mme_cdk import EndpointSettings, SettingsError, TritonMultiModelEndpoint
+    from triton_mme_cdk import TritonMultiModelEndpointProps as Props
+
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"models": [dedicated("hot")]}))
+    stack = bare_stack()
+    on_p3 = EndpointSettings(instance_type="ml.p3.2xlarge", triton_image_tag="24.05-py3")
+    with pytest.raises(
+        SettingsError, match=r"^models 'hot' have placement: dedicated, but instanceType=ml\.p3"
+    ):
+        TritonMultiModelEndpoint(stack, "Models", Props(catalog=path, endpoint=on_p3))
+    assert not [child for child in stack.node.find_all() if isinstance(child, cdk.CfnResource)]
