@@ -336,6 +336,28 @@ def test_grant_invoke_is_invoke_endpoint_on_this_endpoint_only(
     )
 
 
+def test_with_autoscaling_off_the_components_keep_their_copies_unscaled() -> None:
+    stack = bare_stack()
+    entries = dedicated_entries(HYBRID)
+    endpoint = InferenceComponentEndpoint(
+        stack,
+        "Dedicated",
+        name="team-ic",
+        store=ModelStore(stack, "Store", ModelStoreProps()),
+        image=TritonImage(stack, "Image", tag="25.04-py3"),
+        environment={},
+        entries=entries,
+        artifact_urls={entry.name: "s3://bucket/models/a.tar.gz" for entry in entries},
+        instance_type="ml.g5.xlarge",
+        instances=component_instances(HYBRID),
+        scaling=ScalingSettings(autoscaling=False),
+    )
+    template = Template.from_stack(stack)
+    assert all(model.scaling is None for model in endpoint.models.values())
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+    template.resource_count_is("AWS::SageMaker::InferenceComponent", 2)
+
+
 # ----- the archive lookup -------------------------------------------------------------------------------
 MANIFEST = {
     "archives": [

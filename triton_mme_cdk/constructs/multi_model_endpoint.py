@@ -359,6 +359,10 @@ class TritonMultiModelEndpoint(Construct):
         )
         # Like the multi-model endpoint, it serves only archives that passed the serving check in its image.
         dedicated.endpoint.node.add_dependency(self.build.resource)
+        retention = settings.endpoint.log_retention
+        self.endpoint_logs.add_endpoint(
+            "DedicatedRetention", endpoint_name=dedicated.endpoint_name, retention=retention
+        )
         dedicated.guard_updates(
             settings.updates, thresholds=settings.alarms, alarm_topic=self.monitoring.alarm_topic.topic
         )
