@@ -571,9 +571,11 @@ def test_stack_is_environment_agnostic_unless_a_region_is_given(
     assert pinned.template.to_json()["Mappings"], "the image mapping stays in a region-pinned template"
 
 
-def test_the_default_synth_warns_of_nothing(default_synth: Synthesized) -> None:
+@pytest.mark.parametrize("variant", ["defaults", "hybrid-placement"])
+def test_the_synth_warns_of_nothing(synth_with: SynthWith, variant: str) -> None:
     """`make synth` prints CDK's warnings; each one is either fixed or acknowledged with its reason."""
-    warnings = Annotations.from_stack(default_synth.stack).find_warning("*", Match.any_value())
+    stack = synth_with(**VARIANTS[variant]).stack
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.any_value())
     assert [(w.id, w.entry.data) for w in warnings] == []
 
 
