@@ -520,7 +520,7 @@ def test_components_serve_the_archives_of_the_build_that_passed_the_serving_chec
         component_id = lid(synth, component.component)
         assert {build_id, lookup_id} <= upstream(graph, component_id)
         assert synth.resources[component_id]["Properties"]["Specification"]["Container"]["ArtifactUrl"] == {
-            "Fn::GetAtt": [lookup_id, component.model]
+            "Fn::GetAtt": [lookup_id, mme.archive_locations.attributes[component.model]]
         }
 
 

@@ -369,15 +369,19 @@ MANIFEST = {
 
 def test_the_lookup_answers_each_dedicated_models_archive_url() -> None:
     urls = handler.archive_urls(
-        MANIFEST, [{"Name": "hot", "Format": "torchscript"}], bucket="b", prefix="models/"
+        MANIFEST,
+        [{"Name": "hot", "Format": "torchscript", "Attribute": "Archive0"}],
+        bucket="b",
+        prefix="models/",
     )
-    assert urls == {"hot": "s3://b/models/hot-torchscript-fedcba9876543210.tar.gz"}
+    assert urls == {"Archive0": "s3://b/models/hot-torchscript-fedcba9876543210.tar.gz"}
 
 
 def test_a_model_the_build_did_not_make_fails_the_deployment_in_one_line() -> None:
     with pytest.raises(handler.ArchiveMissing, match=r"^the build's manifest names no onnx archive of model "
                        r"'warm', .*; built: hot \(onnx\), hot \(torchscript\)$"):  # fmt: skip
-        handler.archive_urls(MANIFEST, [{"Name": "warm", "Format": "onnx"}], bucket="b", prefix="models/")
+        wanted = [{"Name": "warm", "Format": "onnx", "Attribute": "Archive0"}]
+        handler.archive_urls(MANIFEST, wanted, bucket="b", prefix="models/")
 
 
 def test_a_new_build_is_a_new_lookup_and_its_delete_does_nothing() -> None:

@@ -65,7 +65,9 @@ class ArchiveLocations(Construct):
             store.read_arns,
             reason="Reads are confined to the model store's models and manifests (the build's manifest).",
         )
-        self.models = dict(archives)
+        self.models = dict(sorted(archives.items()))
+        # Attributes named by position, not by model name: a name's hyphens have no place in Fn::GetAtt.
+        self.attributes = {name: f"Archive{index}" for index, name in enumerate(self.models)}
         self.resource = CustomResource(
             self,
             "Resource",
@@ -75,7 +77,10 @@ class ArchiveLocations(Construct):
                 "Bucket": store.bucket.bucket_name,
                 "ModelPrefix": store.model_prefix,
                 "BuildManifestKey": manifest_key,
-                "Models": [{"Name": name, "Format": fmt.value} for name, fmt in sorted(self.models.items())],
+                "Models": [
+                    {"Name": name, "Format": fmt.value, "Attribute": self.attributes[name]}
+                    for name, fmt in self.models.items()
+                ],
             },
             service_timeout=TOTAL_TIMEOUT,
         )
@@ -84,4 +89,4 @@ class ArchiveLocations(Construct):
         """The archive's s3:// URL (a reference resolved at deploy time)."""
         if model not in self.models:
             raise KeyError(f"{model!r} is not one of the dedicated models ({', '.join(sorted(self.models))})")
-        return Token.as_string(self.resource.get_att(model))
+        return Token.as_string(self.resource.get_att(self.attributes[model]))

@@ -6,7 +6,8 @@ a concrete ArtifactUrl. The resource depends on the build trigger, so the build'
 (`BuildManifestKey`, written once by the serving check) exists when it runs:
 
 - Create and Update read that manifest and answer, for every (model, format) of `Models`, the archive's S3 URL
-  as the attribute named after the model; a model the manifest lacks fails the deployment in one line.
+  as the attribute the entry names (`Attribute`: letters and digits, whatever the model's name); a model the
+  manifest lacks fails the deployment in one line.
 - Delete does nothing: the archives belong to the store.
 
 The physical id is the build manifest's location, so a new build is a new resource and every component that
@@ -52,7 +53,7 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 def archive_urls(
     manifest: dict[str, Any], wanted: list[dict[str, str]], *, bucket: str, prefix: str
 ) -> dict[str, str]:
-    """{model name: s3://bucket/<prefix><target model>} for each wanted (name, format)."""
+    """{attribute: s3://bucket/<prefix><target model>} for each wanted (name, format, attribute)."""
     built = {(a["name"], a["format"]): a["target_model"] for a in manifest.get("archives", [])}
     urls = {}
     for model in wanted:
@@ -63,5 +64,5 @@ def archive_urls(
                 f"the catalog places on an inference component; built: "
                 + (", ".join(f"{name} ({fmt})" for name, fmt in sorted(built)) or "nothing")
             )
-        urls[model["Name"]] = f"s3://{bucket}/{prefix}{target}"
+        urls[model["Attribute"]] = f"s3://{bucket}/{prefix}{target}"
     return urls
