@@ -179,7 +179,7 @@ def components() -> tuple[Template, InferenceComponentEndpoint, iam.Role]:
 def test_the_endpoint_config_hosts_components_with_managed_instance_scaling(
     components: tuple[Template, InferenceComponentEndpoint, iam.Role],
 ) -> None:
-    template, _, _ = components
+    template, endpoint, _ = components
     template.has_resource_properties(
         "AWS::SageMaker::EndpointConfig",
         {
@@ -201,6 +201,10 @@ def test_the_endpoint_config_hosts_components_with_managed_instance_scaling(
         },
     )
     template.has_resource_properties("AWS::SageMaker::Endpoint", {"EndpointName": "team-ic"})
+    # CreateEndpointConfig passes the execution role: its permissions exist first.
+    stack = endpoint.endpoint.stack
+    config = template.to_json()["Resources"][stack.get_logical_id(endpoint.endpoint_config)]
+    assert stack.get_logical_id(endpoint.hosting.policy.node.default_child) in config["DependsOn"]
 
 
 def test_each_dedicated_model_is_one_component_serving_its_archive(
@@ -312,6 +316,18 @@ def test_updates_roll_copies_over_and_roll_back_on_the_components_5xx_alarm(
             "Dimensions": [{"Name": "InferenceComponentName", "Value": "team-ic-hot"}],
         },
     )
+    # SageMaker reads the rollback alarms with the endpoint's execution role, those alarms only.
+    policy_id = stack.get_logical_id(endpoint.hosting.policy.node.default_child)
+    hosting = template.to_json()["Resources"][policy_id]
+    (describe,) = [
+        statement
+        for statement in hosting["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Action"] == "cloudwatch:DescribeAlarms"
+    ]
+    alarms = [model.errors_5xx for model in endpoint.models.values()]
+    assert describe["Resource"] == [
+        {"Fn::GetAtt": [stack.get_logical_id(a.node.default_child), "Arn"]} for a in alarms if a is not None
+    ]
 
 
 def test_grant_invoke_is_invoke_endpoint_on_this_endpoint_only(
