@@ -19,6 +19,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from triton_mme.acceptance.stack import ACCEPTANCE_SETTINGS_OUTPUT
 from triton_mme_cdk.constructs.deployment_events import DeploymentEvents
 from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
+from triton_mme_cdk.constructs.inference_component_endpoint import InferenceComponentEndpoint
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.triton_endpoint import TritonEndpoint
 
@@ -40,6 +41,7 @@ def acceptance_settings(
     alarms: Sequence[cloudwatch.IAlarm],
     autoscaling: EndpointAutoscaling | None,
     deployment_events: DeploymentEvents,
+    dedicated: InferenceComponentEndpoint | None = None,
 ) -> str:
     """The output's value: a JSON document, with the references CloudFormation resolves."""
     scaling: dict[str, Any] | None = None
@@ -55,24 +57,48 @@ def acceptance_settings(
             "maxCapacity": target.max_capacity,
             "policyCount": sum(policy is not None for policy in policies),
         }
-    return stack.to_json_string(
-        {
-            "endpointName": endpoint.endpoint_name,
-            "endpointConfigName": endpoint.endpoint_config.attr_endpoint_config_name,
-            "modelName": endpoint.model.attr_model_name,
-            "variantName": endpoint.variant_name,
-            "instanceType": instance_type,
-            "initialInstanceCount": initial_instance_count,
-            "inferenceAmiVersion": inference_ami_version,
-            "networkIsolation": network_isolation,
-            "image": image_uri,
-            "imageTag": image_tag,
-            "modelDataUrl": store.model_prefix_url,
-            "liveManifestUrl": store.bucket.s3_url_for_object(store.live_manifest_key),
-            "deploymentConfig": endpoint.endpoint.deployment_config,
-            "buildFingerprint": build_fingerprint,
-            "alarmNames": [alarm.alarm_name for alarm in alarms],
-            "scaling": scaling,
-            "deploymentEventLogGroup": deployment_events.log_group_name,
-        }
-    )
+    document: dict[str, Any] = {
+        "endpointName": endpoint.endpoint_name,
+        "endpointConfigName": endpoint.endpoint_config.attr_endpoint_config_name,
+        "modelName": endpoint.model.attr_model_name,
+        "variantName": endpoint.variant_name,
+        "instanceType": instance_type,
+        "initialInstanceCount": initial_instance_count,
+        "inferenceAmiVersion": inference_ami_version,
+        "networkIsolation": network_isolation,
+        "image": image_uri,
+        "imageTag": image_tag,
+        "modelDataUrl": store.model_prefix_url,
+        "liveManifestUrl": store.bucket.s3_url_for_object(store.live_manifest_key),
+        "deploymentConfig": endpoint.endpoint.deployment_config,
+        "buildFingerprint": build_fingerprint,
+        "alarmNames": [alarm.alarm_name for alarm in alarms],
+        "scaling": scaling,
+        "deploymentEventLogGroup": deployment_events.log_group_name,
+    }
+    # Only with dedicated entries, so a stack without them promises what it always did.
+    if dedicated is not None:
+        document["inferenceComponents"] = inference_components(dedicated)
+    return stack.to_json_string(document)
+
+
+def inference_components(dedicated: InferenceComponentEndpoint) -> dict[str, Any]:
+    """The inference component endpoint and, per dedicated model, its component, copies and alarm."""
+    config = dedicated.endpoint_config
+    return {
+        "endpointName": dedicated.endpoint_name,
+        "endpointConfigName": config.attr_endpoint_config_name,
+        "variantName": dedicated.variant_name,
+        "instanceType": dedicated.instance_type,
+        "instanceCounts": dict(zip(("min", "initial", "max"), dedicated.instances, strict=True)),
+        "components": {
+            model: {
+                "name": component.name,
+                "copyCount": component.placement.copies,
+                "copyRange": list(component.placement.copy_range),
+                "scaled": component.scaling is not None,
+                "alarmName": component.errors_5xx.alarm_name if component.errors_5xx else None,
+            }
+            for model, component in dedicated.models.items()
+        },
+    }

@@ -20,6 +20,10 @@ from triton_mme_cdk.settings import Settings
 ENDPOINT_NAME_OUTPUT = "EndpointName"
 # The output the deploy workflow reads the acceptance role from (.github/workflows/deploy.yml).
 ACCEPTANCE_ROLE_OUTPUT = "AcceptanceRoleArn"
+# With `placement: dedicated` entries: the inference component endpoint, and each dedicated model's
+# component as a JSON object {model: inference component name}, which the client routes by.
+IC_ENDPOINT_NAME_OUTPUT = "InferenceComponentEndpointName"
+IC_NAMES_OUTPUT = "InferenceComponentNames"
 
 
 class TritonMmeStack(Stack):
@@ -41,6 +45,14 @@ class TritonMmeStack(Stack):
             TritonMultiModelEndpointProps.from_settings(settings, encryption_key=self.encryption_key),
         )
         CfnOutput(self, ENDPOINT_NAME_OUTPUT, value=mme.endpoint_name)
+        if mme.dedicated is not None:
+            CfnOutput(self, IC_ENDPOINT_NAME_OUTPUT, value=mme.dedicated.endpoint_name)
+            CfnOutput(
+                self,
+                IC_NAMES_OUTPUT,
+                description="The inference component of each dedicated model, as JSON (docs/constructs.md)",
+                value=self.to_json_string(mme.dedicated.component_names),
+            )
         CfnOutput(self, "ModelBucketName", value=mme.store.bucket.bucket_name)
         CfnOutput(self, "ModelPrefixUrl", value=mme.store.model_prefix_url)
         CfnOutput(
@@ -79,5 +91,6 @@ class TritonMmeStack(Stack):
                 alarms=list(mme.monitoring.alarms.values()),
                 autoscaling=mme.autoscaling,
                 deployment_events=mme.deployment_events,
+                dedicated=mme.dedicated,
             ),
         )

@@ -34,6 +34,7 @@ from triton_mme.core.platform_tables import (
     CodeBuildTable,
     GpuInstancesTable,
     InferenceAmisTable,
+    InferenceComponentsTable,
     LimitsTable,
     PlatformDataError,
     PricesTable,
@@ -53,6 +54,7 @@ TABLES = {
     "codebuild.yaml": CodeBuildTable,
     "limits.yaml": LimitsTable,
     "prices.yaml": PricesTable,
+    "inference_components.yaml": InferenceComponentsTable,
 }
 
 
@@ -268,3 +270,22 @@ def test_limits_read_from_the_data_keep_their_values() -> None:
     assert platform.VARIANT_METRIC_DIMENSIONS == ("EndpointName", "VariantName")
     assert (platform.S3_IF_NONE_MATCH_KEY, platform.S3_IF_MATCH_KEY) == ("s3:if-none-match", "s3:if-match")
     assert platform.HOURS_PER_MONTH == 730
+
+
+# ----- inference components ---------------------------------------------------------------------------------
+def test_inference_components_run_on_the_confirmed_families_only() -> None:
+    from triton_mme.core.platform import IC_INSTANCE_FAMILIES, ic_instance_problem
+
+    assert ic_instance_problem("ml.g5.2xlarge") is None and ic_instance_problem("ml.g4dn.xlarge") is None
+    refusal = ic_instance_problem("ml.p3.2xlarge")
+    assert refusal is not None and "unconfirmed" in refusal and "ml.g5.*" in refusal
+    assert {name.rsplit(".", 1)[0] for name in GPU_MME_INSTANCE_TYPES} >= set(IC_INSTANCE_FAMILIES)
+
+
+def test_the_no_capacity_answer_is_recorded_for_the_client() -> None:
+    from triton_mme.core.platform import IC_NO_CAPACITY_ERROR, IC_SCALE_TO_ZERO
+
+    assert IC_NO_CAPACITY_ERROR.code == "ValidationError" and IC_NO_CAPACITY_ERROR.http_status == 400
+    assert IC_NO_CAPACITY_ERROR.message.startswith("Inference Component has no capacity")
+    assert IC_SCALE_TO_ZERO.endpoint_min_instance_count == 0
+    assert IC_SCALE_TO_ZERO.wake_metric == "NoCapacityInvocationFailures"

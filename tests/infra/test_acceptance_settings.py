@@ -70,3 +70,27 @@ def test_the_deployment_events_are_recorded_before_the_endpoint(default_synth: S
     policy = stack.mme.deployment_events.policy.node.default_child
     assert stack.get_logical_id(policy) in endpoint["DependsOn"]  # type: ignore[arg-type]
     assert rendered(default_synth)["deploymentEventLogGroup"] == "<ref>"
+
+
+def test_with_dedicated_models_the_output_carries_their_endpoint_and_components(
+    synth_with: SynthWith,
+) -> None:
+    synth = synth_with(**VARIANTS["hybrid-placement"])
+    facts = rendered(synth)
+    components = facts["inferenceComponents"]
+    assert components["variantName"] == "AllTraffic" and components["instanceType"] == "ml.g5.xlarge"
+    # resnet50 may scale to zero, so the endpoint may too; one single-GPU instance per copy at most.
+    assert components["instanceCounts"] == {"min": 0, "initial": 3, "max": 8}
+    assert components["components"]["resnet50"]["copyRange"] == [0, 3]
+    assert components["components"]["mobilenet"]["copyCount"] == 2
+    assert components["components"]["mobilenet"]["alarmName"] == "<ref>"
+    parsed = StackFacts.from_outputs({ACCEPTANCE_SETTINGS_OUTPUT: json.dumps(facts)}, stack_name="S")
+    assert parsed.settings.inference_components is not None
+    assert parsed.settings.inference_components.components["resnet50"].scaled
+
+
+def test_without_dedicated_models_the_output_promises_what_it_always_did(default_synth: Synthesized) -> None:
+    facts = rendered(default_synth)
+    assert "inferenceComponents" not in facts
+    parsed = StackFacts.from_outputs({ACCEPTANCE_SETTINGS_OUTPUT: json.dumps(facts)}, stack_name="S")
+    assert parsed.settings.inference_components is None

@@ -35,7 +35,7 @@ from syrupy.types import PropertyPath
 
 from benchmarks import checkov_scan
 from benchmarks.deploy_order import dependencies, longest_waits, upstream
-from triton_mme.core.platform import CDK_MIN_BOOTSTRAP_VERSION, CUSTOM_RESOURCE_TIMEOUT_MINUTES
+from triton_mme.core.platform import CDK_MIN_BOOTSTRAP_VERSION, CUSTOM_RESOURCE_TIMEOUT_MINUTES, IC_REGIONS
 from triton_mme_cdk.settings import BUILD_DEADLINE_MARGIN_MINUTES
 
 SynthWith = Callable[..., Synthesized]
@@ -478,6 +478,90 @@ def test_outputs_name_the_endpoint_its_logs_the_bucket_and_the_model_prefix(
     }
 
 
+# ----- both placements ------------------------------------------------------------------------------------
+def test_a_catalog_with_both_placements_makes_both_endpoints_with_per_model_scaling(
+    synth_with: SynthWith,
+) -> None:
+    synth = synth_with(**VARIANTS["hybrid-placement"])
+    template, stack = synth.template, synth.stack
+    template.resource_count_is("AWS::SageMaker::Endpoint", 2)
+    # The multi-model endpoint keeps the tail (its Model is MultiModel); the components need no Model.
+    template.resource_count_is("AWS::SageMaker::Model", 1)
+    template.has_resource_properties(
+        "AWS::SageMaker::Endpoint", {"EndpointName": "TritonMultiModelEndpoint-ic"}
+    )
+    names = {props["Properties"]["InferenceComponentName"] for props in
+             template.find_resources("AWS::SageMaker::InferenceComponent").values()}  # fmt: skip
+    assert names == {"TritonMultiModelEndpoint-ic-resnet50", "TritonMultiModelEndpoint-ic-mobilenet"}
+    targets = template.find_resources("AWS::ApplicationAutoScaling::ScalableTarget")
+    dimensions = sorted(target["Properties"]["ScalableDimension"] for target in targets.values())
+    assert dimensions == ["sagemaker:inference-component:DesiredCopyCount"] * 2 + [
+        "sagemaker:variant:DesiredInstanceCount"
+    ]
+    # The dashboard has a section for the components beside the endpoint's own.
+    assert "Inference components" in json.dumps(template.to_json())
+    assert stack.mme.dedicated is not None and set(stack.mme.dedicated.models) == {"resnet50", "mobilenet"}
+
+
+def test_components_serve_the_archives_of_the_build_that_passed_the_serving_check(
+    synth_with: SynthWith,
+) -> None:
+    synth = synth_with(**VARIANTS["hybrid-placement"])
+    graph = dependencies(synth.resources)
+    build_id, _ = only(synth, "Custom::ModelBuild")
+    lookup_id, lookup = only(synth, "Custom::ArchiveLocations")
+    mme = synth.stack.mme
+    assert mme.dedicated is not None and mme.archive_locations is not None
+    assert build_id in upstream(graph, lookup_id)
+    assert lookup["Properties"]["BuildManifestKey"].endswith(
+        f"builds/{mme.serving_check.fingerprint}/manifest.json"
+    )
+    for component in mme.dedicated.models.values():
+        component_id = lid(synth, component.component)
+        assert {build_id, lookup_id} <= upstream(graph, component_id)
+        assert synth.resources[component_id]["Properties"]["Specification"]["Container"]["ArtifactUrl"] == {
+            "Fn::GetAtt": [lookup_id, mme.archive_locations.attributes[component.model]]
+        }
+
+
+def test_outputs_name_the_component_endpoint_and_each_models_component(
+    default_synth: Synthesized, synth_with: SynthWith
+) -> None:
+    assert not {"InferenceComponentEndpointName", "InferenceComponentNames"} & set(
+        default_synth.template.to_json()["Outputs"]
+    )
+    synth = synth_with(**VARIANTS["hybrid-placement"])
+    outputs = synth.template.to_json()["Outputs"]
+    assert synth.stack.mme.dedicated is not None
+    assert outputs["InferenceComponentEndpointName"]["Value"] == {
+        "Fn::GetAtt": [lid(synth, synth.stack.mme.dedicated.endpoint), "EndpointName"]
+    }
+    assert json.loads(outputs["InferenceComponentNames"]["Value"]) == {
+        "resnet50": "TritonMultiModelEndpoint-ic-resnet50",
+        "mobilenet": "TritonMultiModelEndpoint-ic-mobilenet",
+    }
+
+
+def test_grant_invoke_covers_both_endpoints() -> None:
+    from synth_support import HYBRID, bare_stack, template_logical_id
+
+    from triton_mme_cdk import TritonMultiModelEndpoint, TritonMultiModelEndpointProps
+
+    stack = bare_stack()
+    mme = TritonMultiModelEndpoint(
+        stack,
+        "Models",
+        TritonMultiModelEndpointProps(catalog=Path(HYBRID), dedicated_endpoint_name="hot-models"),
+    )
+    role = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    grant = mme.grant_invoke(role)
+    assert mme.dedicated is not None and mme.dedicated.name == "hot-models"
+    arns = {
+        stack.resolve(arn)["Ref"] for statement in grant.principal_statements for arn in statement.resources
+    }
+    assert arns == {template_logical_id(mme.cfn_endpoint), template_logical_id(mme.dedicated.endpoint)}
+
+
 def test_stack_is_environment_agnostic_unless_a_region_is_given(
     default_synth: Synthesized, synth_with: SynthWith
 ) -> None:
@@ -487,9 +571,11 @@ def test_stack_is_environment_agnostic_unless_a_region_is_given(
     assert pinned.template.to_json()["Mappings"], "the image mapping stays in a region-pinned template"
 
 
-def test_the_default_synth_warns_of_nothing(default_synth: Synthesized) -> None:
+@pytest.mark.parametrize("variant", ["defaults", "hybrid-placement"])
+def test_the_synth_warns_of_nothing(synth_with: SynthWith, variant: str) -> None:
     """`make synth` prints CDK's warnings; each one is either fixed or acknowledged with its reason."""
-    warnings = Annotations.from_stack(default_synth.stack).find_warning("*", Match.any_value())
+    stack = synth_with(**VARIANTS[variant]).stack
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.any_value())
     assert [(w.id, w.entry.data) for w in warnings] == []
 
 
@@ -623,8 +709,8 @@ def unmatched_acknowledgments(monkeypatch: pytest.MonkeyPatch, build: Callable[[
 
 
 # Acknowledgments vary with the settings only through the encryption key (nag.acknowledge_codebuild_grants);
-# kms-on-p3 also gives the endpoint config a volume key.
-@pytest.mark.parametrize("variant", ["defaults", "kms-on-p3"])
+# kms-on-p3 also gives the endpoint config a volume key; hybrid-placement adds the archive lookup's provider.
+@pytest.mark.parametrize("variant", ["defaults", "kms-on-p3", "hybrid-placement"])
 def test_every_acknowledgment_matches_a_finding(monkeypatch: pytest.MonkeyPatch, variant: str) -> None:
     """An acknowledgment that matches nothing hides nothing today and anything tomorrow: each is needed."""
     from triton_mme_cdk.composition import compose
@@ -683,7 +769,7 @@ def test_a_skip_without_reason_or_of_an_unknown_check_is_reported() -> None:
 
 # kms-on-p3 adds the key to the bucket, the runners and the endpoint config; no-scaling-no-isolation turns the
 # Model's network isolation off: what checkov checks changes most with those.
-@pytest.mark.parametrize("variant", ["defaults", "kms-on-p3", "no-scaling-no-isolation"])
+@pytest.mark.parametrize("variant", ["defaults", "kms-on-p3", "no-scaling-no-isolation", "hybrid-placement"])
 def test_checkov_finds_nothing_unjustified_and_every_skip_is_applied(
     synth_with: SynthWith, variant: str, tmp_path: Path
 ) -> None:
@@ -737,6 +823,8 @@ def test_cfn_lint_is_clean_on_every_template(synth_with: SynthWith, variant: str
     templates = sorted(synth.assembly_dir.glob("*.template.json"))
     assert templates, "the assembly holds no template"
     regions = [synth.stack.region] if variant == "pinned-region" else LINT_REGIONS
+    if variant == "hybrid-placement":  # inference components exist in fewer regions (platform data)
+        regions = [region for region in regions if region in IC_REGIONS]
     for template in templates:
         decoded, errors = decode_str(template.read_text(encoding="utf-8"))
         assert errors == [] and decoded is not None, errors

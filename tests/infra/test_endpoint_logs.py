@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
@@ -97,3 +99,34 @@ def test_the_retention_function_sets_only_this_groups_retention_and_writes_only_
     assert len(template.find_resources("AWS::IAM::Policy")) == 1, "CDK's own '*' policy is not added"
     # The handler runs only once the policy exists: the function itself does not wait for it.
     template.has_resource("Custom::LogRetention", {"DependsOn": Match.array_with([policy_id])})
+
+
+def test_a_second_endpoints_group_is_set_by_the_same_function_with_its_role_allowed_it() -> None:
+    """CDK's retention function is one per stack and runs with the role it was first given: a second
+    EndpointLogs would get a role the function never uses, so the second group goes through add_endpoint."""
+    stack = bare_stack()
+    endpoint_logs = EndpointLogs(
+        stack, "Logs", endpoint_name="models", retention=logs.RetentionDays.ONE_MONTH
+    )
+    added = endpoint_logs.add_endpoint(
+        "Dedicated", endpoint_name="models-ic", retention=logs.RetentionDays.ONE_WEEK
+    )
+    template = with_nag(stack)
+    template.has_resource_properties(
+        "Custom::LogRetention", {"LogGroupName": "/aws/sagemaker/Endpoints/models-ic", "RetentionInDays": 7}
+    )
+    assert len(function_logging(template)) == 1
+    policy = template.to_json()["Resources"][template_logical_id(endpoint_logs.policy)]
+    granted = {
+        json.dumps(statement["Resource"]): statement["Action"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    }
+    (second,) = [
+        resource for resource in granted if ":log-group:/aws/sagemaker/Endpoints/models-ic" in resource
+    ]
+    assert granted[second] == ["logs:CreateLogGroup", "logs:DeleteRetentionPolicy", "logs:PutRetentionPolicy"]
+    template.has_resource(
+        "Custom::LogRetention",
+        {"DependsOn": Match.array_with([template_logical_id(endpoint_logs.policy)])},
+    )
+    assert added.node.scope is endpoint_logs

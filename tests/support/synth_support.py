@@ -21,6 +21,8 @@ CDK_JSON_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text
 FEATURE_FLAGS = {key: value for key, value in CDK_JSON_CONTEXT.items() if key.startswith("@")}
 # The default catalog without TensorRT, for a V100 endpoint or a tag whose TensorRT has no pip pin.
 WITHOUT_TENSORRT = str(REPO_ROOT / "tests" / "support" / "models-without-tensorrt.yaml")
+# Both placements: the multi-model endpoint and an inference component endpoint with two dedicated models.
+HYBRID = str(REPO_ROOT / "tests" / "support" / "models-hybrid.yaml")
 KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
 
@@ -103,6 +105,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no-scaling-no-isolation": {"autoscaling": False, "network_isolation": False},
     "rolling-update": {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "1"},
     "linear-update": {"deployment_strategy": "linear", "deployment_linear_step_size": "50%"},
+    "hybrid-placement": {"model_catalog": HYBRID},
 }
 
 

@@ -39,6 +39,28 @@ class Scaling(_Settings):
     policy_count: int
 
 
+class DeployedComponent(_Settings):
+    """One dedicated model's inference component, as the template created it."""
+
+    name: str
+    copy_count: int
+    copy_range: tuple[int, int]
+    scaled: bool
+    alarm_name: str | None = None
+
+
+class DeployedComponents(_Settings):
+    """The inference component endpoint of a catalog's `placement: dedicated` entries."""
+
+    endpoint_name: str
+    endpoint_config_name: str
+    variant_name: str
+    instance_type: str
+    # min, initial, max instances (ManagedInstanceScaling and the variant's initial count).
+    instance_counts: dict[str, int]
+    components: dict[str, DeployedComponent]
+
+
 class DeployedSettings(_Settings):
     endpoint_name: str
     endpoint_config_name: str
@@ -58,6 +80,8 @@ class DeployedSettings(_Settings):
     alarm_names: tuple[str, ...]
     scaling: Scaling | None = None
     deployment_event_log_group: str
+    # Absent without dedicated entries (and in stacks deployed before inference components).
+    inference_components: DeployedComponents | None = None
 
     @property
     def api_deployment_config(self) -> dict[str, Any] | None:

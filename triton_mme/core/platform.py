@@ -23,6 +23,7 @@ from triton_mme.core.platform_tables import (
     GpuInstancesTable,
     InferenceAmi,
     InferenceAmisTable,
+    InferenceComponentsTable,
     LimitsTable,
     PlatformDataError,
     PricesTable,
@@ -40,6 +41,7 @@ _REGIONS = load_table("regions.yaml", RegionsTable)
 _CODEBUILD = load_table("codebuild.yaml", CodeBuildTable)
 _LIMITS = load_table("limits.yaml", LimitsTable)
 _PRICES = load_table("prices.yaml", PricesTable)
+_COMPONENTS = load_table("inference_components.yaml", InferenceComponentsTable)
 
 # ======================================================================================================
 # SageMaker Triton images
@@ -309,6 +311,40 @@ VARIANT_METRIC_DIMENSIONS = _LIMITS.metrics.variant_dimensions
 def endpoint_quota_name(instance_type: str) -> str:
     """The Service Quotas name of the per-type endpoint instance quota (SageMaker quota table)."""
     return _LIMITS.endpoint_quota_name.value.format(instance_type=instance_type)
+
+
+# ======================================================================================================
+# Inference components (a catalog's `placement: dedicated` entries)
+# ======================================================================================================
+IC_INSTANCE_FAMILIES = _COMPONENTS.instance_families.supported
+IC_UNKNOWN_INSTANCE_FAMILIES = _COMPONENTS.instance_families.unknown
+# Regions whose CloudFormation has AWS::SageMaker::InferenceComponent.
+IC_REGIONS = _COMPONENTS.regions.value
+IC_MIN_ACCELERATORS_PER_COPY = _COMPONENTS.compute_requirements.min_accelerators_per_copy
+IC_MIN_MEMORY_MB = _COMPONENTS.compute_requirements.min_memory_mb
+IC_NAME_PATTERN = _COMPONENTS.copies.name_pattern
+IC_NAME_MAX_LENGTH = _COMPONENTS.copies.name_max_length
+# Scale to zero: the endpoint's MinInstanceCount, and the alarm metric whose step policy adds the first copy.
+IC_SCALE_TO_ZERO = _COMPONENTS.scale_to_zero
+# What InvokeEndpoint answers while a component has no copy (code, HTTP status, message).
+IC_NO_CAPACITY_ERROR = _COMPONENTS.no_capacity_error
+IC_SCALING = _COMPONENTS.scaling
+IC_ROUTING_STRATEGY = _COMPONENTS.endpoint.routing_strategy
+IC_ROLLING_BATCH_TYPE = _COMPONENTS.rolling_update.batch_type
+IC_METRICS_NAMESPACE = _COMPONENTS.metrics.namespace
+IC_METRIC_DIMENSION = _COMPONENTS.metrics.dimension
+IC_SERVED_FORMATS = _COMPONENTS.container.served_formats
+
+
+def ic_instance_problem(instance_type: str) -> str | None:
+    """Why an inference component endpoint cannot run on `instance_type` (words after the value), or None."""
+    family = instance_type.rsplit(".", 1)[0]
+    if family in IC_INSTANCE_FAMILIES:
+        return None
+    known = "unconfirmed for inference components" if family in IC_UNKNOWN_INSTANCE_FAMILIES else "not known"
+    return f"is {known} ({PLATFORM_DATA}/inference_components.yaml); allowed: " + ", ".join(
+        f"{name}.*" for name in IC_INSTANCE_FAMILIES
+    )
 
 
 # ======================================================================================================

@@ -272,6 +272,78 @@ class PricesTable(Frozen):
     hours_per_month: Fact[int]
 
 
+# ----- inference_components.yaml -------------------------------------------------------------------------
+class IcInstanceFamilies(Sourced):
+    supported: tuple[str, ...]
+    unknown: tuple[str, ...]
+
+
+class IcComputeRequirements(Sourced):
+    min_accelerators_per_copy: int
+    min_memory_mb: int
+
+
+class IcCopies(Sourced):
+    min_copy_count: int
+    name_pattern: str
+    name_max_length: int
+
+
+class IcScaleToZero(Sourced):
+    endpoint_min_instance_count: int
+    wake_metric: str
+    wake_metric_dimension: str
+    wake_period_seconds: int
+
+
+class IcNoCapacityError(Sourced):
+    """What InvokeEndpoint answers while a component has no copy (the client's one line is built from it)."""
+
+    code: str
+    http_status: int
+    message: str
+    minutes_to_first_copy: str
+
+
+class IcScaling(Sourced):
+    resource_id: str
+    scalable_dimension: str
+    predefined_metric: str
+
+
+class IcEndpoint(Sourced):
+    routing_strategy: str
+
+
+class IcRollingUpdate(Sourced):
+    batch_type: str
+
+
+class IcMetrics(Sourced):
+    namespace: str
+    dimension: str
+
+
+class IcContainer(Sourced):
+    served_formats: tuple[str, ...]
+    artifact_suffix: str
+    model_repository: str
+
+
+class InferenceComponentsTable(Frozen):
+    instance_families: IcInstanceFamilies
+    regions: Fact[frozenset[str]]
+    compute_requirements: IcComputeRequirements
+    copies: IcCopies
+    scale_to_zero: IcScaleToZero
+    no_capacity_error: IcNoCapacityError
+    scaling: IcScaling
+    endpoint: IcEndpoint
+    rolling_update: IcRollingUpdate
+    metrics: IcMetrics
+    container: IcContainer
+
+
 # ----- the loader -----------------------------------------------------------------------------------------
 M = TypeVar("M", bound=BaseModel)
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

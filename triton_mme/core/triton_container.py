@@ -43,6 +43,9 @@ NAMESPACING_VARIABLE = "SAGEMAKER_TRITON_DISABLE_MODEL_NAMESPACING"
 
 # The Model's container environment (the serving check's project gets the same).
 CONTAINER_ENVIRONMENT: dict[str, str] = {**LOG_ENVIRONMENT, PING_MODE_VARIABLE: PING_MODE}
+# An inference component's container (a `placement: dedicated` entry): the same log levels; it serves one
+# model in single-model mode, so the image's readiness ping (ready once that model loaded) is the right one.
+COMPONENT_ENVIRONMENT: dict[str, str] = dict(LOG_ENVIRONMENT)
 
 
 def namespacing_flag(environment: Mapping[str, str]) -> str:

@@ -50,6 +50,28 @@ class EndpointLogs(Construct):
         self.policy = self._grant_retention(function)
         self.retention.node.add_dependency(self.policy)
 
+    def add_endpoint(
+        self, construct_id: str, *, endpoint_name: str, retention: logs.RetentionDays
+    ) -> logs.LogRetention:
+        """The same for another endpoint's group (the inference component endpoint's), through the same
+        function and role: CDK's function is one per stack and runs with the role it was first given."""
+        group = _group_arn(self, endpoint_log_group_name(endpoint_name))
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogGroup", "logs:PutRetentionPolicy", "logs:DeleteRetentionPolicy"],
+                resources=[group],
+            )
+        )
+        added = logs.LogRetention(
+            self,
+            construct_id,
+            log_group_name=endpoint_log_group_name(endpoint_name),
+            retention=retention,
+            role=self.role.without_policy_updates(),
+        )
+        added.node.add_dependency(self.policy)
+        return added
+
     def _retention_function(self) -> CfnResource:
         # LogRetention runs one function per stack, created beside the stack's other top-level constructs.
         stack = Stack.of(self)
@@ -72,18 +94,8 @@ class EndpointLogs(Construct):
         """What CDK's handler calls (aws-logs log-retention-handler): on Create and Update, CreateLogGroup
         (an existing group is fine) and PutRetentionPolicy, or DeleteRetentionPolicy for a retention of
         INFINITE, on the endpoint's group; on Create, CreateLogGroup and PutRetentionPolicy on its own."""
-        stack = Stack.of(self)
-
-        def group_arn(name: str) -> str:
-            return stack.format_arn(
-                service="logs",
-                resource="log-group",
-                resource_name=name,
-                arn_format=ArnFormat.COLON_RESOURCE_NAME,
-            )
-
-        endpoint_group = group_arn(self.log_group_name)
-        own_group = group_arn(f"/aws/lambda/{function.ref}")
+        endpoint_group = _group_arn(self, self.log_group_name)
+        own_group = _group_arn(self, f"/aws/lambda/{function.ref}")
         own_streams = f"{own_group}:log-stream:*"
         policy = iam.Policy(
             self,
@@ -109,3 +121,9 @@ class EndpointLogs(Construct):
             "when it starts an instance.",
         )
         return policy
+
+
+def _group_arn(scope: Construct, name: str) -> str:
+    return Stack.of(scope).format_arn(
+        service="logs", resource="log-group", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+    )

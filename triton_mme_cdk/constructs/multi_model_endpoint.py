@@ -17,15 +17,18 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from triton_mme.core.catalog import Format, load_catalog
+from triton_mme.core.catalog import Catalog, Format, load_catalog
+from triton_mme.core.triton_container import COMPONENT_ENVIRONMENT
 from triton_mme.model_build.build_time import catalog_shards
 from triton_mme.model_build.offline_sources import check_sources
 from triton_mme_cdk.build_target import check_build_target
+from triton_mme_cdk.constructs.archive_locations import ArchiveLocations
 from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
 from triton_mme_cdk.constructs.checkpoint_access import checkpoint_read_statements, shipped_checkpoints
 from triton_mme_cdk.constructs.deployment_events import DeploymentEvents
 from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
 from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
+from triton_mme_cdk.constructs.inference_component_endpoint import InferenceComponentEndpoint
 from triton_mme_cdk.constructs.manifest_promotion import ManifestPromotion
 from triton_mme_cdk.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
 from triton_mme_cdk.constructs.model_observability import ModelObservability
@@ -35,6 +38,12 @@ from triton_mme_cdk.constructs.operator_access import OperatorAccess
 from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
 from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
 from triton_mme_cdk.constructs.triton_image import TritonImage
+from triton_mme_cdk.placement_rules import (
+    bounded_name,
+    component_instances,
+    dedicated_entries,
+    dedicated_problem,
+)
 from triton_mme_cdk.settings import (
     BUILD_DEADLINE_MARGIN_MINUTES,
     AlarmThresholds,
@@ -42,8 +51,12 @@ from triton_mme_cdk.settings import (
     EndpointSettings,
     ScalingSettings,
     Settings,
+    SettingsError,
     UpdatePolicy,
 )
+
+# The inference component endpoint's name by default: the multi-model endpoint's, and this.
+DEDICATED_ENDPOINT_SUFFIX = "ic"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +79,13 @@ class TritonMultiModelEndpointProps:
     """The SageMaker endpoint's name; fixed, since the alarms that guard its updates watch it by name.
 
     @default - the stack's name
+    """
+
+    dedicated_endpoint_name: str | None = None
+    """The name of the endpoint that hosts the catalog's `placement: dedicated` entries as inference
+    components; fixed, like the endpoint's. Unused when the catalog has none (then no such endpoint exists).
+
+    @default - the endpoint's name followed by -ic
     """
 
     endpoint: EndpointSettings = field(default_factory=EndpointSettings)
@@ -141,8 +161,10 @@ class TritonMultiModelEndpoint(Construct):
     Raises SettingsError or CatalogError (one line each) for props or a catalog that cannot deploy. Children:
     `store` (ModelStore), `endpoint` (TritonEndpoint: `cfn_model`, `cfn_endpoint_config`, `cfn_endpoint`),
     `build_runner`, `serving_check`, `build`, `autoscaling` (None without), `monitoring`, `models`,
-    `deployment_events`, `operators` (the acceptance role and the models policy), `promotion`.
-    `grant_invoke` lets a principal call the endpoint.
+    `deployment_events`, `operators` (the acceptance role and the models policy), `promotion`, and for a
+    catalog with `placement: dedicated` entries `dedicated` (InferenceComponentEndpoint: one inference
+    component per entry, each with its own scaling, alarm and rolling updates) and `archive_locations`
+    (None without). `grant_invoke` lets a principal call both endpoints.
     """
 
     def __init__(self, scope: Construct, construct_id: str, props: TritonMultiModelEndpointProps) -> None:
@@ -153,6 +175,9 @@ class TritonMultiModelEndpoint(Construct):
         # headers and pinned content), so a typo, a changed checkpoint or a pickle stops here.
         catalog = check_sources(load_catalog(props.catalog), origin=str(props.catalog))
         check_build_target(settings, catalog)
+        problem = dedicated_problem(settings, catalog)
+        if problem:
+            raise SettingsError(problem)
         self.encryption_key = props.encryption_key
         self.store = ModelStore(self, "ModelStore", ModelStoreProps(encryption_key=self.encryption_key))
         self.image = TritonImage(self, "TritonImage", tag=settings.endpoint.triton_image_tag)
@@ -302,6 +327,52 @@ class TritonMultiModelEndpoint(Construct):
             encryption_key=self.encryption_key,
         )
         self.promotion.resource.node.add_dependency(self.build.done)
+        self.archive_locations: ArchiveLocations | None = None
+        self.dedicated = self._dedicated_models(catalog) if dedicated_entries(catalog) else None
+
+    def _dedicated_models(self, catalog: Catalog) -> InferenceComponentEndpoint:
+        """The inference component endpoint of the catalog's dedicated entries, after the same build."""
+        settings, entries = self.settings, dedicated_entries(catalog)
+        # The archives' keys carry their content hashes: read from the build's manifest once it exists.
+        self.archive_locations = locations = ArchiveLocations(
+            self,
+            "DedicatedArchives",
+            store=self.store,
+            fingerprint=self.serving_check.fingerprint,
+            archives={entry.name: served for entry in entries if (served := entry.dedicated_format)},
+            log_retention=settings.build.log_retention,
+            encryption_key=self.encryption_key,
+        )
+        locations.resource.node.add_dependency(self.build.done)
+        dedicated = InferenceComponentEndpoint(
+            self,
+            "Dedicated",
+            name=self.props.dedicated_endpoint_name
+            or bounded_name(settings.endpoint_name, DEDICATED_ENDPOINT_SUFFIX),
+            store=self.store,
+            image=self.image,
+            environment=COMPONENT_ENVIRONMENT,
+            entries=entries,
+            artifact_urls={entry.name: locations.url(entry.name) for entry in entries},
+            instance_type=settings.endpoint.instance_type,
+            instances=component_instances(catalog),
+            scaling=settings.scaling,
+            inference_ami_version=settings.endpoint.resolved_inference_ami,
+            network_isolation=settings.endpoint.network_isolation,
+            encryption_key=self.encryption_key,
+            encrypt_volume=settings.endpoint.volume_accepts_kms_key,
+        )
+        # Like the multi-model endpoint, it serves only archives that passed the serving check in its image.
+        dedicated.endpoint.node.add_dependency(self.build.done)
+        retention = settings.endpoint.log_retention
+        self.endpoint_logs.add_endpoint(
+            "DedicatedRetention", endpoint_name=dedicated.endpoint_name, retention=retention
+        )
+        dedicated.guard_updates(
+            settings.updates, thresholds=settings.alarms, alarm_topic=self.monitoring.alarm_topic.topic
+        )
+        self.monitoring.dashboard.add_section("Inference components", dedicated.dashboard_widgets())
+        return dedicated
 
     @property
     def endpoint_name(self) -> str:
@@ -320,6 +391,15 @@ class TritonMultiModelEndpoint(Construct):
     def cfn_model(self) -> sagemaker.CfnModel:
         return self.endpoint.cfn_model
 
+    @property
+    def dedicated_endpoint_name(self) -> str | None:
+        """The inference component endpoint's name, as a reference (None without dedicated entries)."""
+        return self.dedicated.endpoint_name if self.dedicated is not None else None
+
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let `grantee` call sagemaker:InvokeEndpoint on the endpoint (any TargetModel)."""
-        return self.endpoint.grant_invoke(grantee)
+        """Let `grantee` call sagemaker:InvokeEndpoint on the endpoint (any TargetModel) and, with dedicated
+        entries, on the inference component endpoint (any of its components)."""
+        grant = self.endpoint.grant_invoke(grantee)
+        if self.dedicated is not None:
+            grant = grant.combine(self.dedicated.grant_invoke(grantee))
+        return grant

@@ -32,6 +32,9 @@ class ScalingSettings(SettingsGroup):
     # The planner plans for the same target when it reads no stack (triton_mme/planner/defaults.py).
     gpu_utilization_target: float = Field(DEFAULT_GPU_UTILIZATION_TARGET, alias="gpuUtilizationTarget")
     invocations_per_instance_target: int = Field(0, alias="invocationsPerInstanceTarget")
+    # Each inference component's own target tracking (a catalog's dedicated entries): invocations per copy per
+    # minute (SageMakerInferenceComponentInvocationsPerCopy), between its entry's min and max copies.
+    invocations_per_copy_target: int = Field(60, alias="invocationsPerCopyTarget")
     scale_in_cooldown_seconds: int = Field(600, alias="scaleInCooldownSeconds")
     scale_out_cooldown_seconds: int = Field(200, alias="scaleOutCooldownSeconds")
 
@@ -55,6 +58,12 @@ class ScalingSettings(SettingsGroup):
                 "invocationsPerInstanceTarget",
                 self.invocations_per_instance_target,
                 "is negative; allowed: 0 (no invocation-based policy) or invocations per instance per minute",
+            )
+        if self.invocations_per_copy_target < 1:
+            raise setting_error(
+                "invocationsPerCopyTarget",
+                self.invocations_per_copy_target,
+                "is out of range; allowed: invocations per copy per minute, 1 or more",
             )
         for name in ("scale_in_cooldown_seconds", "scale_out_cooldown_seconds"):
             seconds = getattr(self, name)

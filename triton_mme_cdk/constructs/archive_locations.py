@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import CustomResource, Duration, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from triton_mme.core.catalog import Format
+from triton_mme.core.locations import build_manifest_key
+from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.waiting_provider import waiting_provider
+
+HANDLER_DIR = Path(__file__).parent / "archive_locations_handler"
+# The manifest exists when this runs (it waits for the build); the waiter only carries the answer back.
+POLL_INTERVAL = Duration.seconds(10)
+TOTAL_TIMEOUT = Duration.minutes(5)
+
+
+class ArchiveLocations(Construct):
+    """The S3 URL of the archive each dedicated model serves, read from the build's manifest at deploy time.
+
+    `url(model)` is a reference to the custom resource's attribute: what names it (an inference component's
+    ArtifactUrl) comes after the resource, which the caller makes wait for the build (`self.resource`). Its
+    role may read the store's models and manifests only (archive_locations_handler/handler.py).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        store: ModelStore,
+        fingerprint: str,
+        archives: dict[str, Format],
+        log_retention: logs.RetentionDays,
+        encryption_key: kms.IKey | None = None,
+    ) -> None:
+        """`archives`: the format each dedicated model serves, by model name."""
+        super().__init__(scope, construct_id)
+        try:
+            manifest_key = build_manifest_key(fingerprint, store.manifest_prefix)
+        except ValueError as error:
+            raise ValueError(f"cannot resolve the dedicated models' archives: {error}") from None
+        handlers = waiting_provider(
+            self,
+            handler_dir=HANDLER_DIR,
+            on_event_statements=[],
+            is_complete_statements=[],
+            query_interval=POLL_INTERVAL,
+            total_timeout=TOTAL_TIMEOUT,
+            log_retention=log_retention,
+            handler_calls="S3 for the build's manifest",
+        )
+        store.grant_read(handlers.is_complete)
+        if encryption_key is not None:
+            handlers.is_complete.add_to_role_policy(
+                iam.PolicyStatement(actions=["kms:Decrypt"], resources=[encryption_key.key_arn])
+            )
+        acknowledge_wildcard_resources(
+            self,
+            store.read_arns,
+            reason="Reads are confined to the model store's models and manifests (the build's manifest).",
+        )
+        self.models = dict(sorted(archives.items()))
+        # Attributes named by position, not by model name: a name's hyphens have no place in Fn::GetAtt.
+        self.attributes = {name: f"Archive{index}" for index, name in enumerate(self.models)}
+        self.resource = CustomResource(
+            self,
+            "Resource",
+            service_token=handlers.provider.service_token,
+            resource_type="Custom::ArchiveLocations",
+            properties={
+                "Bucket": store.bucket.bucket_name,
+                "ModelPrefix": store.model_prefix,
+                "BuildManifestKey": manifest_key,
+                "Models": [
+                    {"Name": name, "Format": fmt.value, "Attribute": self.attributes[name]}
+                    for name, fmt in self.models.items()
+                ],
+            },
+            service_timeout=TOTAL_TIMEOUT,
+        )
+
+    def url(self, model: str) -> str:
+        """The archive's s3:// URL (a reference resolved at deploy time)."""
+        if model not in self.models:
+            raise KeyError(f"{model!r} is not one of the dedicated models ({', '.join(sorted(self.models))})")
+        return Token.as_string(self.resource.get_att(self.attributes[model]))

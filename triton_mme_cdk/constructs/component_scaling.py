@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_applicationautoscaling as autoscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from triton_mme.core.platform import IC_METRIC_DIMENSION, IC_METRICS_NAMESPACE, IC_SCALE_TO_ZERO, IC_SCALING
+from triton_mme_cdk.constructs.endpoint_autoscaling import SERVICE_LINKED_ROLE
+from triton_mme_cdk.settings import ScalingSettings
+
+
+class ComponentScaling(Construct):
+    """Target tracking on one inference component's invocations per copy, between `copy_range`; with a minimum
+    of 0 also the step policy and its alarm on NoCapacityInvocationFailures that add the first copy back
+    (target tracking cannot leave zero copies: platform_data/inference_components.yaml, scale_to_zero).
+
+    `component_name` is the component's fixed name (the caller orders the target after the component).
+    Children: `target`, `policy`,
+    `wake_policy` and `wake_alarm` (None without scale to zero).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        component_name: str,
+        copy_range: tuple[int, int],
+        scaling: ScalingSettings,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        low, high = copy_range
+        self.target = autoscaling.ScalableTarget(
+            self,
+            "Target",
+            service_namespace=autoscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=IC_SCALING.resource_id.format(name=component_name),
+            scalable_dimension=IC_SCALING.scalable_dimension,
+            min_capacity=low,
+            max_capacity=high,
+            # The service-linked role, created by Application Auto Scaling when missing (EndpointAutoscaling).
+            role=iam.Role.from_role_arn(
+                self,
+                "ServiceLinkedRole",
+                Stack.of(self).format_arn(
+                    service="iam", region="", resource="role", resource_name=SERVICE_LINKED_ROLE
+                ),
+                mutable=False,
+            ),
+        )
+        self.policy = self.target.scale_to_track_metric(
+            "InvocationsPerCopy",
+            target_value=scaling.invocations_per_copy_target,
+            predefined_metric=autoscaling.PredefinedMetric.SAGEMAKER_INFERENCE_COMPONENT_INVOCATIONS_PER_COPY,
+            scale_in_cooldown=Duration.seconds(scaling.scale_in_cooldown_seconds),
+            scale_out_cooldown=Duration.seconds(scaling.scale_out_cooldown_seconds),
+        )
+        self.wake_policy: autoscaling.StepScalingPolicy | None = None
+        self.wake_alarm: cloudwatch.IAlarm | None = None
+        if low == 0:
+            wake = IC_SCALE_TO_ZERO
+            period = Duration.seconds(wake.wake_period_seconds)
+            self.wake_policy = autoscaling.StepScalingPolicy(
+                self,
+                "WakeFromZero",
+                scaling_target=self.target,
+                metric=cloudwatch.Metric(
+                    namespace=IC_METRICS_NAMESPACE,
+                    metric_name=wake.wake_metric,
+                    dimensions_map={IC_METRIC_DIMENSION: component_name},
+                    statistic=cloudwatch.Stats.SUM,
+                    period=period,
+                ),
+                adjustment_type=autoscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+                metric_aggregation_type=autoscaling.MetricAggregationType.MAXIMUM,
+                cooldown=period,
+                evaluation_periods=1,
+                datapoints_to_alarm=1,
+                # One failed request or more adds a copy; the L2 needs the interval below it too (no change).
+                scaling_steps=[
+                    autoscaling.ScalingInterval(upper=1, change=0),
+                    autoscaling.ScalingInterval(lower=1, change=1),
+                ],
+            )
+            self.wake_alarm = self.wake_policy.upper_alarm

@@ -1,0 +1,166 @@
+"""Checks that a catalog's `placement: dedicated` entries can run as inference components on this endpoint,
+and what each copy asks of an instance (docs/placement.md, docs/constructs.md).
+
+A copy is its own single-model Triton container (the MME's image, without SAGEMAKER_MULTI_MODEL) that serves
+one archive, unpacked from its S3 URL. Its footprint at synth is the planner's estimate from the catalog
+(parameters x bytes per weight + the backend's per-model overhead + Triton's own memory, which every copy
+pays: triton_mme/planner/estimate.py); the build's serving report measures the real figure on a GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+from triton_mme.core.catalog import Catalog, Format, ModelEntry
+from triton_mme.core.errors import quoted
+from triton_mme.core.platform import (
+    IC_MIN_ACCELERATORS_PER_COPY,
+    IC_MIN_MEMORY_MB,
+    IC_NAME_MAX_LENGTH,
+    IC_REGIONS,
+    IC_SERVED_FORMATS,
+    gpu_instance,
+    ic_instance_problem,
+)
+from triton_mme.model_build.build_memory import parameter_count
+from triton_mme.planner.assumptions import (
+    GPU_REPORTED_MEMORY_MIB,
+    HOST_RESERVED_BYTES,
+    TRITON_SERVER_GPU_BYTES,
+)
+from triton_mme.planner.estimate import HOST_OVERHEAD_BYTES, MIB, estimate_gpu_bytes
+from triton_mme_cdk.settings import Settings
+from triton_mme_cdk.settings.base import MAX_INSTANCES
+
+# Bytes per weight of the archive an inference component serves: a TensorRT plan in its precision, the
+# other formats in FP32 (what the build exports).
+BYTES_PER_WEIGHT = {"fp16": 2, "fp32": 4}
+# The container's own process on the host, which every copy pays: Triton's pinned-memory pool (256 MB by
+# default) and its CUDA context. Unconfirmed: no AWS or NVIDIA figure; 512 MiB taken, the safe side.
+TRITON_PROCESS_HOST_BYTES = 512 * MIB
+SUFFIX_DIGITS = 8
+# A rolling update of a component starts a batch of new copies (one: IC_ROLLING_BATCH_TYPE, value 1) before it
+# stops old ones ("provisions capacity on the new endpoint fleet, ... and terminates capacity on the old",
+# botocore's InferenceComponentRollingUpdatePolicy.MaximumBatchSize), so the endpoint may grow by one instance
+# beyond the copies' maximum while an update runs.
+ROLLING_BATCH_INSTANCES = 1
+
+
+@dataclass(frozen=True)
+class CopyFootprint:
+    """What one copy of a dedicated entry asks of an instance (ComputeResourceRequirements)."""
+
+    model: str
+    format: Format
+    gpu_bytes: float
+    host_bytes: float
+    accelerators: int = IC_MIN_ACCELERATORS_PER_COPY
+
+    @property
+    def min_memory_mb(self) -> int:
+        return max(IC_MIN_MEMORY_MB, math.ceil(self.host_bytes / MIB))
+
+
+def dedicated_entries(catalog: Catalog) -> tuple[ModelEntry, ...]:
+    return tuple(entry for entry in catalog.models if entry.placement == "dedicated")
+
+
+def copy_footprint(entry: ModelEntry) -> CopyFootprint:
+    """The estimate for one copy of `entry`'s dedicated archive; CatalogError when its size is unknowable."""
+    served = entry.dedicated_format
+    assert served is not None, f"{entry.name} is not dedicated"
+    precision = entry.tensorrt.precision if served is Format.TENSORRT else "fp32"
+    weights = parameter_count(entry) * BYTES_PER_WEIGHT[precision]
+    return CopyFootprint(
+        model=entry.name,
+        format=served,
+        gpu_bytes=estimate_gpu_bytes(weights, served.value) + TRITON_SERVER_GPU_BYTES,
+        host_bytes=weights + HOST_OVERHEAD_BYTES + TRITON_PROCESS_HOST_BYTES,
+    )
+
+
+def component_instances(catalog: Catalog) -> tuple[int, int, int]:
+    """(min, initial, max) instances of the component endpoint: one single-GPU instance per copy, a minimum
+    of 0 once any entry may scale to zero (the platform's condition for it), and room for a rolling batch."""
+    entries = dedicated_entries(catalog)
+    assert entries, "the catalog has no dedicated entries"
+    ranges = [entry.dedicated.copy_range for entry in entries if entry.dedicated]
+    lowest = 0 if any(low == 0 for low, _ in ranges) else sum(low for low, _ in ranges)
+    initial = sum(entry.dedicated.copies for entry in entries if entry.dedicated)
+    return lowest, initial, sum(high for _, high in ranges) + ROLLING_BATCH_INSTANCES
+
+
+def dedicated_problem(settings: Settings, catalog: Catalog) -> str | None:
+    """Why the catalog's dedicated entries cannot deploy with these settings (one line), or None."""
+    entries = dedicated_entries(catalog)
+    if not entries:
+        return None
+    instance_type = settings.endpoint.instance_type
+    problem = ic_instance_problem(instance_type)
+    if problem:
+        names = ", ".join(quoted(entry.name) for entry in entries)
+        return f"models {names} have placement: dedicated, but instanceType={instance_type} {problem}"
+    if settings.region and settings.region not in IC_REGIONS:
+        names = ", ".join(quoted(entry.name) for entry in entries)
+        return (
+            f"models {names} have placement: dedicated, but region={settings.region} has no "
+            "AWS::SageMaker::InferenceComponent in CloudFormation; allowed: " + ", ".join(sorted(IC_REGIONS))
+        )
+    for entry in entries:
+        problem = _entry_problem(entry, settings)
+        if problem:
+            return f"model {quoted(entry.name)}: {problem}"
+    _, _, highest = component_instances(catalog)
+    if highest > MAX_INSTANCES:
+        copies = highest - ROLLING_BATCH_INSTANCES
+        return (
+            f"the dedicated entries' max_copies add up to {copies} copies, one {instance_type} instance each "
+            f"and one more for a rolling update, more than {MAX_INSTANCES} instances; allowed: max_copies "
+            f"adding up to {MAX_INSTANCES - ROLLING_BATCH_INSTANCES} or fewer"
+        )
+    return None
+
+
+def _entry_problem(entry: ModelEntry, settings: Settings) -> str | None:
+    assert entry.dedicated is not None and entry.dedicated.format is not None
+    served = entry.dedicated.format
+    instance_type = settings.endpoint.instance_type
+    if served.value not in IC_SERVED_FORMATS:
+        return (
+            f"dedicated.format: {served.value} is not served by the inference component's Triton container; "
+            f"allowed: {', '.join(IC_SERVED_FORMATS)}"
+        )
+    if entry.dedicated.min_copies == 0 and not settings.scaling.enabled:
+        return (
+            "dedicated.min_copies: 0 scales to zero through the component's own scaling, which "
+            "autoscaling=false turns off; allowed: min_copies 1 or more, or autoscaling=true"
+        )
+    footprint = copy_footprint(entry)
+    instance = gpu_instance(instance_type)
+    gpu_bytes = GPU_REPORTED_MEMORY_MIB.get(instance.gpu, instance.gpu_memory_gib * 1024) * MIB
+    if footprint.gpu_bytes > gpu_bytes:
+        return (
+            f"dedicated: one copy needs about {footprint.gpu_bytes / 2**30:.1f} GiB of GPU memory (estimated "
+            f"from its parameters, {served.value}), more than the {gpu_bytes / 2**30:.1f} GiB of "
+            f"instanceType={instance_type}'s {instance.gpu}; allowed: a type with a larger GPU"
+        )
+    host_bytes = instance.memory_gib * 2**30 - HOST_RESERVED_BYTES
+    if footprint.host_bytes > host_bytes:
+        return (
+            f"dedicated: one copy needs about {footprint.host_bytes / 2**30:.1f} GiB of host memory, more "
+            f"than the {host_bytes / 2**30:.1f} GiB instanceType={instance_type} leaves after "
+            f"{HOST_RESERVED_BYTES / 2**30:g} GiB for itself; allowed: a larger size of the family"
+        )
+    return None
+
+
+def bounded_name(*parts: str, limit: int = IC_NAME_MAX_LENGTH) -> str:
+    """`parts` joined by hyphens; past `limit`, the head cut and a digest of the whole name appended, so two
+    long names stay distinct."""
+    name = "-".join(parts)
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:SUFFIX_DIGITS]
+    return f"{name[: limit - SUFFIX_DIGITS - 1].rstrip('-')}-{digest}"
