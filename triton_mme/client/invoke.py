@@ -1,11 +1,16 @@
-"""Call a model of the multi-model endpoint: resolve its TargetModel, prepare inputs, send, read the reply.
+"""Call a model of the endpoints: resolve its TargetModel (and inference component), prepare inputs, send,
+read the reply.
 
 The functions here are what the `invoke` command composes; an application can use them directly:
 
     source = ManifestSource("s3://my-bucket/manifests/manifest.json")
     target = resolve_target(source, model="resnet50")
     inputs = image_inputs(target, [Path("cat.jpg")])
-    reply = send(encode_request(inputs, output_names(target), binary=True), target, endpoint="my-endpoint")
+    reply = send(encode_request(inputs, output_names(target), binary=True), target, endpoint="my-endpoint",
+                 component_endpoint="my-component-endpoint")
+
+`send` routes by the manifest: TargetModel on the multi-model endpoint, InferenceComponentName on the
+inference-component endpoint for a model placed there (docs/placement.md).
 """
 
 from __future__ import annotations

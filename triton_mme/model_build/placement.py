@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from triton_mme.core.catalog import Catalog
+from triton_mme.core.catalog import Catalog, ModelEntry
 from triton_mme.core.manifest import MULTI_MODEL, ArchiveRecord, ComponentPlacement, Placement
 from triton_mme.core.naming import inference_component_name
 
 
-def placement_of(record: ArchiveRecord, catalog: Catalog) -> Placement:
-    entry = next((m for m in catalog.models if m.name == record.name), None)
+def placement_of(record: ArchiveRecord, entry: ModelEntry | None) -> Placement:
+    """Where the catalog entry of the record (None: not in the catalog) serves it."""
     if entry is None or entry.dedicated is None or entry.dedicated_format is None:
         return MULTI_MODEL
     if entry.dedicated_format.value != record.format:
@@ -25,5 +25,9 @@ def placement_of(record: ArchiveRecord, catalog: Catalog) -> Placement:
 
 
 def placed(records: Iterable[ArchiveRecord], catalog: Catalog) -> list[ArchiveRecord]:
-    """The records with the catalog's placement each."""
-    return [record.model_copy(update={"placement": placement_of(record, catalog)}) for record in records]
+    """The records with the catalog's placement each (entries looked up once: catalogs hold thousands)."""
+    entries = {entry.name: entry for entry in catalog.models}
+    return [
+        record.model_copy(update={"placement": placement_of(record, entries.get(record.name))})
+        for record in records
+    ]
