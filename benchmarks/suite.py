@@ -16,6 +16,7 @@ from benchmarks import (
     load_generator,
     log_parser,
     payloads,
+    placement,
     plan_speed,
     resnet_steady,
     serving_check,
@@ -58,6 +59,7 @@ BENCHMARKS = (
     ),
     Benchmark(log_parser.NAME, log_parser.TITLE, log_parser.run),
     Benchmark(growth.NAME, growth.TITLE, growth.run),
+    Benchmark(placement.NAME, placement.TITLE, placement.run),
 )
 
 

@@ -65,6 +65,7 @@ def test_every_issue_item_has_a_benchmark() -> None:
         "hit_rate",
         "log_parser",
         "growth",
+        "placement",
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,8 @@ from triton_mme.core.archive import extract_archive, read_archive
 from triton_mme.core.catalog import Catalog, Format, Weights
 from triton_mme.core.files import file_sha256
 from triton_mme.core.golden import GOLDEN_ROWS, GoldenData
-from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, ComponentPlacement, Manifest
+from triton_mme.core.naming import inference_component_name
 from triton_mme.core.tolerances import FP32
 from triton_mme.core.triton_config import engine_cache_path
 from triton_mme.model_build import pipeline as build_module
@@ -228,3 +230,26 @@ def test_progress_names_each_step_with_its_time_and_peak_memory(
     (outcome,) = outcomes
     assert outcome.peak_bytes is not None and outcome.peak_bytes > 0
     assert lines[-1].endswith(f"built in {outcome.seconds:.1f} s, peak {outcome.peak_bytes / 2**30:.2f} GiB)")
+
+
+def test_the_catalog_places_each_archive_even_when_every_one_comes_from_the_cache(
+    built: tuple[Path, Manifest], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(built[0], out)
+    monkeypatch.setattr(build_module, "_export_verified", lambda *_: pytest.fail("an archive was rebuilt"))
+    dedicated = {"format": "torchscript", "copies": 1, "min_copies": 0, "max_copies": 2}
+    catalog = catalog_of(tiny_cnn(placement="dedicated", dedicated=dedicated), tiny_roberta())
+    manifest = build_catalog(catalog, out, progress=False)
+    served = manifest.find("tiny-cnn", "torchscript")
+    assert served.placement == ComponentPlacement(
+        inference_component=inference_component_name(served.target_model), min_copies=0
+    )
+    # The entry's other format and the other entry stay on the multi-model endpoint.
+    others = [r for r in manifest.archives if r is not served]
+    assert len(others) == 3 and all(r.inference_component is None for r in others)
+    assert Manifest.read(out / MANIFEST_FILE_NAME) == manifest
+    # Back on the multi-model endpoint: the same archives, the placement gone.
+    again = build_catalog(catalog_of(tiny_cnn(), tiny_roberta()), out, progress=False)
+    assert again.target_models == manifest.target_models
+    assert all(r.inference_component is None for r in again.archives)

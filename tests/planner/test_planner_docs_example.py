@@ -62,3 +62,13 @@ def test_an_unknown_field_lists_the_allowed_ones() -> None:
     assert str(caught.value) == (
         "traffic: zipf.exponnt: unknown field; allowed: total_rate_per_s, exponent, format, order"
     )
+
+
+def test_the_placement_page_shows_the_planners_table_for_the_documented_traffic(tmp_path: Path) -> None:
+    from benchmarks.placement import default_build, documented_traffic, placement_markdown, placement_of
+
+    page = (DOC.parent / "placement.md").read_text(encoding="utf-8")
+    shown = page.split("<!-- placement-table -->\n", 1)[1].split("<!-- /placement-table -->", 1)[0]
+    placement = placement_of(documented_traffic(), default_build(), tmp_path)
+    assert placement is not None
+    assert shown == placement_markdown(placement)

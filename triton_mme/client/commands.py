@@ -25,9 +25,22 @@ def register(subparsers: Any) -> None:
         "Triton binary by default (application/vnd.sagemaker-triton.binary+json), KServe v2 JSON "
         "with --json.",
     )
-    where = parser.add_argument_group("where the request goes (one of)")
-    where.add_argument("--endpoint", help="SageMaker endpoint name")
-    where.add_argument("--local", metavar="URL", help="local multi-model server, e.g. http://127.0.0.1:8080")
+    where = parser.add_argument_group(
+        "where the request goes (SageMaker, the local endpoint or files); the manifest says which SageMaker "
+        "endpoint serves the model"
+    )
+    where.add_argument("--endpoint", help="SageMaker multi-model endpoint name (stack output EndpointName)")
+    where.add_argument(
+        "--component-endpoint",
+        metavar="NAME",
+        help="SageMaker endpoint of the inference components, for models placed on one (stack output "
+        "InferenceComponentEndpointName)",
+    )
+    where.add_argument(
+        "--local",
+        metavar="URL",
+        help="local endpoint (serve-local, both routes), e.g. http://127.0.0.1:8080",
+    )
     where.add_argument(
         "--dry-run",
         type=Path,
@@ -87,10 +100,16 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
     from triton_mme.client.payloads import decode_response, encode_request
     from triton_mme.client.transport import write_dry_run
 
-    if args.endpoint is not None and args.local is not None:
-        raise calls.UsageError("give either --endpoint NAME or --local URL, not both")
-    if args.endpoint is None and args.local is None and args.dry_run is None:
-        raise calls.UsageError("say where to send the request: --endpoint NAME, --local URL or --dry-run DIR")
+    remote = args.endpoint is not None or args.component_endpoint is not None
+    if remote and args.local is not None:
+        raise calls.UsageError(
+            "give either --endpoint NAME (and --component-endpoint NAME) or --local URL, not both"
+        )
+    if not remote and args.local is None and args.dry_run is None:
+        raise calls.UsageError(
+            "say where to send the request: --endpoint NAME, --local URL or --dry-run DIR "
+            "(--component-endpoint NAME for a model on an inference component)"
+        )
     target = calls.resolve_target(
         ManifestSource(args.manifest), model=args.model, format=args.format, target_model=args.target_model
     )
@@ -113,14 +132,17 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
         check_request_size(request)
         body_path, type_path = write_dry_run(args.dry_run, request)
         size = f"{len(request.body):,} bytes"
-        print(f"{kind} request for {target.target_model}: {size} -> {body_path}, {type_path}")
+        print(f"{kind} request for {target.route.describe()}: {size} -> {body_path}, {type_path}")
         return 0
     from triton_mme.client.caller_metrics import caller_metrics
 
+    sagemaker = (
+        None if args.local is not None else calls.endpoint_for(target, args.endpoint, args.component_endpoint)
+    )
     metrics = caller_metrics(
         out=args.metrics_out,
         cloudwatch=args.metrics_cloudwatch,
-        endpoint=args.endpoint,
+        endpoint=sagemaker,
         region=args.region,
         cold_threshold_ms=args.cold_threshold_ms,
     )
@@ -134,6 +156,7 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
             runtime=runtime,
             region=args.region,
             metrics=metrics,
+            component_endpoint=args.component_endpoint,
         )
     finally:
         if metrics is not None:
@@ -144,7 +167,7 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
     if warning:
         print(warning, file=sys.stderr)
     print(
-        f"{target.target_model}: {kind} request {len(request.body):,} bytes, "
+        f"{target.route.describe()}: {kind} request {len(request.body):,} bytes, "
         f"reply {len(reply.body):,} bytes in {elapsed_ms:.0f} ms"
     )
     _print_reply(decode_response(reply.content_type, reply.body), target, args, names)

@@ -1,11 +1,16 @@
-"""Call a model of the multi-model endpoint: resolve its TargetModel, prepare inputs, send, read the reply.
+"""Call a model of the endpoints: resolve its TargetModel (and inference component), prepare inputs, send,
+read the reply.
 
 The functions here are what the `invoke` command composes; an application can use them directly:
 
     source = ManifestSource("s3://my-bucket/manifests/manifest.json")
     target = resolve_target(source, model="resnet50")
     inputs = image_inputs(target, [Path("cat.jpg")])
-    reply = send(encode_request(inputs, output_names(target), binary=True), target, endpoint="my-endpoint")
+    reply = send(encode_request(inputs, output_names(target), binary=True), target, endpoint="my-endpoint",
+                 component_endpoint="my-component-endpoint")
+
+`send` routes by the manifest: TargetModel on the multi-model endpoint, InferenceComponentName on the
+inference-component endpoint for a model placed there (docs/placement.md).
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ from triton_mme.client.payloads import (
 )
 from triton_mme.client.transport import (
     Reply,
+    Route,
     TransportError,
     invoke_endpoint,
     invoke_local,
+    route_of,
     runtime_client,
 )
 from triton_mme.core.errors import UserError
@@ -59,6 +66,11 @@ class Target:
                 f"{what} needs the model's manifest entry: pass --model NAME or a --manifest naming it"
             )
         return self.record
+
+    @property
+    def route(self) -> Route:
+        """TargetModel on the multi-model endpoint, or the inference component the manifest places it on."""
+        return route_of(self.record) if self.record is not None else Route(self.target_model)
 
     def companion(self, role: str) -> bytes | None:
         if self.record is None or self.source is None or role not in self.record.files:
@@ -165,6 +177,26 @@ def class_names(target: Target) -> list[str] | None:
     return read_labels(content, target.record.files["labels"])
 
 
+def endpoint_for(target: Target, endpoint: str | None, component_endpoint: str | None) -> str:
+    """The SageMaker endpoint that serves the target: the multi-model endpoint, or the inference-component
+    endpoint for a model the manifest places on an inference component; UsageError naming the one missing."""
+    route = target.route
+    if route.inference_component is None:
+        if endpoint is None:
+            raise UsageError(
+                f"{target.target_model} is served by the multi-model endpoint: pass --endpoint NAME "
+                "(the stack output EndpointName)"
+            )
+        return endpoint
+    if component_endpoint is None:
+        name = target.record.name if target.record is not None else target.target_model
+        raise UsageError(
+            f"model '{name}' is served by inference component {route.inference_component}: pass "
+            "--component-endpoint NAME (the stack output InferenceComponentEndpointName)"
+        )
+    return component_endpoint
+
+
 def send(
     request: EncodedRequest,
     target: Target,
@@ -174,17 +206,22 @@ def send(
     runtime: Any = None,
     region: str | None = None,
     metrics: CallerMetrics | None = None,
+    component_endpoint: str | None = None,
 ) -> Reply:
-    """Send to a SageMaker endpoint (InvokeEndpoint with TargetModel) or a local multi-model server;
-    `metrics`, when given, records the request's latency, error and cold start per TargetModel."""
-    if (endpoint is None) == (local_url is None):
-        raise UsageError("give either --endpoint NAME or --local URL")
+    """Send to SageMaker (InvokeEndpoint with TargetModel on the multi-model `endpoint`, or with
+    InferenceComponentName on `component_endpoint` where the manifest places the model on an inference
+    component) or to the local endpoint, which serves both routes; `metrics`, when given, records the
+    request's latency, error and cold start per TargetModel."""
+    remote = endpoint is not None or component_endpoint is not None
+    if remote == (local_url is not None):
+        raise UsageError("give either --endpoint NAME (and --component-endpoint NAME) or --local URL")
     check_request_size(request)
+    sagemaker = None if local_url is not None else endpoint_for(target, endpoint, component_endpoint)
     if metrics is None:
-        return _send(request, target, endpoint, local_url, runtime, region)
+        return _send(request, target, sagemaker, local_url, runtime, region)
     started = time.perf_counter()
     try:
-        reply = _send(request, target, endpoint, local_url, runtime, region)
+        reply = _send(request, target, sagemaker, local_url, runtime, region)
     except TransportError:
         metrics.record(target.target_model, (time.perf_counter() - started) * 1000, error=True)
         raise
@@ -202,6 +239,6 @@ def _send(
     region: str | None,
 ) -> Reply:
     if local_url is not None:
-        return invoke_local(local_url, target.target_model, request)
+        return invoke_local(local_url, target.route, request)
     assert endpoint is not None
-    return invoke_endpoint(runtime or runtime_client(region), endpoint, target.target_model, request)
+    return invoke_endpoint(runtime or runtime_client(region), endpoint, target.route, request)

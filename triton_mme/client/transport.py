@@ -13,11 +13,22 @@ from triton_mme.client.payloads import EncodedRequest
 from triton_mme.core.bounded import load_json
 from triton_mme.core.errors import UserError, aws_error_code, describe_aws_error, printable
 from triton_mme.core.limits import MAX_REPLY_BYTES
+from triton_mme.core.manifest import ArchiveRecord, ComponentPlacement
 
 BODY_FILE_NAME = "body.bin"
 # The local endpoint's per-request cache state (triton_mme/local_triton/proxy.py CACHE_HEADER).
 LOCAL_CACHE_HEADER = "X-Local-Model-Cache"
 CONTENT_TYPE_FILE_NAME = "content-type.txt"
+# The local stand-in for an inference component endpoint's route (triton_mme/local_triton/components.py).
+LOCAL_COMPONENT_ROUTE = "inference-components"
+# What a request to an inference component gets while it has no copy (min_copies 0 and scaled in): AWS
+# documents only that the endpoint starts a copy soon after a request it cannot answer, that this "takes
+# several minutes" and that "during that time, any attempts to invoke the endpoint will produce an error",
+# counted by the NoCapacityInvocationFailures metric (SageMaker AI developer guide, "Scale an endpoint to zero
+# instances", sagemaker/latest/dg/endpoint-auto-scaling-zero-instances.html). It names no error code, so
+# every failure of such a component but the container's own reply (ModelError) may be that one.
+SCALE_FROM_ZERO_SOURCE = "AWS, 'Scale an endpoint to zero instances'"
+NOT_SCALE_FROM_ZERO_CODES = frozenset({"ModelError"})
 
 
 # The client never retries behind the user's back. botocore's default (legacy: up to 5 attempts) would
@@ -67,27 +78,81 @@ def runtime_client(region: str | None) -> Any:
         ) from None
 
 
-def invoke_endpoint(runtime: Any, endpoint: str, target_model: str, request: EncodedRequest) -> Reply:
-    """InvokeEndpoint on a multi-model endpoint with a `sagemaker-runtime` client."""
+class Route(NamedTuple):
+    """Where one model is served: its TargetModel on the multi-model endpoint, or its inference component (on
+    the inference-component endpoint) when the manifest places it there; `scales_to_zero` when that component
+    may have no copy (min_copies 0)."""
+
+    target_model: str
+    inference_component: str | None = None
+    scales_to_zero: bool = False
+
+    @property
+    def routing(self) -> dict[str, str]:
+        """InvokeEndpoint's parameter that picks the model."""
+        if self.inference_component is not None:
+            return {"InferenceComponentName": self.inference_component}
+        return {"TargetModel": self.target_model}
+
+    def describe(self) -> str:
+        if self.inference_component is None:
+            return self.target_model
+        return f"{self.target_model} (inference component {self.inference_component})"
+
+
+def route_of(record: ArchiveRecord) -> Route:
+    """Where the manifest says the archive is served."""
+    placement = record.placement
+    if isinstance(placement, ComponentPlacement):
+        return Route(record.target_model, placement.inference_component, placement.scales_to_zero)
+    return Route(record.target_model)
+
+
+def failure_line(endpoint: str, route: Route, error: BaseException) -> str:
+    """One line for a failed InvokeEndpoint; on a component that scales to zero, what AWS says such a
+    failure may be and what to do."""
+    text = describe_aws_error(error)
+    if route.inference_component is None:
+        return f"endpoint {endpoint}: {text}"
+    line = f"endpoint {endpoint}, inference component {route.inference_component}: {text}"
+    if route.scales_to_zero and aws_error_code(error) not in NOT_SCALE_FROM_ZERO_CODES:
+        line += (
+            "; it scales to zero (min_copies 0), and while it starts a copy every request fails for several "
+            f"minutes ({SCALE_FROM_ZERO_SOURCE}): retry in a few minutes"
+        )
+    return line
+
+
+def invoke_endpoint(runtime: Any, endpoint: str, route: Route | str, request: EncodedRequest) -> Reply:
+    """InvokeEndpoint with a `sagemaker-runtime` client: TargetModel on a multi-model endpoint, or
+    InferenceComponentName on an inference-component endpoint (a bare string is a TargetModel)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    route = Route(route) if isinstance(route, str) else route
     try:
         response = runtime.invoke_endpoint(
             EndpointName=endpoint,
-            TargetModel=target_model,
+            **route.routing,
             ContentType=request.content_type,
             Body=request.body,
         )
     except (ClientError, BotoCoreError) as error:
-        raise TransportError(
-            f"endpoint {endpoint}: {describe_aws_error(error)}", code=aws_error_code(error)
-        ) from None
+        raise TransportError(failure_line(endpoint, route, error), code=aws_error_code(error)) from None
     return Reply(str(response.get("ContentType", "")), response["Body"].read())
 
 
-def invoke_local(url: str, target_model: str, request: EncodedRequest, *, timeout: float = 300) -> Reply:
-    """POST the same body to `<url>/models/<TargetModel>/invoke`, the route a multi-model container serves."""
-    address = f"{url.rstrip('/')}/models/{quote(target_model, safe='')}/invoke"
+def local_path(route: Route) -> str:
+    """The local endpoint's path for a route: `/models/<TargetModel>/invoke`, the route a multi-model
+    container serves, or `/inference-components/<name>/invoke`, the local stand-in for a component."""
+    if route.inference_component is not None:
+        return f"/{LOCAL_COMPONENT_ROUTE}/{quote(route.inference_component, safe='')}/invoke"
+    return f"/models/{quote(route.target_model, safe='')}/invoke"
+
+
+def invoke_local(url: str, route: Route | str, request: EncodedRequest, *, timeout: float = 300) -> Reply:
+    """POST the same body to the local endpoint's route for the model (`local_path`)."""
+    route = Route(route) if isinstance(route, str) else route
+    address = f"{url.rstrip('/')}{local_path(route)}"
     post = urllib.request.Request(
         address, data=request.body, method="POST", headers={"Content-Type": request.content_type}
     )

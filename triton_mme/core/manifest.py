@@ -12,7 +12,17 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from triton_mme.core.bounded import DocumentError, load_json
 from triton_mme.core.errors import UserError, describe_validation_error, quoted
@@ -23,6 +33,7 @@ from triton_mme.core.naming import (
     ARCHIVE_NAME,
     COMPANION_NAME,
     COMPANION_ROLE,
+    INFERENCE_COMPONENT_NAME,
     MODEL_NAME,
     companion_suffix,
 )
@@ -30,8 +41,10 @@ from triton_mme.core.naming import (
 __all__ = [
     "MANIFEST_FILE_NAME",
     "ArchiveRecord",
+    "ComponentPlacement",
     "ImagePreprocessing",
     "Manifest",
+    "MultiModelPlacement",
     "Provenance",
     "TensorSpec",
 ]
@@ -75,6 +88,37 @@ class Provenance(_Frozen):
     builder: str
 
 
+class MultiModelPlacement(_Frozen):
+    """Served by the multi-model endpoint: InvokeEndpoint with TargetModel (every manifest's default)."""
+
+    kind: Literal["mme"] = "mme"
+
+
+class ComponentPlacement(_Frozen):
+    """Served by an inference component of its own on the inference-component endpoint: InvokeEndpoint with
+    InferenceComponentName (catalog `placement: dedicated`, docs/placement.md)."""
+
+    kind: Literal["dedicated"] = "dedicated"
+    inference_component: str
+    # The catalog's dedicated.min_copies: at 0 the component may have no copy when a request arrives.
+    min_copies: Annotated[int, Field(ge=0)] = 1
+
+    @field_validator("inference_component")
+    @classmethod
+    def _is_an_inference_component_name(cls, value: str) -> str:
+        if not INFERENCE_COMPONENT_NAME.match(value):
+            raise ValueError(INFERENCE_COMPONENT_NAME.refusal)
+        return value
+
+    @property
+    def scales_to_zero(self) -> bool:
+        return self.min_copies == 0
+
+
+Placement = Annotated[MultiModelPlacement | ComponentPlacement, Field(discriminator="kind")]
+MULTI_MODEL = MultiModelPlacement()
+
+
 class ArchiveRecord(_Frozen):
     """One built archive: the object key under the model prefix is `target_model`."""
 
@@ -98,6 +142,23 @@ class ArchiveRecord(_Frozen):
     files: dict[str, str] = Field(default_factory=dict)
     # Absent in manifests written before provenance was recorded.
     provenance: Provenance | None = None
+    # Where the endpoint serves it; absent (the multi-model endpoint) in manifests written before placements,
+    # and left out of the JSON when it is the multi-model endpoint, so such a manifest keeps its digest.
+    placement: Placement = MULTI_MODEL
+
+    @model_serializer(mode="wrap")
+    def _placement_only_when_dedicated(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        if isinstance(self.placement, MultiModelPlacement):
+            dumped.pop("placement", None)
+        return dumped
+
+    @property
+    def inference_component(self) -> str | None:
+        """The inference component that serves it; None on the multi-model endpoint."""
+        return self.placement.inference_component if isinstance(self.placement, ComponentPlacement) else None
 
     # Names that become object keys and paths are checked when a manifest is built or read, so a
     # manifest naming `../secret.txt` cannot even be loaded, let alone uploaded or followed.

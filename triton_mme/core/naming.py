@@ -129,3 +129,28 @@ def companion_suffix(role: str) -> str:
 
 def companion_file_name(role: str, sha256_hex: str) -> str:
     return f"{role}-{sha256_hex[:CONTENT_HASH_LENGTH]}.{companion_suffix(role)}"
+
+
+# An inference component's name, as SageMaker allows it (CreateInferenceComponent and InvokeEndpoint's
+# InferenceComponentName; botocore's sagemaker-runtime service model, shape InferenceComponentHeader: at most
+# 63 characters, pattern ^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?$). Names are unique per account and region.
+INFERENCE_COMPONENT_NAME_LENGTH = 63
+INFERENCE_COMPONENT_NAME = NameRule(
+    "an inference component name",
+    re.compile(rf"[a-zA-Z0-9](?:[-a-zA-Z0-9]{{0,{INFERENCE_COMPONENT_NAME_LENGTH - 2}}}[a-zA-Z0-9])?"),
+    "letters, digits and hyphens, starting and ending with a letter or digit, "
+    f"at most {INFERENCE_COMPONENT_NAME_LENGTH} characters",
+)
+
+
+def inference_component_name(target_model: str) -> str:
+    """The inference component that serves an archive: `<model>-<format>-<content hash>` of its TargetModel.
+
+    Deterministic and unique per archive (the content hash is kept whole); where the whole name would pass
+    SageMaker's 63 characters the model name is shortened, never the hash. A rebuilt archive gets a new
+    name, as it gets a new TargetModel. InvalidName when `target_model` is not an archive name.
+    """
+    named = ARCHIVE_NAME.check(target_model, where="TargetModel")
+    tail = f"-{named['format']}-{named['digest']}"
+    model = named["name"][: INFERENCE_COMPONENT_NAME_LENGTH - len(tail)].rstrip("-")
+    return model + tail

@@ -37,9 +37,20 @@ def register(subparsers: Any) -> None:
         default=str(BUILD_DIR / MANIFEST_FILE_NAME),
         help="build manifest: a path or s3://bucket/key (default %(default)s)",
     )
-    where = test.add_mutually_exclusive_group(required=True)
-    where.add_argument("--local", metavar="URL", help="the local endpoint, e.g. http://127.0.0.1:8080")
-    where.add_argument("--endpoint", metavar="NAME", help="a SageMaker multi-model endpoint")
+    test.add_argument(
+        "--local",
+        metavar="URL",
+        help="the local endpoint (serve-local, both routes), e.g. http://127.0.0.1:8080",
+    )
+    test.add_argument(
+        "--endpoint", metavar="NAME", help="the SageMaker multi-model endpoint (stack output EndpointName)"
+    )
+    test.add_argument(
+        "--component-endpoint",
+        metavar="NAME",
+        help="the SageMaker endpoint of the inference components, for archives the manifest places there "
+        "(stack output InferenceComponentEndpointName)",
+    )
     test.add_argument("--region", help="the endpoint's region (default: the AWS configuration's)")
     test.add_argument("--instance-type", help="the endpoint's instance type, recorded for `plan --compare`")
     test.add_argument("--instances", type=positive_int, default=1, help="the endpoint's instance count")
@@ -128,6 +139,7 @@ def _loadtest(args: argparse.Namespace) -> int:
         duration_s=args.duration,
         local_url=args.local,
         endpoint=args.endpoint,
+        component_endpoint=args.component_endpoint,
         region=args.region,
         instance_type=args.instance_type,
         instances=args.instances,

@@ -32,6 +32,7 @@ class LoadTestOptions:
     duration_s: float
     local_url: str | None = None
     endpoint: str | None = None
+    component_endpoint: str | None = None  # where archives placed on inference components are called
     region: str | None = None
     instance_type: str | None = None
     instances: int = 1
@@ -58,8 +59,9 @@ def local_counters(url: str) -> dict[str, Any]:
 
 def load_test(options: LoadTestOptions, *, cloudwatch: Any = None, live: bool = False) -> LoadTestReport:
     """Drive the target with the traffic; the report holds the measurement in the planner's shape."""
-    if (options.local_url is None) == (options.endpoint is None):
-        raise TargetError("give either --local URL or --endpoint NAME")
+    remote = options.endpoint is not None or options.component_endpoint is not None
+    if (options.local_url is None) == (not remote):
+        raise TargetError("give either --local URL or --endpoint NAME (and --component-endpoint NAME)")
     manifest = ManifestSource(options.manifest).manifest()
     load = workload(options.traffic, manifest, origin="--traffic")
     plan = request_plan(load, binary=options.binary)
@@ -87,14 +89,20 @@ def load_test(options: LoadTestOptions, *, cloudwatch: Any = None, live: bool = 
             target="local", model_budget=before["budget"], endpoint=options.local_url
         )
     else:
-        assert options.endpoint is not None
         cold = None if options.cold_threshold_ms is None else options.cold_threshold_ms / 1000
-        target = SageMakerTarget(options.endpoint, plan, options.region, options.timeout_s, cold)
+        target = SageMakerTarget(
+            options.endpoint,
+            plan,
+            options.region,
+            options.timeout_s,
+            cold,
+            component_endpoint=options.component_endpoint,
+        )
         configuration = Configuration(
             target="sagemaker",
             instance_type=options.instance_type,
             instances=options.instances,
-            endpoint=options.endpoint,
+            endpoint=options.endpoint or options.component_endpoint,
         )
     bounds = runner.Bounds(
         users=options.users,
@@ -124,8 +132,7 @@ def load_test(options: LoadTestOptions, *, cloudwatch: Any = None, live: bool = 
                 cache_hit_rate=hits / (hits + misses),
                 requests=hits + misses,
             )
-    elif options.cloudwatch_wait_s is not None:
-        assert options.endpoint is not None
+    elif options.cloudwatch_wait_s is not None and options.endpoint is not None:
         client = cloudwatch or _cloudwatch_client(options.region)
         warmed = dt.timedelta(seconds=(recorder.warmup_done_at or ended) - recorder.started)
         server = wait_for_model_cache_hit(

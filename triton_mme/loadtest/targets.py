@@ -1,8 +1,12 @@
 """Where a load test sends its requests, one session per Locust user.
 
-- The local Triton: HTTP to the local endpoint's `/models/<TargetModel>/invoke` (keep-alive, geventhttpclient
-  as Locust's FastHttpUser uses it); its `X-Local-Model-Cache` header says hit or miss per request.
-- A SageMaker endpoint: InvokeEndpoint through boto3 (SigV4), one attempt and no retries, so a
+Each archive goes where the manifest places it (client.transport.route_of): its TargetModel on the multi-model
+endpoint, or its inference component on the inference-component endpoint.
+
+- The local Triton: HTTP to the local endpoint's `/models/<TargetModel>/invoke`, or its stand-in route for an
+  inference component (keep-alive, geventhttpclient as Locust's FastHttpUser uses it); its
+  `X-Local-Model-Cache` header says hit or miss per request.
+- SageMaker: InvokeEndpoint through boto3 (SigV4), one attempt and no retries, so a
   ModelNotReadyException or a timeout is seen as it happens. SageMaker does not say per request whether the
   model was loaded: a request counts as cold when it got ModelNotReadyException or took longer than
   `cold_threshold_s` (when given); the endpoint's own ModelCacheHit metric can be read afterwards.
@@ -13,9 +17,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
+from triton_mme.client.transport import Route, local_path, route_of
 from triton_mme.core.errors import UserError, aws_error_code, first_line
+from triton_mme.core.wording import plural
 from triton_mme.loadtest.observe import Kind, Observation, kind_of_sagemaker_error, kind_of_status
 from triton_mme.loadtest.requests import RequestPlan
 
@@ -71,7 +77,7 @@ class LocalSession:
             network_timeout=target.timeout_s,
             concurrency=1,
         )
-        self.paths = tuple(f"/models/{quote(name, safe='')}/invoke" for name in target.plan.target_models)
+        self.paths = tuple(local_path(route_of(record)) for record in target.plan.records)
 
     def send(self, index: int) -> Observation:
         request = self.plan.bodies[index]
@@ -99,11 +105,40 @@ class LocalSession:
 
 @dataclass(frozen=True)
 class SageMakerTarget:
-    endpoint: str
+    """The multi-model `endpoint` and the inference-component `component_endpoint`: each needed where the
+    plan has an archive placed there."""
+
+    endpoint: str | None
     plan: RequestPlan
     region: str | None
     timeout_s: float
     cold_threshold_s: float | None = None
+    component_endpoint: str | None = None
+
+    def __post_init__(self) -> None:
+        routes = [route_of(record) for record in self.plan.records]
+        dedicated = [r for r in routes if r.inference_component is not None]
+        if dedicated and self.component_endpoint is None:
+            raise TargetError(
+                f"the traffic calls {plural(len(dedicated), 'archive')} on inference components (e.g. "
+                f"{dedicated[0].inference_component}): pass --component-endpoint NAME (the stack output "
+                "InferenceComponentEndpointName)"
+            )
+        if len(dedicated) < len(routes) and self.endpoint is None:
+            raise TargetError(
+                "the traffic calls models on the multi-model endpoint: pass --endpoint NAME (the stack "
+                "output EndpointName)"
+            )
+
+    def calls(self) -> tuple[tuple[str, dict[str, str]], ...]:
+        """Per archive: the endpoint and InvokeEndpoint's routing parameter."""
+        found = []
+        for record in self.plan.records:
+            route: Route = route_of(record)
+            endpoint = self.endpoint if route.inference_component is None else self.component_endpoint
+            assert endpoint is not None
+            found.append((endpoint, route.routing))
+        return tuple(found)
 
     def session(self) -> SageMakerSession:
         return SageMakerSession(self)
@@ -124,17 +159,19 @@ class SageMakerSession:
     def __init__(self, target: SageMakerTarget, client: Any = None):
         self.target = target
         self.client = client or runtime_client(target.region, target.timeout_s)
+        self.calls = target.calls()
 
     def send(self, index: int) -> Observation:
         from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, ReadTimeoutError
 
         target = self.target
         request = target.plan.bodies[index]
+        endpoint, routing = self.calls[index]
         started = time.monotonic()
         try:
             response = self.client.invoke_endpoint(
-                EndpointName=target.endpoint,
-                TargetModel=target.plan.target_models[index],
+                EndpointName=endpoint,
+                **routing,
                 ContentType=request.content_type,
                 Body=request.body,
             )

@@ -3,7 +3,8 @@
 `POST /models/<TargetModel>/invoke` (and `POST /invocations` with the X-Amzn-SageMaker-Target-Model
 header, as InvokeEndpoint sends it) loads the archive on first use and forwards the body and Content-Type
 unchanged, so KServe v2 JSON and Triton's binary framing both pass through; Triton's status, Content-Type
-(with json-header-size) and body come back as they are.
+(with json-header-size) and body come back as they are. Beside them, the stand-in for an inference-component
+endpoint's route (`components`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from urllib.parse import unquote
 from triton_mme.client.payloads import SAGEMAKER_MAX_REQUEST_BYTES
 from triton_mme.client.triton_routes import Reply
 from triton_mme.core.numbers import whole_number
+from triton_mme.local_triton.components import COMPONENT_HEADER, ComponentRoutes, component_in_path
 from triton_mme.local_triton.loader import ModelCache, ModelError, list_archives
 from triton_mme.local_triton.server import LOOPBACK
 
@@ -127,6 +129,13 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         if body is None:
             return
+        content_type = self.headers.get("Content-Type") or "application/json"
+        component = component_in_path(self.path)
+        if component is None and self.path == "/invocations":
+            component = self.headers.get(COMPONENT_HEADER) or None
+        if component is not None:
+            self._guarded(lambda: self._invoke_component(component, body, content_type))
+            return
         target, action = self._route()
         if self.path == "/invocations":
             target, action = self.headers.get(TARGET_MODEL_HEADER, ""), "invoke"
@@ -136,8 +145,11 @@ class _Handler(BaseHTTPRequestHandler):
         if not target or action != "invoke":
             self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no route POST {self.path}"})
             return
-        content_type = self.headers.get("Content-Type") or "application/json"
         self._guarded(lambda: self._send(self.server.cache.invoke(target, body, content_type)))
+
+    def _invoke_component(self, component: str, body: bytes, content_type: str) -> None:
+        target = self.server.components.target_model(component)
+        self._send(self.server.cache.invoke(target, body, content_type))
 
     def do_DELETE(self) -> None:
         target, action = self._route()
@@ -170,6 +182,7 @@ class LocalEndpoint(ThreadingHTTPServer):
         super().__init__((LOOPBACK, port), _Handler)
         self._connections = threading.BoundedSemaphore(max_connections)
         self.cache = cache
+        self.components = ComponentRoutes(cache.models_dir)
         self.ping = ping
         self.access_log = access_log
         self._thread: threading.Thread | None = None

@@ -38,6 +38,7 @@ from triton_mme.model_build.exporters import (
     verification_batches,
 )
 from triton_mme.model_build.packaging import write_archive
+from triton_mme.model_build.placement import placed
 from triton_mme.model_build.progress import ARCHIVE_STEPS, BAR_FORMAT, BuildProgress, gib, steps_for
 
 if TYPE_CHECKING:
@@ -364,7 +365,7 @@ def build_catalog(
         raise BuildError(f"{len(failures)} of {total} archives failed; first: {failures[0]}")
     rebuilt = {(r.name, r.format) for r in records}
     archives = sorted([*records, *_kept_records(out_dir, catalog, rebuilt)], key=lambda r: (r.name, r.format))
-    manifest = Manifest(archives=tuple(archives))
+    manifest = Manifest(archives=tuple(placed(archives, catalog)))
     write_atomically(out_dir / MANIFEST_FILE_NAME, manifest.to_json())
     return manifest
 

@@ -141,6 +141,21 @@ def register(subparsers: Any) -> None:
     plan.add_argument("--json", type=Path, metavar="FILE", help="write the plan (or the comparison) as JSON")
     plan.add_argument("--chart", type=Path, metavar="FILE.png", help="cost and hit rate per instance type")
     plan.add_argument(
+        "--placement",
+        action="store_true",
+        help="also compare, per model and for the whole traffic, the multi-model endpoint against inference "
+        "components (all MME, hybrid, all dedicated: monthly cost and cold starts; docs/placement.md)",
+    )
+    plan.add_argument(
+        "--write-placement",
+        type=Path,
+        nargs="?",
+        const=Path("models.yaml"),
+        metavar="CATALOG",
+        help="write the recommended placement into the catalog's entries (default models.yaml); implies "
+        "--placement",
+    )
+    plan.add_argument(
         "--compare",
         type=Path,
         metavar="LOADTEST.json",
@@ -182,7 +197,12 @@ def _options(args: argparse.Namespace, targets: Any, chosen: Any) -> Any:
 
 def _plan(args: argparse.Namespace) -> int:
     from triton_mme.core.errors import UserError
-    from triton_mme.planner.plan_document import ComparisonDocument, PlanDocument, write_json
+    from triton_mme.planner.plan_document import (
+        ComparisonDocument,
+        PlacedPlanDocument,
+        PlanDocument,
+        write_json,
+    )
     from triton_mme.planner.prices import PriceBook, parse_price, pricing_client, read_price_file
     from triton_mme.planner.report import render_chart, render_comparison, render_plan
     from triton_mme.planner.run import compare_with, plan_from_files, read_load_test
@@ -228,8 +248,39 @@ def _plan(args: argparse.Namespace) -> int:
     if args.model_budget is None:
         print("\n".join(chosen.lines()))
     print(render_plan(plan), end="")
+    document = PlanDocument.of(plan, triton_tag=chosen.triton_tag.value, manifest=manifest)
+    if args.placement or args.write_placement is not None:
+        placement = _placement(args, plan)
+        if placement is not None:
+            from triton_mme.planner.placement_report import PlacementDocument
+
+            document = PlacedPlanDocument(**dict(document), placement=PlacementDocument.of(placement))
     if args.json:
-        write_json(args.json, PlanDocument.of(plan, triton_tag=chosen.triton_tag.value, manifest=manifest))
+        write_json(args.json, document)
     if args.chart:
         render_chart(plan, args.chart)
     return 0
+
+
+def _placement(args: argparse.Namespace, plan: Any) -> Any:
+    """Print the placement comparison; write it into the catalog where asked."""
+    from triton_mme.core.errors import UserError
+    from triton_mme.planner.placement import placement_for
+    from triton_mme.planner.placement_report import render_placement
+
+    if args.model_budget is not None:
+        raise UserError("--placement: plans SageMaker instance types; allowed without --model-budget")
+    placement = placement_for(plan)
+    if placement is None:
+        raise UserError("--placement: no instance type serves the traffic in any placement (see the table)")
+    print()
+    print(render_placement(placement), end="")
+    if args.write_placement is not None:
+        from triton_mme.planner.write_placement import write_placement
+
+        changes = write_placement(args.write_placement, placement)
+        for change in changes:
+            print(f"{args.write_placement}: {change}")
+        if not any("->" in change for change in changes):
+            print(f"{args.write_placement}: placements unchanged")
+    return placement

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from triton_mme.core.files import write_atomically
 from triton_mme.planner.options import PlanOptions
 from triton_mme.planner.outcome import Outcome
+from triton_mme.planner.placement_report import PlacementDocument
 from triton_mme.planner.plan import CandidatePlan, Plan, SingleModelPlan
 from triton_mme.planner.prices import Price
 
@@ -151,6 +152,12 @@ class PlanDocument(_Document):
             not_candidates=[NotCandidate(instance_type=name, reason=reason) for name, reason in plan.skipped],
             recommendation=plan.recommendation(),
         )
+
+
+class PlacedPlanDocument(PlanDocument):
+    """`plan --placement --json`: the plan with the placement comparison (planner.placement)."""
+
+    placement: PlacementDocument
 
 
 class ComparisonDocument(_Document):
