@@ -9,7 +9,6 @@ pays: triton_mme/planner/estimate.py); the build's serving report measures the r
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 
@@ -18,7 +17,6 @@ from triton_mme.core.errors import quoted
 from triton_mme.core.platform import (
     IC_MIN_ACCELERATORS_PER_COPY,
     IC_MIN_MEMORY_MB,
-    IC_NAME_MAX_LENGTH,
     IC_REGIONS,
     IC_SERVED_FORMATS,
     gpu_instance,
@@ -154,13 +152,3 @@ def _entry_problem(entry: ModelEntry, settings: Settings) -> str | None:
             f"{HOST_RESERVED_BYTES / 2**30:g} GiB for itself; allowed: a larger size of the family"
         )
     return None
-
-
-def bounded_name(*parts: str, limit: int = IC_NAME_MAX_LENGTH) -> str:
-    """`parts` joined by hyphens; past `limit`, the head cut and a digest of the whole name appended, so two
-    long names stay distinct."""
-    name = "-".join(parts)
-    if len(name) <= limit:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:SUFFIX_DIGITS]
-    return f"{name[: limit - SUFFIX_DIGITS - 1].rstrip('-')}-{digest}"

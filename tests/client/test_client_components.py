@@ -19,11 +19,12 @@ from client_support import RESNET_KEY, ROBERTA_KEY, triton_binary_reply
 
 from triton_mme.cli import main as triton_mme_main
 from triton_mme.core.manifest import ComponentPlacement, Manifest
-from triton_mme.core.naming import inference_component_name
+from triton_mme.core.naming import LOCAL_COMPONENT_ENDPOINT, inference_component_name
 
 MME = "triton-mme"
 COMPONENTS = "triton-mme-components"
-RESNET_COMPONENT = inference_component_name(RESNET_KEY)
+RESNET_COMPONENT = inference_component_name(COMPONENTS, "resnet50")
+LOCAL_RESNET_COMPONENT = inference_component_name(LOCAL_COMPONENT_ENDPOINT, "resnet50")
 
 
 def _invoke(argv: list[str], runtime: Any) -> int:
@@ -33,7 +34,7 @@ def _invoke(argv: list[str], runtime: Any) -> int:
 
 def _place_resnet(manifest_path: Path, *, min_copies: int = 1) -> None:
     manifest = Manifest.read(manifest_path)
-    placement = ComponentPlacement(inference_component=RESNET_COMPONENT, min_copies=min_copies)
+    placement = ComponentPlacement(min_copies=min_copies)
     archives = tuple(
         a.model_copy(update={"placement": placement}) if a.name == "resnet50" else a
         for a in manifest.archives
@@ -116,8 +117,8 @@ def test_a_dedicated_model_without_the_component_endpoint_is_refused_before_send
     ]
     assert _invoke(argv, client) == 1
     assert _error_line(capsys) == (
-        f"error: model 'resnet50' is served by inference component {RESNET_COMPONENT}: pass "
-        "--component-endpoint NAME (the stack output InferenceComponentEndpointName)"
+        "error: model 'resnet50' is served by an inference component of its own: pass --component-endpoint "
+        "NAME (the stack output InferenceComponentEndpointName)"
     )
 
 
@@ -137,6 +138,7 @@ def test_a_multi_model_archive_without_the_multi_model_endpoint_is_refused(
     ("min_copies", "code", "explained"),
     [(0, "ValidationError", True), (1, "ValidationError", False), (0, "ModelError", False)],
 )
+@pytest.mark.parametrize("message", ["throttled\nfor now"])
 def test_a_failure_of_a_component_that_scales_to_zero_says_what_it_may_be(
     runtime: tuple[Any, Stubber],
     manifest_path: Path,
@@ -145,13 +147,14 @@ def test_a_failure_of_a_component_that_scales_to_zero_says_what_it_may_be(
     min_copies: int,
     code: str,
     explained: bool,
+    message: str,
 ) -> None:
     client, stubber = runtime
     _place_resnet(manifest_path, min_copies=min_copies)
     stubber.add_client_error(
         "invoke_endpoint",
         service_error_code=code,
-        service_message="no capacity\nto serve",
+        service_message=message,
         http_status_code=400,
     )
     argv = ["--component-endpoint", COMPONENTS, "--manifest", str(manifest_path), "--model", "resnet50",
@@ -166,6 +169,28 @@ def test_a_failure_of_a_component_that_scales_to_zero_says_what_it_may_be(
     assert err.endswith("retry in a few minutes") is explained
 
 
+def test_the_documented_no_capacity_answer_is_named_as_such(
+    runtime: tuple[Any, Stubber], manifest_path: Path, image_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from triton_mme.core.platform import IC_NO_CAPACITY_ERROR
+
+    client, stubber = runtime
+    _place_resnet(manifest_path, min_copies=0)
+    stubber.add_client_error(
+        "invoke_endpoint",
+        service_error_code=IC_NO_CAPACITY_ERROR.code,
+        service_message=IC_NO_CAPACITY_ERROR.message,
+        http_status_code=IC_NO_CAPACITY_ERROR.http_status,
+    )
+    argv = ["--component-endpoint", COMPONENTS, "--manifest", str(manifest_path), "--model", "resnet50",
+            "--image", str(image_path)]  # fmt: skip
+    assert _invoke(argv, client) == 1
+    assert _error_line(capsys).endswith(
+        "; it scales to zero (min_copies 0) and has no copy now: its first copy takes several minutes to "
+        "start, retry then"
+    )
+
+
 def test_a_dry_run_names_the_route(
     manifest_path: Path, image_path: Path, tmp_path: Path, capsys: Any
 ) -> None:
@@ -173,4 +198,8 @@ def test_a_dry_run_names_the_route(
     argv = ["--dry-run", str(tmp_path / "out"), "--manifest", str(manifest_path), "--model", "resnet50",
             "--image", str(image_path)]  # fmt: skip
     assert triton_mme_main(["invoke", *argv]) == 0
+    assert (
+        f"request for {RESNET_KEY} (inference component {LOCAL_RESNET_COMPONENT}):" in capsys.readouterr().out
+    )
+    assert triton_mme_main(["invoke", *argv, "--component-endpoint", COMPONENTS]) == 0
     assert f"request for {RESNET_KEY} (inference component {RESNET_COMPONENT}):" in capsys.readouterr().out

@@ -1,5 +1,6 @@
 """Where each archive is served, in the manifest: absent means the multi-model endpoint (and keeps an older
-manifest's bytes and digest); a dedicated archive names its inference component, by one naming rule."""
+manifest's bytes and digest); a dedicated archive's inference component is named by one rule, after its
+endpoint and model."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from triton_mme.core.manifest import ComponentPlacement, Manifest, ManifestError
 from triton_mme.core.naming import (
     INFERENCE_COMPONENT_NAME,
     INFERENCE_COMPONENT_NAME_LENGTH,
-    InvalidName,
+    LOCAL_COMPONENT_ENDPOINT,
     inference_component_name,
 )
 
@@ -34,55 +35,39 @@ def _document(**changes: Any) -> str:
     return json.dumps({"schema_version": 1, "archives": [{**RECORD, **changes}]}, indent=2, sort_keys=True)
 
 
-def test_the_component_name_is_the_target_model_without_its_suffix() -> None:
-    assert (
-        inference_component_name("resnet50-onnx-0123456789abcdef.tar.gz") == "resnet50-onnx-0123456789abcdef"
+def test_the_component_name_is_the_endpoint_and_the_model() -> None:
+    assert inference_component_name("triton-mme-ic", "resnet50") == "triton-mme-ic-resnet50"
+
+
+def test_a_long_name_is_cut_to_sagemakers_limit_and_two_long_names_stay_apart() -> None:
+    first = inference_component_name("e" * 40, "a" * 48 + "-b")
+    second = inference_component_name("e" * 40, "a" * 48 + "-c")
+    assert len(first) == len(second) == INFERENCE_COMPONENT_NAME_LENGTH
+    assert first != second
+    assert INFERENCE_COMPONENT_NAME.match(first) and INFERENCE_COMPONENT_NAME.match(second)
+
+
+def test_a_rebuilt_archive_keeps_its_component_and_two_endpoints_do_not_share_one() -> None:
+    # One name per endpoint and model: a new archive updates the component in place (its rolling update).
+    assert inference_component_name("stack-a-ic", "resnet50") != inference_component_name(
+        "stack-b-ic", "resnet50"
     )
-
-
-def test_a_long_model_name_is_shortened_never_the_content_hash() -> None:
-    longest = "a" * 48 + "-b"  # 50 characters, the model name rule's most
-    name = inference_component_name(f"{longest}-torchscript-0123456789abcdef.tar.gz")
-    assert len(name) == INFERENCE_COMPONENT_NAME_LENGTH
-    assert name.endswith("-torchscript-0123456789abcdef")
-    assert INFERENCE_COMPONENT_NAME.match(name)
-
-
-def test_a_shortened_name_never_ends_in_a_hyphen_before_its_tail() -> None:
-    # Cut at 34 characters, this model name ends in "-": the cut drops it instead of doubling the hyphen.
-    name = inference_component_name("a" * 33 + "-bc-torchscript-0123456789abcdef.tar.gz")
-    assert name == "a" * 33 + "-torchscript-0123456789abcdef"
-    assert INFERENCE_COMPONENT_NAME.match(name)
-
-
-def test_two_archives_of_one_model_get_two_components() -> None:
-    first = inference_component_name("resnet50-onnx-0123456789abcdef.tar.gz")
-    rebuilt = inference_component_name("resnet50-onnx-fedcba9876543210.tar.gz")
-    assert first != rebuilt
-
-
-def test_a_name_that_is_not_a_target_model_is_refused() -> None:
-    with pytest.raises(InvalidName, match=r"^TargetModel: '../x.tar.gz' is not an archive name"):
-        inference_component_name("../x.tar.gz")
+    assert inference_component_name(LOCAL_COMPONENT_ENDPOINT, "resnet50") == "local-resnet50"
 
 
 def test_a_manifest_without_placements_reads_as_the_multi_model_endpoint_and_keeps_its_bytes() -> None:
     # As a build wrote it before placements: every field spelled out, none of them a placement.
     old = _document(details={}, files={}, preprocessing=None, provenance=None)
     manifest = Manifest.from_json(old)
-    assert manifest.archives[0].inference_component is None
+    assert not manifest.archives[0].is_dedicated
     assert manifest.to_json() == old + "\n"
 
 
 def test_a_dedicated_archive_round_trips_with_its_component() -> None:
-    placement = {
-        "kind": "dedicated",
-        "inference_component": "resnet50-onnx-0123456789abcdef",
-        "min_copies": 0,
-    }
+    placement = {"kind": "dedicated", "min_copies": 0}
     manifest = Manifest.from_json(_document(placement=placement))
     record = manifest.archives[0]
-    assert record.inference_component == "resnet50-onnx-0123456789abcdef"
+    assert record.is_dedicated
     assert isinstance(record.placement, ComponentPlacement) and record.placement.scales_to_zero
     assert json.loads(manifest.to_json())["archives"][0]["placement"] == placement
     assert Manifest.from_json(manifest.to_json()) == manifest
@@ -92,18 +77,8 @@ def test_a_dedicated_archive_round_trips_with_its_component() -> None:
     ("placement", "message"),
     [
         ({"kind": "elsewhere"}, r"archives\[0\]\.placement: .*'mme', 'dedicated'"),
-        (
-            {"kind": "dedicated"},
-            r"archives\[0\]\.placement\.dedicated\.inference_component: required field is missing",
-        ),
-        (
-            {"kind": "dedicated", "inference_component": "-bad-"},
-            r"inference_component: not an inference component name; allowed letters, digits and hyphens",
-        ),
-        (
-            {"kind": "dedicated", "inference_component": "x" * 64},
-            r"inference_component: not an inference component name; .* at most 63 characters",
-        ),
+        ({"kind": "dedicated", "min_copies": -1}, r"archives\[0\]\.placement\.dedicated\.min_copies: "),
+        ({"kind": "dedicated", "inference_component": "x"}, r"placement\.dedicated\.inference_component: "),
     ],
 )
 def test_a_placement_that_cannot_be_used_is_refused_in_one_line(

@@ -15,12 +15,12 @@ from aws_cdk.assertions import Match, Template
 from synth_support import bare_stack
 
 from triton_mme.core.catalog import Catalog, parse_catalog
+from triton_mme.core.naming import bounded_name
 from triton_mme_cdk.constructs.archive_locations_handler import handler
 from triton_mme_cdk.constructs.inference_component_endpoint import InferenceComponentEndpoint
 from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
 from triton_mme_cdk.constructs.triton_image import TritonImage
 from triton_mme_cdk.placement_rules import (
-    bounded_name,
     component_instances,
     copy_footprint,
     dedicated_entries,

@@ -14,7 +14,7 @@ from botocore.stub import ANY, Stubber
 from planner_support import manifest_of
 
 from triton_mme.core.manifest import ComponentPlacement, Manifest
-from triton_mme.core.naming import inference_component_name
+from triton_mme.core.naming import LOCAL_COMPONENT_ENDPOINT, inference_component_name
 from triton_mme.loadtest.requests import RequestPlan, request_plan
 from triton_mme.loadtest.targets import (
     LocalSession,
@@ -29,13 +29,7 @@ from triton_mme.planner.traffic import parse_traffic, workload
 def _plan(dedicated: set[int]) -> RequestPlan:
     manifest = manifest_of(3)
     archives = tuple(
-        a.model_copy(
-            update={
-                "placement": ComponentPlacement(inference_component=inference_component_name(a.target_model))
-            }
-        )
-        if i in dedicated
-        else a
+        a.model_copy(update={"placement": ComponentPlacement()}) if i in dedicated else a
         for i, a in enumerate(manifest.archives)
     )
     traffic = parse_traffic({"zipf": {"total_rate_per_s": 3, "exponent": 1.0}, "service_ms": 5})
@@ -54,7 +48,7 @@ def test_each_archive_is_invoked_on_its_own_endpoint_by_its_own_parameter() -> N
     client = _client()
     with Stubber(client) as stubber:
         for record in plan.records:
-            component = record.inference_component
+            component = inference_component_name("components", record.name) if record.is_dedicated else None
             routing = (
                 {"EndpointName": "mme", "TargetModel": record.target_model}
                 if component is None
@@ -69,7 +63,7 @@ def test_each_archive_is_invoked_on_its_own_endpoint_by_its_own_parameter() -> N
         kinds = [session.send(index).kind for index in range(len(plan.records))]
         stubber.assert_no_pending_responses()
     assert kinds == ["ok"] * 3
-    assert sum(r.inference_component is not None for r in plan.records) == 1
+    assert sum(r.is_dedicated for r in plan.records) == 1
 
 
 @pytest.mark.parametrize(
@@ -100,7 +94,7 @@ def test_the_local_session_posts_to_the_component_stand_in_route() -> None:
     plan = _plan({2})
     session = LocalSession(LocalTarget("http://127.0.0.1:9", plan, 1.0))
     try:
-        component = inference_component_name(plan.records[2].target_model)
+        component = inference_component_name(LOCAL_COMPONENT_ENDPOINT, plan.records[2].name)
         assert session.paths[2] == f"/inference-components/{component}/invoke"
         assert session.paths[0] == f"/models/{plan.records[0].target_model}/invoke"
     finally:

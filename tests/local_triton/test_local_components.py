@@ -16,7 +16,7 @@ from tiny_archives import BuiltArchive
 from triton_mme.cli import main
 from triton_mme.client.payloads import decode_response, encode_request
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ComponentPlacement, Manifest
-from triton_mme.core.naming import inference_component_name
+from triton_mme.core.naming import LOCAL_COMPONENT_ENDPOINT, inference_component_name
 from triton_mme.local_triton.components import COMPONENT_HEADER
 from triton_mme.local_triton.runner import LocalTriton
 
@@ -33,11 +33,7 @@ def placed(built: tuple[Path, dict[str, BuiltArchive]], tmp_path_factory: pytest
             shutil.copy2(path, models / path.name)
     manifest = Manifest.read(models / MANIFEST_FILE_NAME)
     archives = tuple(
-        r.model_copy(
-            update={
-                "placement": ComponentPlacement(inference_component=inference_component_name(r.target_model))
-            }
-        )
+        r.model_copy(update={"placement": ComponentPlacement()})
         if (r.name, r.format) == ("tiny-cnn", "onnx")
         else r
         for r in manifest.archives
@@ -68,7 +64,7 @@ def test_invoke_local_routes_a_dedicated_and_a_multi_model_archive(
 ) -> None:
     manifest = Manifest.read(placed / MANIFEST_FILE_NAME)
     cnn, roberta = manifest.find("tiny-cnn", "onnx"), manifest.find("tiny-roberta", "onnx")
-    component = inference_component_name(cnn.target_model)
+    component = inference_component_name(LOCAL_COMPONENT_ENDPOINT, cnn.name)
     image = tmp_path / "image.npy"
     np.save(image, np.random.default_rng(0).random((1, 3, 64, 64), dtype=np.float32))
     ids = tmp_path / "ids.npy"
@@ -91,7 +87,7 @@ def test_invocations_with_the_component_header_reach_the_same_archive(
     request = encode_request(feeds, [spec.name for spec in cnn.outputs], binary=False)
     headers = {
         "Content-Type": request.content_type,
-        COMPONENT_HEADER: inference_component_name(cnn.target_model),
+        COMPONENT_HEADER: inference_component_name(LOCAL_COMPONENT_ENDPOINT, cnn.name),
     }
     status, body = _post(local, "/invocations", request.body, headers)
     assert status == 200
@@ -122,7 +118,7 @@ def test_a_component_the_manifest_does_not_place_is_refused_in_one_line(
 
 def test_a_multi_model_archive_is_not_served_on_the_component_route(local: LocalTriton, placed: Path) -> None:
     roberta = Manifest.read(placed / MANIFEST_FILE_NAME).find("tiny-roberta", "onnx")
-    path = f"/inference-components/{inference_component_name(roberta.target_model)}/invoke"
+    path = f"/inference-components/{inference_component_name(LOCAL_COMPONENT_ENDPOINT, roberta.name)}/invoke"
     assert _post(local, path, b"{}", {"Content-Type": "application/json"})[0] == 404
 
 

@@ -16,7 +16,6 @@ from triton_mme.core.catalog import Catalog, Format, Weights
 from triton_mme.core.files import file_sha256
 from triton_mme.core.golden import GOLDEN_ROWS, GoldenData
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ComponentPlacement, Manifest
-from triton_mme.core.naming import inference_component_name
 from triton_mme.core.tolerances import FP32
 from triton_mme.core.triton_config import engine_cache_path
 from triton_mme.model_build import pipeline as build_module
@@ -242,14 +241,12 @@ def test_the_catalog_places_each_archive_even_when_every_one_comes_from_the_cach
     catalog = catalog_of(tiny_cnn(placement="dedicated", dedicated=dedicated), tiny_roberta())
     manifest = build_catalog(catalog, out, progress=False)
     served = manifest.find("tiny-cnn", "torchscript")
-    assert served.placement == ComponentPlacement(
-        inference_component=inference_component_name(served.target_model), min_copies=0
-    )
+    assert served.placement == ComponentPlacement(min_copies=0)
     # The entry's other format and the other entry stay on the multi-model endpoint.
     others = [r for r in manifest.archives if r is not served]
-    assert len(others) == 3 and all(r.inference_component is None for r in others)
+    assert len(others) == 3 and not any(r.is_dedicated for r in others)
     assert Manifest.read(out / MANIFEST_FILE_NAME) == manifest
     # Back on the multi-model endpoint: the same archives, the placement gone.
     again = build_catalog(catalog_of(tiny_cnn(), tiny_roberta()), out, progress=False)
     assert again.target_models == manifest.target_models
-    assert all(r.inference_component is None for r in again.archives)
+    assert not any(r.is_dedicated for r in again.archives)

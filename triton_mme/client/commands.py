@@ -126,13 +126,19 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
     names = calls.class_names(target) if args.image else None
     request = encode_request(inputs, calls.output_names(target), binary=not args.json)
     kind = "JSON" if args.json else "binary"
+    # A dedicated model's component is named after the endpoint it is on (the local stand-in's with --local).
+    route = (
+        target.route_on(args.component_endpoint)
+        if args.component_endpoint and args.local is None
+        else target.route
+    )
     if args.dry_run is not None:
         from triton_mme.client.payloads import check_request_size
 
         check_request_size(request)
         body_path, type_path = write_dry_run(args.dry_run, request)
         size = f"{len(request.body):,} bytes"
-        print(f"{kind} request for {target.route.describe()}: {size} -> {body_path}, {type_path}")
+        print(f"{kind} request for {route.describe()}: {size} -> {body_path}, {type_path}")
         return 0
     from triton_mme.client.caller_metrics import caller_metrics
 
@@ -167,7 +173,7 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
     if warning:
         print(warning, file=sys.stderr)
     print(
-        f"{target.route.describe()}: {kind} request {len(request.body):,} bytes, "
+        f"{route.describe()}: {kind} request {len(request.body):,} bytes, "
         f"reply {len(reply.body):,} bytes in {elapsed_ms:.0f} ms"
     )
     _print_reply(decode_response(reply.content_type, reply.body), target, args, names)

@@ -44,7 +44,7 @@ from triton_mme.client.transport import (
 )
 from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import ArchiveRecord
-from triton_mme.core.naming import ARCHIVE_NAME
+from triton_mme.core.naming import ARCHIVE_NAME, LOCAL_COMPONENT_ENDPOINT
 from triton_mme.core.replies import sequence_bound
 
 
@@ -69,8 +69,14 @@ class Target:
 
     @property
     def route(self) -> Route:
-        """TargetModel on the multi-model endpoint, or the inference component the manifest places it on."""
-        return route_of(self.record) if self.record is not None else Route(self.target_model)
+        """TargetModel on the multi-model endpoint, or the inference component the manifest places it on (of
+        the local stand-in; `route_on` names an endpoint's)."""
+        return self.route_on(LOCAL_COMPONENT_ENDPOINT)
+
+    def route_on(self, component_endpoint: str) -> Route:
+        return (
+            route_of(self.record, component_endpoint) if self.record is not None else Route(self.target_model)
+        )
 
     def companion(self, role: str) -> bytes | None:
         if self.record is None or self.source is None or role not in self.record.files:
@@ -191,8 +197,8 @@ def endpoint_for(target: Target, endpoint: str | None, component_endpoint: str |
     if component_endpoint is None:
         name = target.record.name if target.record is not None else target.target_model
         raise UsageError(
-            f"model '{name}' is served by inference component {route.inference_component}: pass "
-            "--component-endpoint NAME (the stack output InferenceComponentEndpointName)"
+            f"model '{name}' is served by an inference component of its own: pass --component-endpoint NAME "
+            "(the stack output InferenceComponentEndpointName)"
         )
     return component_endpoint
 
@@ -241,4 +247,4 @@ def _send(
     if local_url is not None:
         return invoke_local(local_url, target.route, request)
     assert endpoint is not None
-    return invoke_endpoint(runtime or runtime_client(region), endpoint, target.route, request)
+    return invoke_endpoint(runtime or runtime_client(region), endpoint, target.route_on(endpoint), request)

@@ -14,6 +14,8 @@ from triton_mme.core.bounded import load_json
 from triton_mme.core.errors import UserError, aws_error_code, describe_aws_error, printable
 from triton_mme.core.limits import MAX_REPLY_BYTES
 from triton_mme.core.manifest import ArchiveRecord, ComponentPlacement
+from triton_mme.core.naming import LOCAL_COMPONENT_ENDPOINT, inference_component_name
+from triton_mme.core.platform import IC_NO_CAPACITY_ERROR
 
 BODY_FILE_NAME = "body.bin"
 # The local endpoint's per-request cache state (triton_mme/local_triton/proxy.py CACHE_HEADER).
@@ -100,11 +102,13 @@ class Route(NamedTuple):
         return f"{self.target_model} (inference component {self.inference_component})"
 
 
-def route_of(record: ArchiveRecord) -> Route:
-    """Where the manifest says the archive is served."""
+def route_of(record: ArchiveRecord, component_endpoint: str = LOCAL_COMPONENT_ENDPOINT) -> Route:
+    """Where the manifest says the archive is served; a dedicated model's component is the one the stack
+    names on `component_endpoint` (default: the local stand-in's)."""
     placement = record.placement
     if isinstance(placement, ComponentPlacement):
-        return Route(record.target_model, placement.inference_component, placement.scales_to_zero)
+        component = inference_component_name(component_endpoint, record.name)
+        return Route(record.target_model, component, placement.scales_to_zero)
     return Route(record.target_model)
 
 
@@ -115,7 +119,15 @@ def failure_line(endpoint: str, route: Route, error: BaseException) -> str:
     if route.inference_component is None:
         return f"endpoint {endpoint}: {text}"
     line = f"endpoint {endpoint}, inference component {route.inference_component}: {text}"
-    if route.scales_to_zero and aws_error_code(error) not in NOT_SCALE_FROM_ZERO_CODES:
+    code = aws_error_code(error)
+    no_capacity = IC_NO_CAPACITY_ERROR
+    if route.scales_to_zero and code == no_capacity.code and "no capacity" in text.lower():
+        # The answer AWS's post shows for a component without a copy (core/platform_data, unconfirmed).
+        line += (
+            f"; it scales to zero (min_copies 0) and has no copy now: its first copy takes "
+            f"{no_capacity.minutes_to_first_copy} minutes to start, retry then"
+        )
+    elif route.scales_to_zero and code not in NOT_SCALE_FROM_ZERO_CODES:
         line += (
             "; it scales to zero (min_copies 0), and while it starts a copy every request fails for several "
             f"minutes ({SCALE_FROM_ZERO_SOURCE}): retry in a few minutes"

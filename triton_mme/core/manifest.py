@@ -33,7 +33,6 @@ from triton_mme.core.naming import (
     ARCHIVE_NAME,
     COMPANION_NAME,
     COMPANION_ROLE,
-    INFERENCE_COMPONENT_NAME,
     MODEL_NAME,
     companion_suffix,
 )
@@ -99,16 +98,8 @@ class ComponentPlacement(_Frozen):
     InferenceComponentName (catalog `placement: dedicated`, docs/placement.md)."""
 
     kind: Literal["dedicated"] = "dedicated"
-    inference_component: str
     # The catalog's dedicated.min_copies: at 0 the component may have no copy when a request arrives.
     min_copies: Annotated[int, Field(ge=0)] = 1
-
-    @field_validator("inference_component")
-    @classmethod
-    def _is_an_inference_component_name(cls, value: str) -> str:
-        if not INFERENCE_COMPONENT_NAME.match(value):
-            raise ValueError(INFERENCE_COMPONENT_NAME.refusal)
-        return value
 
     @property
     def scales_to_zero(self) -> bool:
@@ -156,9 +147,9 @@ class ArchiveRecord(_Frozen):
         return dumped
 
     @property
-    def inference_component(self) -> str | None:
-        """The inference component that serves it; None on the multi-model endpoint."""
-        return self.placement.inference_component if isinstance(self.placement, ComponentPlacement) else None
+    def is_dedicated(self) -> bool:
+        """Served by an inference component of its own (core.naming.inference_component_name names it)."""
+        return isinstance(self.placement, ComponentPlacement)
 
     # Names that become object keys and paths are checked when a manifest is built or read, so a
     # manifest naming `../secret.txt` cannot even be loaded, let alone uploaded or followed.

@@ -7,6 +7,7 @@ catalog, the manifest, `add`, the client and the local server all check names wi
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -143,14 +144,25 @@ INFERENCE_COMPONENT_NAME = NameRule(
 )
 
 
-def inference_component_name(target_model: str) -> str:
-    """The inference component that serves an archive: `<model>-<format>-<content hash>` of its TargetModel.
+# The name of the local stand-in's inference-component endpoint (serve-local), in its components' names.
+LOCAL_COMPONENT_ENDPOINT = "local"
+# A cut name ends in this many hex digits of the whole name's sha256, so two long names stay distinct.
+CUT_NAME_DIGITS = 8
 
-    Deterministic and unique per archive (the content hash is kept whole); where the whole name would pass
-    SageMaker's 63 characters the model name is shortened, never the hash. A rebuilt archive gets a new
-    name, as it gets a new TargetModel. InvalidName when `target_model` is not an archive name.
-    """
-    named = ARCHIVE_NAME.check(target_model, where="TargetModel")
-    tail = f"-{named['format']}-{named['digest']}"
-    model = named["name"][: INFERENCE_COMPONENT_NAME_LENGTH - len(tail)].rstrip("-")
-    return model + tail
+
+def bounded_name(*parts: str, limit: int = INFERENCE_COMPONENT_NAME_LENGTH) -> str:
+    """`parts` joined by hyphens; past `limit`, the head cut and a digest of the whole name appended."""
+    name = "-".join(parts)
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:CUT_NAME_DIGITS]
+    return f"{name[: limit - CUT_NAME_DIGITS - 1].rstrip('-')}-{digest}"
+
+
+def inference_component_name(endpoint_name: str, model_name: str) -> str:
+    """The inference component of a `placement: dedicated` model on the inference-component endpoint
+    `endpoint_name`: `<endpoint>-<model>`, cut to SageMaker's 63 characters with a digest. One stable name per
+    endpoint and model (not per archive), so a rebuilt archive updates the component in place, with its
+    rolling update and rollback; names are unique per account and region, and the endpoint's name keeps
+    two stacks apart. The stack creates it (triton_mme_cdk), the client and the local stand-in call it."""
+    return bounded_name(endpoint_name, model_name)

@@ -121,7 +121,7 @@ class SageMakerTarget:
         if dedicated and self.component_endpoint is None:
             raise TargetError(
                 f"the traffic calls {plural(len(dedicated), 'archive')} on inference components (e.g. "
-                f"{dedicated[0].inference_component}): pass --component-endpoint NAME (the stack output "
+                f"{dedicated[0].target_model}): pass --component-endpoint NAME (the stack output "
                 "InferenceComponentEndpointName)"
             )
         if len(dedicated) < len(routes) and self.endpoint is None:
@@ -134,8 +134,9 @@ class SageMakerTarget:
         """Per archive: the endpoint and InvokeEndpoint's routing parameter."""
         found = []
         for record in self.plan.records:
-            route: Route = route_of(record)
-            endpoint = self.endpoint if route.inference_component is None else self.component_endpoint
+            dedicated = route_of(record).inference_component is not None
+            endpoint = self.component_endpoint if dedicated else self.endpoint
+            route: Route = route_of(record, endpoint) if dedicated and endpoint else route_of(record)
             assert endpoint is not None
             found.append((endpoint, route.routing))
         return tuple(found)

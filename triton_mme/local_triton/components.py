@@ -17,7 +17,11 @@ from triton_mme.client.transport import LOCAL_COMPONENT_ROUTE
 from triton_mme.core.errors import UserError, first_line, quoted
 from triton_mme.core.locations import MANIFEST_FILE_NAME
 from triton_mme.core.manifest import Manifest
-from triton_mme.core.naming import INFERENCE_COMPONENT_NAME
+from triton_mme.core.naming import (
+    INFERENCE_COMPONENT_NAME,
+    LOCAL_COMPONENT_ENDPOINT,
+    inference_component_name,
+)
 from triton_mme.local_triton.loader import ModelError
 
 # InvokeEndpoint's InferenceComponentName travels in this header (botocore's sagemaker-runtime service model).
@@ -50,9 +54,9 @@ class ComponentRoutes:
                 HTTPStatus.INTERNAL_SERVER_ERROR, f"{self.manifest_path}: {first_line(error)}"
             ) from None
         return {
-            record.inference_component: record.target_model
+            inference_component_name(LOCAL_COMPONENT_ENDPOINT, record.name): record.target_model
             for record in manifest.archives
-            if record.inference_component is not None
+            if record.is_dedicated
         }
 
     def target_model(self, component: str) -> str:

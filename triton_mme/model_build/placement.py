@@ -9,7 +9,6 @@ from collections.abc import Iterable
 
 from triton_mme.core.catalog import Catalog, ModelEntry
 from triton_mme.core.manifest import MULTI_MODEL, ArchiveRecord, ComponentPlacement, Placement
-from triton_mme.core.naming import inference_component_name
 
 
 def placement_of(record: ArchiveRecord, entry: ModelEntry | None) -> Placement:
@@ -18,10 +17,7 @@ def placement_of(record: ArchiveRecord, entry: ModelEntry | None) -> Placement:
         return MULTI_MODEL
     if entry.dedicated_format.value != record.format:
         return MULTI_MODEL
-    return ComponentPlacement(
-        inference_component=inference_component_name(record.target_model),
-        min_copies=entry.dedicated.min_copies,
-    )
+    return ComponentPlacement(min_copies=entry.dedicated.min_copies)
 
 
 def placed(records: Iterable[ArchiveRecord], catalog: Catalog) -> list[ArchiveRecord]:

@@ -10,12 +10,13 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from triton_mme.core.catalog import ModelEntry
+from triton_mme.core.naming import inference_component_name
 from triton_mme.core.platform import IC_ROUTING_STRATEGY
 from triton_mme_cdk.constructs.dedicated_model import DedicatedModel
 from triton_mme_cdk.constructs.hosting_role import HostingRole
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.triton_image import TritonImage
-from triton_mme_cdk.placement_rules import bounded_name, copy_footprint
+from triton_mme_cdk.placement_rules import copy_footprint
 from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, UpdatePolicy
 
 VARIANT_NAME = "AllTraffic"
@@ -100,7 +101,7 @@ class InferenceComponentEndpoint(Construct):
             self.models[entry.name] = DedicatedModel(
                 self,
                 f"Model-{entry.name}",
-                name=bounded_name(name, entry.name),
+                name=inference_component_name(name, entry.name),
                 endpoint_name=self.endpoint_name,
                 variant_name=VARIANT_NAME,
                 image_uri=image.image_uri,

@@ -18,6 +18,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from triton_mme.core.catalog import Catalog, Format, load_catalog
+from triton_mme.core.naming import bounded_name
 from triton_mme.core.triton_container import COMPONENT_ENVIRONMENT
 from triton_mme.model_build.build_time import catalog_shards
 from triton_mme.model_build.offline_sources import check_sources
@@ -39,7 +40,6 @@ from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
 from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
 from triton_mme_cdk.constructs.triton_image import TritonImage
 from triton_mme_cdk.placement_rules import (
-    bounded_name,
     component_instances,
     dedicated_entries,
     dedicated_problem,
