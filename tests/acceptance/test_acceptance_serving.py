@@ -4,6 +4,7 @@ check's tolerance, with ModelNotReadyException retried inside SageMaker's loadin
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from acceptance_support import ENDPOINT, FakeClock, expect_invocations, publish_store, stubbed
@@ -103,3 +104,54 @@ def test_the_tolerance_is_the_serving_checks_else_the_formats_gpu_one() -> None:
     assert tolerance_for(archive, None) == GPU_FP32
     plan = archive.model_copy(update={"format": "tensorrt", "details": {"precision": "fp16"}})
     assert tolerance_for(plan, None) == FP16
+
+
+def _dedicated_run(s3: Any, runtime: Any, component_endpoint: str | None) -> Any:
+    from triton_mme.core.manifest import ComponentPlacement, Manifest
+
+    publish_store(s3)
+    source = ManifestSource(f"s3://{BUCKET}/{live_manifest_key()}", s3)
+    manifest = source.manifest()
+    placed = Manifest(
+        archives=tuple(a.model_copy(update={"placement": ComponentPlacement()}) for a in manifest.archives)
+    )
+    (check,) = check_serving(
+        ENDPOINT,
+        placed,
+        source,
+        source.serving_report(manifest),
+        runtime,
+        FakeClock().timing,
+        component_endpoint=component_endpoint,
+    )
+    return check
+
+
+def test_a_dedicated_archive_is_called_by_its_component_on_the_component_endpoint(s3: Any) -> None:
+    from acceptance_support import GOLDEN, triton_reply
+
+    from triton_mme.core.naming import inference_component_name
+
+    runtime, stubber = stubbed("sagemaker-runtime")
+    _, expected = GOLDEN.batch(1)
+    routing = {
+        "EndpointName": "stack-ic",
+        "InferenceComponentName": inference_component_name("stack-ic", "tiny"),
+    }
+    for _ in range(2):
+        stubber.add_response(
+            "invoke_endpoint", triton_reply(expected), {**routing, "ContentType": ANY, "Body": ANY}
+        )
+    check = _dedicated_run(s3, runtime, "stack-ic")
+    stubber.assert_no_pending_responses()
+    assert check.passed, check.line()
+
+
+def test_a_dedicated_archive_without_a_component_endpoint_fails_with_the_fix(s3: Any) -> None:
+    runtime, _ = stubbed("sagemaker-runtime")
+    check = _dedicated_run(s3, runtime, None)
+    assert not check.passed
+    assert "places it on an inference component, but the stack promises no inference-component endpoint" in (
+        check.seen
+    )
+    assert "docs/placement.md" in (check.fix or "")

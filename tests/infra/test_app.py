@@ -542,6 +542,26 @@ def test_outputs_name_the_component_endpoint_and_each_models_component(
     }
 
 
+def test_the_acceptance_role_may_call_both_endpoints(synth_with: SynthWith) -> None:
+    synth = synth_with(**VARIANTS["hybrid-placement"])
+    role = lid(synth, synth.stack.mme.operators.acceptance_role)
+    invoked = set()
+    for policy in synth.template.find_resources("AWS::IAM::Policy").values():
+        if {"Ref": role} not in policy["Properties"].get("Roles", []):
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if "sagemaker:InvokeEndpoint" in actions:
+                resources = (
+                    statement["Resource"]
+                    if isinstance(statement["Resource"], list)
+                    else [statement["Resource"]]
+                )
+                invoked |= {json.dumps(resource, sort_keys=True) for resource in resources}
+    # (The multi-model endpoint's invoke is in the role's own policy, tested in test_operator_access.py.)
+    assert invoked == {json.dumps({"Ref": lid(synth, synth.stack.mme.dedicated.endpoint)}, sort_keys=True)}
+
+
 def test_grant_invoke_covers_both_endpoints() -> None:
     from synth_support import HYBRID, bare_stack, template_logical_id
 

@@ -122,11 +122,19 @@ def run_acceptance(
         for group in (SERVING, MANIFEST):
             emit(_unreadable(group, settings.live_manifest_url, first_line(error)))
         manifest = None
+    components = settings.inference_components
     if manifest is not None:
         record(
             SERVING,
             lambda: check_serving(
-                facts.endpoint_name, manifest, source, report, clients.runtime, timing, sample=serving_sample
+                facts.endpoint_name,
+                manifest,
+                source,
+                report,
+                clients.runtime,
+                timing,
+                sample=serving_sample,
+                component_endpoint=components.endpoint_name if components else None,
             ),
         )
     described: list[LiveEndpoint] = []

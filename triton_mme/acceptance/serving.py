@@ -11,7 +11,7 @@ and keeps loading for up to MODEL_LOADING_LIMIT_S (core.platform); the call is r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from triton_mme.acceptance.report import SERVING, Check, failed, passed
 from triton_mme.acceptance.timing import DEFAULT_SERVING_SAMPLE, Timing
 from triton_mme.client.manifest_source import ManifestSource
 from triton_mme.client.payloads import EncodedRequest, PayloadError, decode_response, encode_binary_request
-from triton_mme.client.transport import TransportError, invoke_endpoint
+from triton_mme.client.transport import Route, TransportError, invoke_endpoint, route_of
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.golden import GoldenData
 from triton_mme.core.manifest import ArchiveRecord, Manifest
@@ -86,7 +86,11 @@ def check_serving(
     *,
     loading_window_s: float = MODEL_LOADING_LIMIT_S,
     sample: int = DEFAULT_SERVING_SAMPLE,
+    component_endpoint: str | None = None,
 ) -> list[Check]:
+    """Call each sampled archive where the manifest places it: by TargetModel on `endpoint`, or, for a
+    dedicated model, by InferenceComponentName on `component_endpoint` (the stack's inference-component
+    endpoint, None where it has none)."""
     if not manifest.archives:
         return [
             failed(
@@ -99,7 +103,9 @@ def check_serving(
         ]
     chosen = sample_archives(manifest, sample)
     checks = [
-        _check_archive(endpoint, record, source, report, runtime, timing, loading_window_s)
+        _check_archive(
+            _Where(endpoint, component_endpoint), record, source, report, runtime, timing, loading_window_s
+        )
         for record in chosen
     ]
     if len(chosen) < len(manifest.archives):
@@ -117,8 +123,26 @@ def check_serving(
     return checks
 
 
+class _Where(NamedTuple):
+    endpoint: str
+    component_endpoint: str | None
+
+    def of(self, record: ArchiveRecord) -> tuple[str, Route]:
+        """The endpoint and the route a record is called by."""
+        if not record.is_dedicated:
+            return self.endpoint, Route(record.target_model)
+        if self.component_endpoint is None:
+            raise _Refused(
+                "the manifest places it on an inference component, but the stack promises no "
+                "inference-component endpoint",
+                "deploy the catalog whose build this manifest is (`make deploy`): its dedicated entries make "
+                "the inference-component endpoint (docs/placement.md)",
+            )
+        return self.component_endpoint, route_of(record, self.component_endpoint)
+
+
 def _check_archive(
-    endpoint: str,
+    where: _Where,
     record: ArchiveRecord,
     source: ManifestSource,
     report: ServingReport | None,
@@ -134,11 +158,11 @@ def _check_archive(
         inputs, outputs = golden.batch(1)
         request = encode_binary_request(inputs, [spec.name for spec in record.outputs])
         started = timing.now()
-        served, retries = _call_while_loading(endpoint, record, request, runtime, timing, loading_window_s)
+        served, retries = _call_while_loading(where, record, request, runtime, timing, loading_window_s)
         cold_s = timing.now() - started
         error = _compare(served, outputs, tolerance)
         started = timing.now()
-        served, _ = _call_while_loading(endpoint, record, request, runtime, timing, 0.0)
+        served, _ = _call_while_loading(where, record, request, runtime, timing, 0.0)
         warm_ms = (timing.now() - started) * 1000
         error = max(error, _compare(served, outputs, tolerance))
     except _Refused as refusal:
@@ -172,7 +196,7 @@ def _golden(record: ArchiveRecord, source: ManifestSource) -> GoldenData:
 
 
 def _call_while_loading(
-    endpoint: str,
+    where: _Where,
     record: ArchiveRecord,
     request: EncodedRequest,
     runtime: Any,
@@ -181,9 +205,10 @@ def _call_while_loading(
 ) -> tuple[dict[str, np.ndarray], int]:
     """The decoded reply and how many ModelNotReadyException answers came before it."""
     started, retries = timing.now(), 0
+    endpoint, route = where.of(record)
     while True:
         try:
-            reply = invoke_endpoint(runtime, endpoint, record.target_model, request)
+            reply = invoke_endpoint(runtime, endpoint, route, request)
             break
         except TransportError as error:
             waited = timing.now() - started

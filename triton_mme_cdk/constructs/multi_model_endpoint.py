@@ -329,6 +329,9 @@ class TritonMultiModelEndpoint(Construct):
         self.promotion.resource.node.add_dependency(self.build.done)
         self.archive_locations: ArchiveLocations | None = None
         self.dedicated = self._dedicated_models(catalog) if dedicated_entries(catalog) else None
+        if self.dedicated is not None:
+            # The acceptance run calls the dedicated models on their endpoint too.
+            self.dedicated.grant_invoke(self.operators.acceptance_role)
 
     def _dedicated_models(self, catalog: Catalog) -> InferenceComponentEndpoint:
         """The inference component endpoint of the catalog's dedicated entries, after the same build."""
