@@ -1,7 +1,8 @@
 """16. Placement: the planner's hybrid recommendation against all on the multi-model endpoint and all on
 inference components, on the benchmark traffic (Zipf 1.0, 50 requests/s for a day, 8 ms per request, hit
-rate >= 95 %, p99 <= 5 s) over the default catalog's build and over a 100-model tiny catalog. Planner only:
-no model is built, nothing is served (docs/placement.md).
+rate >= 95 %, p99 <= 5 s) over the default catalog's build and over a 100-model tiny catalog, from the
+planner (docs/placement.md); then a local round trip of a catalog with both placements, built and served by
+serve-local, the client routing each model by the manifest (benchmarks/placement_local.py).
 
 The docs' table (docs/placement.md) is `placement_markdown` of the capacity-planning page's traffic file over
 the default build, generated here and tested to match (tests/planner/test_planner_docs_example.py).
@@ -16,6 +17,7 @@ import yaml
 
 from benchmarks.capacity_inputs import synthetic_record, write_manifest, write_traffic
 from benchmarks.context import RunContext
+from benchmarks.placement_local import run_local
 from benchmarks.results import Section
 from triton_mme.core.manifest import Manifest
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
@@ -178,6 +180,11 @@ def run(ctx: RunContext, section: Section) -> None:
     section.settings[CAPPED] = "the tiny catalog, hit rate >= 99 %, at most 1 multi-model endpoint instance"
     section.settings["Copies"] = "one per instance (a copy is given the instance's GPU), table prices"
     section.notes.append(
-        "Planner only: the multi-model endpoint's LRU cache simulated as `triton-mme plan` does, inference "
-        "components as their own copies (never cold: scale to zero is not planned); docs/placement.md."
+        "Costs and cold starts from the planner: the multi-model endpoint's LRU cache simulated as "
+        "`triton-mme plan` does, inference components as their own copies (never cold: scale to zero is not "
+        "planned); docs/placement.md."
     )
+    if ctx.quick:
+        section.notes.append("Quick run: the local round trip (a build and serve-local) was not run.")
+    else:
+        run_local(section)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from benchmarks import placement
 from benchmarks.context import RunContext
+from benchmarks.placement_local import record_figures, round_trip
 from benchmarks.results import Section
 from benchmarks.suite import BENCHMARKS
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, ComponentPlacement, Manifest
+from triton_mme.core.naming import LOCAL_COMPONENT_ENDPOINT, inference_component_name
 
 
 def test_each_catalog_gets_all_three_layouts_with_cost_and_cold_starts(tmp_path: Path) -> None:
@@ -27,3 +31,34 @@ def test_each_catalog_gets_all_three_layouts_with_cost_and_cold_starts(tmp_path:
     assert section.figure(f"{placement.CAPPED}_hybrid_cold").value <= 1
     assert "recommended hybrid" in section.notes[2]
     assert placement.NAME in {b.name for b in BENCHMARKS}
+
+
+def test_the_local_round_trip_answers_each_placement_on_its_own_route(
+    built: tuple[Path, Manifest], tmp_path: Path, isolated: None
+) -> None:
+    source, manifest = built
+    models = tmp_path / "models"
+    models.mkdir()
+    for path in source.iterdir():
+        if path.is_file():
+            shutil.copy2(path, models / path.name)
+    placed = tuple(
+        r.model_copy(update={"placement": ComponentPlacement()})
+        if (r.name, r.format) == ("tiny-cnn", "onnx")
+        else r
+        for r in manifest.archives
+    )
+    (models / MANIFEST_FILE_NAME).write_text(Manifest(archives=placed).to_json(), encoding="utf-8")
+
+    figures = {f.name: f for f in round_trip(models, warm_calls=2)}
+
+    assert set(figures) == {f"{r.name}/{r.format}" for r in manifest.archives}
+    component = inference_component_name(LOCAL_COMPONENT_ENDPOINT, "tiny-cnn")
+    assert figures["tiny-cnn/onnx"].route == f"inference component {component}"
+    assert figures["tiny-cnn/onnx"].dedicated
+    others = [f for name, f in figures.items() if name != "tiny-cnn/onnx"]
+    assert others and all(f.route.startswith("TargetModel ") and not f.dedicated for f in others)
+    assert all(f.first_cache == "miss" and len(f.warm_ms) == 2 for f in figures.values())
+    section = Section(placement.NAME, placement.TITLE)
+    record_figures(section, list(figures.values()))
+    assert section.figure("local_warm_ms.tiny-cnn_onnx").value > 0
