@@ -166,12 +166,19 @@ def _tensorrt_archive(directory: Path) -> Path:
 
 
 def _report_for(path: Path, directory: Path, **served: Any) -> Path:
-    archive = ArchiveServing(target_model=path.name, name="m", format="tensorrt", **served)
+    """A report of `path` signed with this user's key, as `serving-check` writes it
+    (tests/store/test_store_tensorrt_gate.py runs the command itself)."""
+    from triton_mme.cli import report_key_file
+    from triton_mme.core.report_key import signing_key
+
+    archive = ArchiveServing(
+        target_model=path.name, name="m", format="tensorrt", sha256=file_sha256(path), **served
+    )
     report = ServingReport(
         manifest_sha256="0" * 64, server="sagemaker-tritonserver on L4", archives=(archive,)
     )
     written = directory / "serving-report.json"
-    written.write_text(report.to_json())
+    written.write_text(report.signed(signing_key(report_key_file())).to_json())
     return written
 
 
