@@ -141,3 +141,14 @@ def fake_archives(monkeypatch: pytest.MonkeyPatch) -> None:
     from triton_mme.store import publish
 
     monkeypatch.setattr(publish, "check_archive_contents", lambda path, record: None)
+
+
+@pytest.fixture(autouse=True)
+def report_key_file(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The serving report key of the run's one user, never the real ~/.config one: `serving-check` signs
+    with it and `add` verifies with it (core.report_key)."""
+    from triton_mme.core.report_key import REPORT_KEY_ENV
+
+    path = tmp_path_factory.getbasetemp() / "config" / "report-key"
+    monkeypatch.setenv(REPORT_KEY_ENV, str(path))
+    return path

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
+from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
 
@@ -25,6 +27,7 @@ import triton_mme
 from triton_mme.core.errors import UserError, describe_aws_error, printable, quoted
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.numbers import finite_number, whole_number
+from triton_mme.core.report_key import REPORT_KEY_ENV, REPORT_KEY_FILE
 
 PROG = "triton-mme"
 DISTRIBUTION = "triton-mme-cdk"
@@ -93,6 +96,15 @@ def add_allow_field(parser: argparse.ArgumentParser) -> None:
         help="admit this config.pbtxt field (dotted, e.g. dynamic_batching.priority_levels) though the build "
         "does not write it; fields that name files or code are never admitted (docs/input-limits.md)",
     )
+
+
+def report_key_file() -> Path:
+    """Where the serving report key lives for this user: $TRITON_MME_REPORT_KEY_FILE, else
+    $XDG_CONFIG_HOME/triton-mme/report-key (the XDG base directory default, ~/.config)."""
+    if os.environ.get(REPORT_KEY_ENV):
+        return Path(os.environ[REPORT_KEY_ENV])
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home) / REPORT_KEY_FILE
 
 
 def command_modules() -> list[ModuleType]:

@@ -166,12 +166,19 @@ def _tensorrt_archive(directory: Path) -> Path:
 
 
 def _report_for(path: Path, directory: Path, **served: Any) -> Path:
-    archive = ArchiveServing(target_model=path.name, name="m", format="tensorrt", **served)
+    """A report of `path` signed with this user's key, as `serving-check` writes it
+    (tests/store/test_store_tensorrt_gate.py runs the command itself)."""
+    from triton_mme.cli import report_key_file
+    from triton_mme.core.report_key import signing_key
+
+    archive = ArchiveServing(
+        target_model=path.name, name="m", format="tensorrt", sha256=file_sha256(path), **served
+    )
     report = ServingReport(
         manifest_sha256="0" * 64, server="sagemaker-tritonserver on L4", archives=(archive,)
     )
     written = directory / "serving-report.json"
-    written.write_text(report.to_json())
+    written.write_text(report.signed(signing_key(report_key_file())).to_json())
     return written
 
 
@@ -338,7 +345,7 @@ def test_a_remove_between_adds_check_and_manifest_write_leaves_no_dangling_manif
     add_archive(ModelStoreClient(s3, BUCKET), archive, name="vision")
 
     assert _dangling(s3) == []
-    assert outcomes and "an add of" in outcomes[0]
+    assert outcomes and "an add or upload of" in outcomes[0]
 
 
 ADD_STEPS = ["uploaded", "announced", "checked", "written"]
@@ -433,7 +440,9 @@ def test_an_s3_error_on_every_archive_put_is_one_line_and_publishes_no_manifest(
         def stream(self, **_: Any) -> Any:
             yield self.getvalue()
 
-    def internal_error(**_: Any) -> AWSResponse:
+    def internal_error(request: Any, **_: Any) -> AWSResponse | None:
+        if "/models/" not in request.url:  # the upload's intents go through
+            return None
         return AWSResponse("https://s3", 500, {}, Body(b"<Error><Code>InternalError</Code></Error>"))
 
     real_client = boto3.client

@@ -37,7 +37,12 @@ class RecordingS3:
         return call
 
     def writes(self) -> list[str]:
-        return [key for operation, key in self.calls if operation in ("upload_file", "put_object")]
+        """Keys written, leaving out the intents (announced and withdrawn, store.intents)."""
+        return [
+            key
+            for operation, key in self.calls
+            if operation in ("upload_file", "put_object") and "/intents/" not in key
+        ]
 
 
 def _keys(s3: Any) -> dict[str, bytes]:

@@ -3,10 +3,18 @@
 Written by the serving check (on the GPU runner in the `sagemaker-tritonserver` image, or offline
 against the local CPU Triton) beside the build's manifest, and read by the capacity planner. Figures
 carry their unit in the field name; a figure that could not be measured where the check ran is None.
+
+Each archive's entry records the sha256 of the file the check loaded (it loads only the one the manifest
+records), and the check signs the whole report with HMAC-SHA256 under a key of the user who ran it
+(core.report_key): `add` of a TensorRT plan, which cannot be loaded where it is added, accepts only a report
+with this user's signature and the hash of the very file added. Readers that only plan (the capacity
+planner) read reports of schema 1, without either.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -16,7 +24,7 @@ from triton_mme.core.errors import UserError, describe_validation_error
 from triton_mme.core.limits import MAX_REPORT_BYTES
 from triton_mme.core.locations import SERVING_REPORT_FILE_NAME as SERVING_REPORT_FILE_NAME
 
-SERVING_REPORT_SCHEMA_VERSION = 1
+SERVING_REPORT_SCHEMA_VERSION = 2
 
 
 class _Frozen(BaseModel):
@@ -38,6 +46,8 @@ class ArchiveServing(_Frozen):
     name: str
     format: str
     passed: bool
+    # The sha256 of the archive file that was checked (schema 2; None in older reports).
+    sha256: str | None = None
     # The first line of Triton's error (or of the comparison) when it did not pass.
     error: str | None = None
     # Why it was not checked where the check ran (a TensorRT plan on the CPU stand-in); None when it ran.
@@ -65,6 +75,8 @@ class ServingReport(_Frozen):
     server: str
     gpu: str | None = None
     archives: tuple[ArchiveServing, ...] = ()
+    # HMAC-SHA256 of `signed_content` under the report key of whoever ran the check (schema 2).
+    signature: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -81,6 +93,21 @@ class ServingReport(_Frozen):
 
     def find(self, target_model: str) -> ArchiveServing | None:
         return next((a for a in self.archives if a.target_model == target_model), None)
+
+    def signed_content(self) -> bytes:
+        """What the signature covers: the report without its signature, as canonical JSON."""
+        document = self.model_dump(mode="json", exclude={"signature"})
+        return json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+    def signed(self, key: bytes) -> ServingReport:
+        digest = hmac.new(key, self.signed_content(), hashlib.sha256).hexdigest()
+        return self.model_copy(update={"signature": digest})
+
+    def signed_with(self, key: bytes) -> bool:
+        """The report carries a signature made with `key` over exactly its content."""
+        if self.signature is None:
+            return False
+        return hmac.compare_digest(self.signed(key).signature or "", self.signature)
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"

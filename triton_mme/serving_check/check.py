@@ -131,7 +131,13 @@ def check_archive(
     *,
     phase: Callable[[str], None] = _quiet,
 ) -> ArchiveServing:
-    identity = {"target_model": record.target_model, "name": record.name, "format": record.format}
+    # The check loads only a file with the recorded sha256 (`_unpack`): the report names that hash.
+    identity = {
+        "target_model": record.target_model,
+        "name": record.name,
+        "format": record.format,
+        "sha256": record.sha256,
+    }
     measured = _Measured()
     # As the platform does (/opt/ml/models/<hash>/model): one directory per TargetModel.
     home = scratch / hashlib.sha256(record.target_model.encode()).hexdigest()[:16]

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import non_negative_int, positive_int
+from triton_mme.cli import non_negative_int, positive_int, report_key_file
 from triton_mme.core.errors import printable
 from triton_mme.core.locations import BUILD_DIR, SERVING_REPORT_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
@@ -27,7 +27,10 @@ def register(subparsers: Any) -> None:
         "outputs with PyTorch's, time the load and the requests at batch 1 and at the largest batch an "
         "InvokeEndpoint call carries, then unload it. --server sagemaker starts the image's own `serve` in "
         "multi-model mode (inside the sagemaker-tritonserver image, as the deployment's GPU stage does); "
-        "--server local uses the local CPU Triton. Exits 1 with the first failing archive's line.",
+        "--server local uses the local CPU Triton. The report is signed with this user's report key "
+        "(created on first use; $TRITON_MME_REPORT_KEY_FILE, else $XDG_CONFIG_HOME/triton-mme/report-key): "
+        "`add --serving-report` accepts only a report signed here. Exits 1 with the first failing archive's "
+        "line.",
     )
     check.add_argument("--server", choices=SERVERS, required=True, help="where to check the archives")
     check.add_argument(
@@ -65,10 +68,12 @@ def register(subparsers: Any) -> None:
 
 def _serving_check(args: argparse.Namespace) -> int:
     from triton_mme.core.files import write_atomically
+    from triton_mme.core.report_key import signing_key
     from triton_mme.serving_check.check import CheckError, CheckSettings, check_build, read_build, summary
     from triton_mme.serving_check.targets import LocalCpuTriton, SageMakerTriton
 
     read_build(args.source)  # a missing or broken build stops before any server starts
+    key = signing_key(report_key_file())  # so does a key that cannot be used
     out: Path = args.out or args.source / SERVING_REPORT_FILE_NAME
     settings = CheckSettings(requests=args.requests, warmup=args.warmup)
     with tempfile.TemporaryDirectory(prefix="serving-check-server-") as workdir:
@@ -87,7 +92,7 @@ def _serving_check(args: argparse.Namespace) -> int:
                 progress=lambda r: print(printable(summary(r)), flush=True),
                 phase=lambda line: print(f"  {printable(line)}", flush=True),
             )
-    write_atomically(out, report.to_json())
+    write_atomically(out, report.signed(key).to_json())
     print(f"report  {out}")
     if report.failures:
         first = report.failures[0]

@@ -11,7 +11,7 @@ from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triton_mme.cli import add_allow_field, add_unpacked_limit, non_negative_int
+from triton_mme.cli import add_allow_field, add_unpacked_limit, non_negative_int, report_key_file
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
 from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
@@ -156,7 +156,8 @@ def register(subparsers: Any) -> None:
         "--serving-report",
         type=Path,
         metavar="FILE",
-        help="a serving report (serving-check) in which this archive passed: required for a TensorRT plan",
+        help="a serving report in which this very file passed, written and signed by serving-check on this "
+        "machine: required for a TensorRT plan",
     )
     add.add_argument(
         "--unchecked-tensorrt",
@@ -416,6 +417,7 @@ def _add(args: argparse.Namespace, store: ModelStoreClient) -> int:
         max_unpacked_bytes=args.max_unpacked_bytes,
         allow_fields=frozenset(args.allow_field),
         serving_report=args.serving_report,
+        report_key_file=report_key_file(),
         unchecked_tensorrt=args.unchecked_tensorrt,
     )
     print(f"verified {args.archive.name}: {', '.join(report.checks)}")

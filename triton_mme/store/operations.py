@@ -22,6 +22,7 @@ from triton_mme.core.formats import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_REPORT_BYTES
 from triton_mme.core.manifest import ArchiveRecord, Manifest
 from triton_mme.core.naming import ARCHIVE_NAME, CONTENT_HASH_LENGTH, MODEL_NAME
+from triton_mme.core.report_key import report_key
 from triton_mme.core.serving_report import ServingReport
 from triton_mme.store.intents import ADD, REMOVE, Step, intent, no_step
 from triton_mme.store.location import ModelStoreClient
@@ -110,20 +111,35 @@ def archive_record(
     )
 
 
-def _tensorrt_checked(path: Path, serving_report: Path | None, unchecked: bool) -> dict[str, Any]:
+# What the TensorRT gate accepts, named by every refusal.
+_TENSORRT_EVIDENCE = (
+    "allowed only a report that triton-mme serving-check wrote and signed on this machine, for this file "
+    "(run it here), or --unchecked-tensorrt (recorded as unchecked in the manifest)"
+)
+
+
+def _tensorrt_checked(
+    path: Path, sha256: str, serving_report: Path | None, unchecked: bool, key_file: Path | None
+) -> dict[str, Any]:
     """A TensorRT plan cannot be opened here: it is published only with a serving report in which this
-    archive passed, or marked unchecked on purpose."""
+    very file passed, signed with this user's report key (core.report_key), or marked unchecked on purpose.
+    A report is text anyone can write; only the signature ties it to a check that ran, and only the
+    recorded sha256 ties it to this file."""
     if serving_report is not None:
         report = ServingReport.from_json(
             read_bytes(serving_report, max_bytes=MAX_REPORT_BYTES), where=str(serving_report)
         )
-        served = report.find(path.name)
-        if served is None or not served.passed:
-            state = "does not list it" if served is None else "says it did not pass"
-            raise PublishError(
-                f"{serving_report}: the serving report {state} ({path.name}); allowed a report in which "
-                "this archive passed"
-            )
+        key = report_key(key_file) if key_file is not None else None
+        if report.signature is None:
+            problem = "the serving report is not signed"
+        elif key is None:
+            problem = f"no report key on this machine ({key_file}) to check the serving report's signature"
+        elif not report.signed_with(key):
+            problem = "the serving report's signature does not match (edited, or signed on another machine)"
+        else:
+            problem = _served_problem(report, path.name, sha256)
+        if problem:
+            raise PublishError(f"{serving_report}: {problem}; {_TENSORRT_EVIDENCE}")
         return {"checked": f"serving report {report.manifest_sha256[:16]} on {report.server}"}
     if unchecked:
         return {"checked": "unchecked: a TensorRT plan published with --unchecked-tensorrt"}
@@ -131,6 +147,18 @@ def _tensorrt_checked(path: Path, serving_report: Path | None, unchecked: bool) 
         f"{path.name}: a TensorRT plan cannot be loaded here; allowed with --serving-report FILE (a serving "
         "report in which it passed) or --unchecked-tensorrt (recorded as unchecked in the manifest)"
     )
+
+
+def _served_problem(report: ServingReport, target_model: str, sha256: str) -> str:
+    """Why the report's entry does not vouch for this file ("" when it does)."""
+    served = report.find(target_model)
+    if served is None or not served.passed:
+        state = "does not list it" if served is None else "says it did not pass"
+        return f"the serving report {state} ({target_model})"
+    if served.sha256 != sha256:
+        checked = f"sha256 {served.sha256[:16]}..." if served.sha256 else "no sha256"
+        return f"the serving report checked {target_model} with {checked}, not this file's {sha256[:16]}..."
+    return ""
 
 
 def add_archive(
@@ -143,12 +171,14 @@ def add_archive(
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     allow_fields: frozenset[str] = frozenset(),
     serving_report: Path | None = None,
+    report_key_file: Path | None = None,
     unchecked_tensorrt: bool = False,
     step: Step | None = None,
 ) -> AddReport:
     """Verify an archive built elsewhere, publish it, and with `name` record it in the current manifest.
 
     The file is copied once into a private directory; the hash, every check and the upload read that copy.
+    A TensorRT plan's `serving_report` must be signed with the key in `report_key_file`.
     """
     named = check_archive_name(path, name)
     if not path.is_file():
@@ -158,7 +188,7 @@ def add_archive(
         return _add_checked(
             store, path, copy, named, name=name, source=source, weights=weights,
             max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields, serving_report=serving_report,
-            unchecked_tensorrt=unchecked_tensorrt, step=step or no_step,
+            report_key_file=report_key_file, unchecked_tensorrt=unchecked_tensorrt, step=step or no_step,
         )  # fmt: skip
 
 
@@ -174,6 +204,7 @@ def _add_checked(
     max_unpacked_bytes: int,
     allow_fields: frozenset[str],
     serving_report: Path | None,
+    report_key_file: Path | None,
     unchecked_tensorrt: bool,
     step: Step,
 ) -> AddReport:
@@ -197,7 +228,7 @@ def _add_checked(
     details = {"published_by": "add"}
     not_run = tuple(report.not_run)
     if contents.format is Format.TENSORRT:
-        details |= _tensorrt_checked(path, serving_report, unchecked_tensorrt)
+        details |= _tensorrt_checked(path, item.sha256, serving_report, unchecked_tensorrt, report_key_file)
         not_run = ()
     # A broken live manifest stops the add before anything is uploaded.
     read_published_manifest(store)

@@ -38,6 +38,7 @@ from triton_mme.core.model_check import check_archive_file
 from triton_mme.core.naming import COMPANION_NAME, model_directory
 from triton_mme.core.runner_environment import FINGERPRINT_ENV
 from triton_mme.store.errors import DifferentContentError, PublishError
+from triton_mme.store.intents import ADD, REMOVE, Step, intents, no_step
 from triton_mme.store.location import ModelStoreClient
 
 ARCHIVE_CONTENT_TYPE = "application/gzip"
@@ -516,13 +517,21 @@ def upload_build(
     transfer_config: TransferConfig | None = None,
     progress: ProgressFactory | None = None,
     make_live: bool = True,
+    step: Step | None = None,
 ) -> PublishReport:
     """Publish a build directory: check locally, check every key, upload, then (with `make_live`) make its
     manifest the live one. The build runner passes `make_live=False` and publishes its manifest under the
-    build's fingerprint instead (`publish_build_manifest`)."""
+    build's fingerprint instead (`publish_build_manifest`).
+
+    With `make_live`, an add intent per archive is announced before the keys are checked and withdrawn
+    after the manifest is written (store.intents): a remove of one of them running meanwhile is refused,
+    or refuses the upload. Without it nothing becomes live, and the build role may not write intents: the
+    candidate, the build manifest and the promotion each check that everything named is in the bucket."""
     manifest = read_local_manifest(directory)
     with private_directory("upload-") as private:
-        return _upload_checked(store, directory, private, manifest, transfer_config, progress, make_live)
+        return _upload_checked(
+            store, directory, private, manifest, transfer_config, progress, make_live, step or no_step
+        )
 
 
 def _upload_checked(
@@ -533,9 +542,36 @@ def _upload_checked(
     transfer_config: TransferConfig | None,
     progress: ProgressFactory | None,
     make_live: bool,
+    step: Step,
 ) -> PublishReport:
     objects = check_local_archives(directory, manifest, private)
     companions = check_local_companions(directory, manifest, private)
+    step("verified")
+    if not make_live:
+        uploaded, skipped = _publish_build_objects(store, objects, companions, transfer_config, progress)
+        step("uploaded")
+        return PublishReport(uploaded=tuple(uploaded), skipped=tuple(skipped), manifest_keys=())
+    with intents(store, sorted(manifest.target_models), ADD, refuses=REMOVE) as check_no_remove:
+        step("announced")
+        # Every key is checked after the announcement: an archive a finished remove deleted is uploaded again.
+        uploaded, skipped = _publish_build_objects(store, objects, companions, transfer_config, progress)
+        step("uploaded")
+        # Once more before the manifest moves (one listing): a remove announced meanwhile already saw these
+        # intents and stopped, so this refuses only one that does not look for them.
+        check_no_remove()
+        step("checked")
+        manifest_keys = publish_manifest(store, manifest)
+        step("written")
+    return PublishReport(uploaded=tuple(uploaded), skipped=tuple(skipped), manifest_keys=manifest_keys)
+
+
+def _publish_build_objects(
+    store: ModelStoreClient,
+    objects: list[LocalObject],
+    companions: list[LocalObject],
+    transfer_config: TransferConfig | None,
+    progress: ProgressFactory | None,
+) -> tuple[list[str], list[str]]:
     uploaded, skipped = publish_objects(
         store, store.prefixes.models, objects, transfer_config=transfer_config, progress=progress
     )
@@ -548,7 +584,4 @@ def _upload_checked(
         )
         uploaded += more_uploaded
         skipped += more_skipped
-    manifest_keys: tuple[str, ...] = ()
-    if make_live:
-        manifest_keys = publish_manifest(store, manifest)
-    return PublishReport(uploaded=tuple(uploaded), skipped=tuple(skipped), manifest_keys=manifest_keys)
+    return uploaded, skipped
