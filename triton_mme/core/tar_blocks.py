@@ -253,9 +253,10 @@ def scan_entries(raw: BinaryIO, where: str) -> Iterator[TarEntry]:
                 )
             size = pax_size
         is_dir = kind == _DIRECTORY
+        listed = name[:-1] if is_dir and name.endswith("/") else name
         if is_dir and size:
             raise TarFormatError(
-                f"{where}: directory {quoted(name)} declares {size:,} bytes of data; allowed only empty "
+                f"{where}: directory {quoted(listed)} declares {size:,} bytes of data; allowed only empty "
                 "directory entries"
             )
         if not is_dir and name.endswith("/"):
@@ -263,7 +264,6 @@ def scan_entries(raw: BinaryIO, where: str) -> Iterator[TarEntry]:
                 f"{where}: file {quoted(name)} ends with '/' (tar readers take it for a directory); "
                 "allowed file names without a trailing '/'"
             )
-        listed = name[:-1] if is_dir and name.endswith("/") else name
         identity = _identity(listed)
         if identity in seen:
             raise TarFormatError(
