@@ -10,8 +10,9 @@ rest with one line naming the archive and what is allowed:
   (at most MAX_TRAILING_ZERO_BYTES of them);
 - ustar (`ustar\\0` `00`) or GNU (`ustar  \\0`) headers whose checksum is their unsigned byte sum (every
   byte is ASCII, so the signed sum both parsers also accept is the same number);
-- regular files (`0`, NUL) and directories (`5`) only; the one extended header is a pax header holding
-  a single `size` record, as Python writes it for a file of 8 GiB or more;
+- regular files (`0`, NUL) and directories (`5`) only; the one extended header is a pax header before
+  an entry, holding only times (Python's `add` writes `mtime`, GNU tar's posix format three) and a
+  `size` of 8 GiB or more (Python writes one past the ustar field), never a name;
 - names of printable ASCII, NUL-terminated in their 100-byte field, an empty `prefix`, no link name;
   numeric fields in plain octal (no base-256); a directory with no data; no name twice.
 
@@ -49,7 +50,11 @@ _OTHER_KINDS = {
     b"S": "a GNU sparse file",
 }
 _OCTAL = re.compile(rb" *[0-7]+[ \x00]*")
-_PAX_SIZE = re.compile(rb"(?P<length>[1-9][0-9]*) size=(?P<size>0|[1-9][0-9]*)\n")
+_PAX_RECORD = re.compile(rb"(?P<length>[1-9][0-9]{0,2}) (?P<key>[a-z]{1,16})=")
+_TIME = re.compile(rb"-?(?:0|[1-9][0-9]{0,18})(?:\.[0-9]{1,9})?")
+_PAX_VALUES = {"size": re.compile(rb"[1-9][0-9]{0,18}"), "mtime": _TIME, "atime": _TIME, "ctime": _TIME}
+# The ustar size field holds 11 octal digits; Python writes a pax `size` record from 8 GiB on.
+_USTAR_SIZE_LIMIT = 8**11
 _PAX_KEY = re.compile(rb"(?:^|\n)[0-9]+ ([^=\n]{1,32})=")
 _PRINTABLE = re.compile(r"[\x20-\x7e]+")
 # (field, start, end) of the numeric fields every header must hold in plain octal.
@@ -204,17 +209,32 @@ def _kind_refusal(where: str, kind: bytes, name: str) -> TarFormatError:
     )
 
 
-def _pax_size(where: str, stream: _Inflated, size: int, at: int) -> int:
+def _pax_records(where: str, stream: _Inflated, size: int, at: int) -> dict[str, bytes]:
+    """The records of a pax extended header, each `<length> <key>=<value>\n`: only times, and a size
+    past what the ustar field holds; never a name, a link or a charset."""
     data = stream.read(_blocks(min(size, BLOCK)))
-    record = _PAX_SIZE.fullmatch(data[:size]) if size <= BLOCK else None
-    if record is None or int(record["length"]) != size or data[size:].strip(b"\x00"):
+    records: dict[str, bytes] = {}
+    position = 0
+    while size <= BLOCK and position < size:
+        record = _PAX_RECORD.match(data, position, size)
+        end = position + int(record["length"]) if record else size + 1
+        if record is None or end > size or data[end - 1 : end] != b"\n":
+            break
+        key, value = record["key"].decode("ascii"), data[record.end() : end - 1]
+        if key in records or key not in _PAX_VALUES or not _PAX_VALUES[key].fullmatch(value):
+            break
+        if key == "size" and int(value) < _USTAR_SIZE_LIMIT:
+            break
+        records[key] = value
+        position = end
+    if size > BLOCK or position != size or data[size:].strip(b"\x00"):
         keys = sorted({key.decode("latin-1") for key in _PAX_KEY.findall(data)})
         raise TarFormatError(
             f"{where}: pax extended header at byte {at:,} with records {quoted(keys)} (a name outside "
-            "printable ASCII or over 99 characters needs one); allowed only a single size record, as "
-            "Python writes it for a file of 8 GiB or more"
+            "printable ASCII or over 99 characters needs one); allowed only 'mtime', 'atime', 'ctime' "
+            "and 'size' of 8 GiB or more, each once"
         )
-    return int(record["size"])
+    return records
 
 
 def _identity(name: str) -> str:
@@ -227,7 +247,7 @@ def scan_entries(raw: BinaryIO, where: str) -> Iterator[TarEntry]:
     for the next one. After the last: the end marker, the zero padding and the gzip trailer."""
     stream = _Inflated(raw, where)
     seen: set[str] = set()
-    pax_size: int | None = None
+    pax: dict[str, bytes] | None = None
     pax_at = 0
     while True:
         at = stream.offset
@@ -240,18 +260,18 @@ def scan_entries(raw: BinaryIO, where: str) -> Iterator[TarEntry]:
         if not header.strip(b"\x00"):
             break
         kind, name, size = _checked_header(where, header, at)
-        if kind == _PAX and pax_size is None:
-            pax_size, pax_at = _pax_size(where, stream, size, at), at
+        if kind == _PAX and pax is None:
+            pax, pax_at = _pax_records(where, stream, size, at), at
             continue
         if kind == _PAX:
             raise _kind_refusal(where, kind, name)
-        if pax_size is not None:
+        if pax is not None and "size" in pax:
             if kind == _DIRECTORY or size != 0:
                 raise TarFormatError(
                     f"{where}: pax size record before {quoted(name)}, which is not a file whose own size "
                     "field is 0; allowed only as Python writes it for a file of 8 GiB or more"
                 )
-            size = pax_size
+            size = int(pax["size"])
         is_dir = kind == _DIRECTORY
         listed = name[:-1] if is_dir and name.endswith("/") else name
         if is_dir and size:
@@ -271,14 +291,14 @@ def scan_entries(raw: BinaryIO, where: str) -> Iterator[TarEntry]:
                 "allowed each path once"
             )
         seen.add(identity)
-        yield TarEntry(listed, is_dir, size, pax_at if pax_size is not None else at, stream.offset)
-        pax_size = None
+        yield TarEntry(listed, is_dir, size, pax_at if pax is not None else at, stream.offset)
+        pax = None
         if stream.skip(_blocks(size)) < _blocks(size):
             raise TarFormatError(
                 f"{where}: the tar stream ends inside {quoted(listed)}, which declares {size:,} bytes; "
                 "allowed complete archives"
             )
-    if pax_size is not None:
+    if pax is not None:
         raise TarFormatError(
             f"{where}: pax extended header at byte {pax_at:,} describes no entry; allowed only before a file"
         )
