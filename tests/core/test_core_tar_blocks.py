@@ -274,7 +274,7 @@ def test_entries_after_the_end_of_archive_marker_are_refused(tmp_path: Path) -> 
         )
         assert "m-onnx/1/model.py" in listed.stdout.splitlines()
     assert _refused(path) == (
-        "after.tar.gz: data after the end-of-archive marker at byte 4,096 (entries `tar --ignore-zeros` "
+        "after.tar.gz: data after the end-of-archive marker at byte 4,096 (entries tar --ignore-zeros "
         "would unpack); allowed only zero padding there"
     )
 

@@ -310,14 +310,14 @@ def _check_end(where: str, stream: _Inflated, at: int) -> None:
     if len(second) < BLOCK or second.strip(b"\x00"):
         raise TarFormatError(
             f"{where}: a lone zero block at byte {at:,} instead of the end-of-archive marker; allowed "
-            "two zero blocks at the end (GNU tar reads on past one)"
+            "two zero blocks at the end (tar --ignore-zeros reads on past one)"
         )
     padding = stream.read(MAX_TRAILING_ZERO_BYTES + 1)
     if padding.strip(b"\x00"):
         first = len(padding) - len(padding.lstrip(b"\x00"))
         raise TarFormatError(
             f"{where}: data after the end-of-archive marker at byte {at + 2 * BLOCK + first:,} (entries "
-            "`tar --ignore-zeros` would unpack); allowed only zero padding there"
+            "tar --ignore-zeros would unpack); allowed only zero padding there"
         )
     if len(padding) > MAX_TRAILING_ZERO_BYTES:
         raise TarFormatError(
