@@ -171,6 +171,15 @@ def test_a_pax_size_the_ustar_field_could_hold_is_refused(tmp_path: Path) -> Non
     assert "pax extended header at byte 2,048 with records ['size']" in _refused(path)
 
 
+def test_a_pax_header_before_nothing_or_before_a_directory_with_a_size_is_refused() -> None:
+    record = b"19 size=9663676416\n"
+    pax = _patch(_header("././@PaxHeader", len(record)), 156, b"x") + _padded(record)
+    with pytest.raises(TarFormatError, match=r"pax extended header at byte 0 describes no entry"):
+        list(scan_entries(io.BytesIO(gzip.compress(pax + END)), "a.tar.gz"))
+    with pytest.raises(TarFormatError, match=r"pax size record before 'm/', which is not a file"):
+        list(scan_entries(io.BytesIO(gzip.compress(pax + _directory("m") + END)), "a.tar.gz"))
+
+
 def test_the_pax_times_pythons_add_writes_are_read(tmp_path: Path) -> None:
     (tmp_path / "m-onnx/1").mkdir(parents=True)
     (tmp_path / "m-onnx/config.pbtxt").write_bytes(CONFIG)
@@ -320,7 +329,7 @@ def test_a_missing_end_marker_or_truncated_data_is_refused(tmp_path: Path) -> No
 
 
 def test_a_list_of_entries_another_parser_sees_differently_is_refused() -> None:
-    scanned = [TarEntry("m", True, 0, 0, 512), TarEntry("m/a", False, 1, 512, 1024)]
+    scanned = [TarEntry("m", True, 0, 512), TarEntry("m/a", False, 1, 1024)]
     same_view("a.tar.gz", scanned, [("m", True, 0, 512), ("m/a", False, 1, 1024)])
     with pytest.raises(TarFormatError) as caught:
         same_view("a.tar.gz", scanned, [("m", True, 0, 512)])

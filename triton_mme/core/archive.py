@@ -8,9 +8,9 @@ Running a model (ONNX Runtime, TorchScript) is the build's job: `triton_mme.mode
 
 Both readers read the archive twice from one open file: first with the strict block scanner
 (core.tar_blocks: intact ustar headers of files and directories only, no name twice, nothing after the
-end), then with tarfile, whose list of entries must be the scanner's exactly.
-Both readers apply the archive policy (core.archive_policy: only the fields, parameters and names the
-build itself writes). Both readers bound what an archive may unpack to (`max_unpacked_bytes`, default
+end), then with tarfile, whose list of entries must be the scanner's exactly. They apply the archive
+policy (core.archive_policy: only the fields, parameters and names the build itself writes), and they
+bound what an archive may unpack to (`max_unpacked_bytes`, default
 limits.DEFAULT_MAX_UNPACKED_BYTES) from the sizes its headers declare, before any byte is written, and
 extract_archive unpacks exactly the members it checked from the same open file: nothing can change
 between the check and the extraction. Every problem is an ArchiveError with a one-line message.
@@ -128,9 +128,10 @@ def _members(path: Path, tar: tarfile.TarFile, scanned: list[TarEntry]) -> list[
         members.append(member)
         if len(members) > len(scanned):
             break
-    listed = [(m.name, m.isdir(), m.size, m.offset_data) for m in members if m.isdir() or m.isreg()]
+    listed = [(m.name, m.isdir(), m.size, m.offset_data) for m in members]
+    kinds_agree = all(m.isdir() or m.isreg() for m in members)
     try:
-        same_view(path.name, scanned, listed if len(listed) == len(members) else [])
+        same_view(path.name, scanned, listed if kinds_agree else [])
     except TarFormatError as error:
         raise ArchiveError(str(error)) from None
     return members

@@ -72,8 +72,7 @@ class TarEntry:
     name: str
     is_dir: bool
     size: int
-    header_offset: int  # of its first header (the pax header, if any) in the uncompressed stream
-    data_offset: int
+    data_offset: int  # in the uncompressed stream, as tarfile's TarInfo.offset_data
 
 
 class _Inflated:
@@ -189,13 +188,14 @@ def _checked_header(where: str, header: bytes, at: int) -> tuple[bytes, str, int
             raise TarFormatError(
                 f"{where}: entry {quoted(name)} has a device number; allowed only files and directories"
             )
-    for field, start, end in (("link name", 157, 257), ("owner name", 265, 297), ("group name", 297, 329)):
-        linked = _text(where, header, start, end, field, at)
-        if linked and start == 157:
-            raise TarFormatError(
-                f"{where}: entry {quoted(name)} has link name {quoted(linked)}; allowed only files and "
-                "directories"
-            )
+    linked = _text(where, header, 157, 257, "link name", at)
+    if linked:
+        raise TarFormatError(
+            f"{where}: entry {quoted(name)} has link name {quoted(linked)}; allowed only files and "
+            "directories"
+        )
+    _text(where, header, 265, 297, "owner name", at)
+    _text(where, header, 297, 329, "group name", at)
     return kind, name, _number(where, header, 124, 136, "size", at)
 
 
@@ -291,7 +291,7 @@ def scan_entries(raw: BinaryIO, where: str) -> Iterator[TarEntry]:
                 "allowed each path once"
             )
         seen.add(identity)
-        yield TarEntry(listed, is_dir, size, pax_at if pax is not None else at, stream.offset)
+        yield TarEntry(listed, is_dir, size, stream.offset)
         pax = None
         if stream.skip(_blocks(size)) < _blocks(size):
             raise TarFormatError(
