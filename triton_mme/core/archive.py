@@ -6,8 +6,11 @@ Public API (used by the build, the store, the local Triton and the benchmarks):
 - check_outputs(...): produced outputs against the config's names, datatypes and dims.
 Running a model (ONNX Runtime, TorchScript) is the build's job: `triton_mme.model_build.verify`.
 
-Both readers apply the archive policy (core.archive_policy: only the fields, parameters and names the
-build itself writes). Both readers bound what an archive may unpack to (`max_unpacked_bytes`, default
+Both readers read the archive twice from one open file: first with the strict block scanner
+(core.tar_blocks: intact ustar headers of files and directories only, no name twice, nothing after the
+end), then with tarfile, whose list of entries must be the scanner's exactly. They apply the archive
+policy (core.archive_policy: only the fields, parameters and names the build itself writes), and they
+bound what an archive may unpack to (`max_unpacked_bytes`, default
 limits.DEFAULT_MAX_UNPACKED_BYTES) from the sizes its headers declare, before any byte is written, and
 extract_archive unpacks exactly the members it checked from the same open file: nothing can change
 between the check and the extraction. Every problem is an ArchiveError with a one-line message.
@@ -22,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as pb
@@ -34,6 +38,7 @@ from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_ARCHIVE_MEMBE
 from triton_mme.core.manifest import TensorSpec
 from triton_mme.core.naming import MODEL_DIRECTORY, MODEL_VERSION, PLATFORMS, format_of_model_file
 from triton_mme.core.samples import NUMPY_DTYPES
+from triton_mme.core.tar_blocks import TarEntry, TarFormatError, same_view, scan_entries
 from triton_mme.core.triton_config import ConfigError, parse_config, tensor_specs
 
 CONFIG_FILE_NAME = "config.pbtxt"
@@ -89,32 +94,57 @@ def _reading(path: Path) -> Iterator[None]:
         raise ArchiveError(f"{path.name}: not a readable .tar.gz archive ({first_line(error)})") from None
 
 
-def _members(path: Path, tar: tarfile.TarFile, max_unpacked_bytes: int) -> list[tarfile.TarInfo]:
-    """Every entry, read header by header: the first one past a bound stops the reading, so a
-    compressed bomb is refused before its data is inflated, let alone written."""
-    members: list[tarfile.TarInfo] = []
+def _checked_entries(path: Path, raw: BinaryIO, max_unpacked_bytes: int) -> list[TarEntry]:
+    """Every entry, read header by header by the strict scanner (core.tar_blocks): the first one past a
+    bound stops the reading, so a compressed bomb is refused before its data is inflated."""
+    entries: list[TarEntry] = []
     total = 0
+    try:
+        for entry in scan_entries(raw, path.name):
+            entries.append(entry)
+            if len(entries) > MAX_ARCHIVE_MEMBERS:
+                raise ArchiveError(
+                    f"{path.name}: more than {MAX_ARCHIVE_MEMBERS} entries; expected {EXPECTED_LAYOUT}"
+                )
+            if _unsafe(entry.name):
+                raise ArchiveError(
+                    f"{path.name}: unsafe entry path {quoted(entry.name)} (absolute or with '..')"
+                )
+            total += entry.size
+            if total > max_unpacked_bytes:
+                raise ArchiveError(
+                    f"{path.name}: unpacks to more than {max_unpacked_bytes:,} bytes ({quoted(entry.name)} "
+                    f"alone is {entry.size:,}); allowed at most {max_unpacked_bytes:,} (--max-unpacked-mib)"
+                )
+    except TarFormatError as error:
+        raise ArchiveError(str(error)) from None
+    return entries
+
+
+def _members(path: Path, tar: tarfile.TarFile, scanned: list[TarEntry]) -> list[tarfile.TarInfo]:
+    """tarfile's own list of the entries, which must be the scanner's: one view of the archive."""
+    members: list[tarfile.TarInfo] = []
     for member in tar:
         members.append(member)
-        if len(members) > MAX_ARCHIVE_MEMBERS:
-            raise ArchiveError(
-                f"{path.name}: more than {MAX_ARCHIVE_MEMBERS} entries; expected {EXPECTED_LAYOUT}"
-            )
-        if _unsafe(member.name):
-            raise ArchiveError(
-                f"{path.name}: unsafe entry path {quoted(member.name)} (absolute or with '..')"
-            )
-        if not (member.isdir() or member.isfile()):
-            raise ArchiveError(
-                f"{path.name}: entry {quoted(member.name)} is a link or device; only files allowed"
-            )
-        total += member.size
-        if total > max_unpacked_bytes:
-            raise ArchiveError(
-                f"{path.name}: unpacks to more than {max_unpacked_bytes:,} bytes ({quoted(member.name)} "
-                f"alone is {member.size:,}); allowed at most {max_unpacked_bytes:,} (--max-unpacked-mib)"
-            )
+        if len(members) > len(scanned):
+            break
+    listed = [(m.name, m.isdir(), m.size, m.offset_data) for m in members]
+    kinds_agree = all(m.isdir() or m.isreg() for m in members)
+    try:
+        same_view(path.name, scanned, listed if kinds_agree else [])
+    except TarFormatError as error:
+        raise ArchiveError(str(error)) from None
     return members
+
+
+@contextmanager
+def _opened(path: Path, max_unpacked_bytes: int) -> Iterator[tuple[tarfile.TarFile, list[TarEntry]]]:
+    """The archive scanned, then opened by tarfile from the same open file (one view, one file)."""
+    with _reading(path), path.open("rb") as raw:
+        scanned = _checked_entries(path, raw, max_unpacked_bytes)
+        raw.seek(0)
+        with tarfile.open(fileobj=raw, mode="r:gz") as tar:
+            yield tar, scanned
 
 
 def _layout(path: Path, members: list[tarfile.TarInfo]) -> tuple[str, tarfile.TarInfo, tarfile.TarInfo]:
@@ -147,9 +177,9 @@ def _bounds(path: Path, config: pb.ModelConfig) -> None:
 
 
 def _contents(
-    path: Path, tar: tarfile.TarFile, max_unpacked_bytes: int, allow_fields: frozenset[str]
+    path: Path, tar: tarfile.TarFile, scanned: list[TarEntry], allow_fields: frozenset[str]
 ) -> tuple[ArchiveContents, list]:
-    members = _members(path, tar, max_unpacked_bytes)
+    members = _members(path, tar, scanned)
     model_dir, config_member, model_member = _layout(path, members)
     stream = tar.extractfile(config_member)
     assert stream is not None
@@ -191,8 +221,8 @@ def read_archive(
 ) -> ArchiveContents:
     """The layout and parsed config.pbtxt of an archive; the model file stays packed."""
     path = Path(path)
-    with _reading(path), tarfile.open(path, mode="r:gz") as tar:
-        return _contents(path, tar, max_unpacked_bytes, allow_fields)[0]
+    with _opened(path, max_unpacked_bytes) as (tar, scanned):
+        return _contents(path, tar, scanned, allow_fields)[0]
 
 
 def extract_archive(
@@ -205,8 +235,8 @@ def extract_archive(
     """Check an archive and unpack it under dest from the same open file: only the checked members,
     through tarfile's `data` filter (no links, devices, absolute paths or special permission bits)."""
     path, dest = Path(path), Path(dest)
-    with _reading(path), tarfile.open(path, mode="r:gz") as tar:
-        contents, members = _contents(path, tar, max_unpacked_bytes, allow_fields)
+    with _opened(path, max_unpacked_bytes) as (tar, scanned):
+        contents, members = _contents(path, tar, scanned, allow_fields)
         dest.mkdir(parents=True, exist_ok=True)
         try:
             tar.extractall(dest, members=members, filter="data")
