@@ -1,5 +1,5 @@
-"""The local endpoint's bounds on slow, many, cross-site and ambiguously framed requests, on raw sockets and
-without a tritonserver (the routes behind the cache answer nothing, /ping answers at once)."""
+"""The local endpoint's bounds on slow, many, cross-site and ambiguously framed requests, on raw sockets, and
+on the model instances of its loaded archives; without a tritonserver (fake routes behind the real cache)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tiny_archives import BuiltArchive, build_config, counted_archive
+from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_mme.client.triton_routes import SageMakerRoutes
-from triton_mme.local_triton.loader import ModelCache
+from triton_mme.client.triton_routes import Reply, SageMakerRoutes
+from triton_mme.core.catalog import Format
+from triton_mme.local_triton.loader import ModelCache, list_archives
 from triton_mme.local_triton.proxy import LocalEndpoint
+from triton_mme.local_triton.standin import instance_count, read_config, rewrite_config
 
 
 @pytest.fixture
@@ -232,3 +236,123 @@ def test_a_get_with_a_body_closes_the_connection(serve: Callable[..., LocalEndpo
         )
         assert _answer(connection) == (200, {"ready": True})
         assert connection.recv(1) == b""
+
+
+def _groups(*counts: int) -> mc.ModelConfig:
+    config = build_config(Format.ONNX)
+    del config.instance_group[:]
+    for count in counts:
+        config.instance_group.add(kind=mc.ModelInstanceGroup.KIND_GPU, count=count)
+    return config
+
+
+def test_the_stand_in_clamps_instances_to_the_budget_and_says_so() -> None:
+    rewritten, _, _, changes = rewrite_config(_groups(3, 3, 3), where="m", max_instances=4)
+
+    assert [group.count for group in rewritten.instance_group] == [3, 1]
+    assert instance_count(rewritten) == 4
+    assert (
+        "instance_group: 9 instances -> 4, the local endpoint's instance budget (each instance is a python "
+        "backend process; instance_group[1].count 3 -> 1, instance_group[2] removed)"
+    ) in changes
+    unclamped, _, _, kept = rewrite_config(_groups(2, 0), where="m", max_instances=4)
+    assert [group.count for group in unclamped.instance_group] == [2, 0]
+    assert not any(change.startswith("instance_group:") for change in kept)
+
+
+class CountingRoutes(SageMakerRoutes):
+    """Triton's loads and unloads, counting the instances (stub processes) the loaded models hold."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda timeout_s: http.client.HTTPConnection("127.0.0.1", 1))
+        self.lock = threading.Lock()
+        self.running: dict[str, int] = {}
+        self.most = 0
+
+    def load(self, name: str, url: Path) -> Reply:
+        config = read_config(next(url.iterdir()))
+        with self.lock:
+            self.running[name] = instance_count(config)
+            self.most = max(self.most, sum(self.running.values()))
+        time.sleep(0.01)
+        return Reply(200, "application/json", b"{}")
+
+    def unload(self, name: str) -> Reply:
+        with self.lock:
+            self.running.pop(name)
+        return Reply(200, "application/json", b"{}")
+
+    def invoke(self, name: str, body: bytes, content_type: str) -> Reply:
+        return Reply(200 if name in self.running else 404, "application/json", b"{}")
+
+
+@pytest.fixture(scope="module")
+def sixteen_each(
+    built: tuple[Path, dict[str, BuiltArchive]], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Eight archives of one instance group of 16 (the most core.config_bounds allows), three of 3 + 2."""
+    out = tmp_path_factory.mktemp("counted")
+    source = built[1]["tiny-cnn/onnx"].path
+    for index in range(8):
+        counted_archive(out, source, tmp_path_factory.mktemp("work"), name=f"sixteen-{index}", counts=(16,))
+    for index in range(3):
+        counted_archive(out, source, tmp_path_factory.mktemp("work"), name=f"small-{index}", counts=(3, 2))
+    return out
+
+
+def test_archives_of_16_instances_never_hold_more_than_the_instance_budget(
+    sixteen_each: Path, tmp_path: Path
+) -> None:
+    routes, reports = CountingRoutes(), []
+    cache = ModelCache(
+        models_dir=sixteen_each,
+        scratch_dir=tmp_path / "scratch",
+        routes=routes,
+        budget=8,
+        instance_budget=6,
+        report=reports.append,
+    )
+    names = list_archives(sixteen_each)
+    requests = [name for _ in range(3) for name in names]
+    workers = [
+        threading.Thread(target=lambda n=name: cache.invoke(n, b"{}", "application/json"))
+        for name in requests
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+    assert routes.most <= 6
+    assert cache.instances == sum(routes.running.values()) <= 6
+    big = next(name for name in names if name.startswith("sixteen-0"))
+    assert any(
+        line.startswith(f"{big}: instance_group: 16 instances -> 6, the local endpoint's instance budget")
+        for line in reports
+    )
+    assert any("unloaded (least recently used; instance budget 6, " in line for line in reports)
+
+
+def test_past_the_instance_budget_the_least_recently_used_goes_first(
+    sixteen_each: Path, tmp_path: Path
+) -> None:
+    routes = CountingRoutes()
+    cache = ModelCache(
+        models_dir=sixteen_each,
+        scratch_dir=tmp_path / "scratch",
+        routes=routes,
+        budget=8,
+        instance_budget=10,
+        report=lambda _: None,
+    )
+    names = list_archives(sixteen_each)
+    small = [name for name in names if name.startswith("small-")]  # 5 instances each
+    big = next(name for name in names if name.startswith("sixteen-"))
+    cache.ensure_loaded(small[0])
+    cache.ensure_loaded(small[1])
+    cache.ensure_loaded(small[0])  # used again: small[1] is now the least recently used
+    cache.ensure_loaded(small[2])
+    assert cache.loaded == [small[0], small[2]]
+    cache.ensure_loaded(big)  # 16 asked, 10 allowed: both small ones go before it loads
+    assert cache.loaded == [big]
+    assert routes.most <= 10 and cache.instances == 10

@@ -267,8 +267,10 @@ class _Handler(BaseHTTPRequestHandler):
             loaded = cache.loaded
             models = [{"targetModel": n, "loaded": n in loaded} for n in list_archives(cache.models_dir)]
             counts = {"cacheHits": cache.hits, "cacheMisses": cache.misses}
+            instances = {"instances": cache.instances, "instanceBudget": cache.instance_budget}
             self._send_json(
-                HTTPStatus.OK, {"models": models, "loaded": loaded, "budget": cache.budget, **counts}
+                HTTPStatus.OK,
+                {"models": models, "loaded": loaded, "budget": cache.budget, **instances, **counts},
             )
         else:
             self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no route GET {self.path}"})
