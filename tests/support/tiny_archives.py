@@ -165,3 +165,23 @@ def mismatched_archive(out: Path, source: Path, workdir: Path) -> Path:
         model_file_name="model.onnx",
     )
     return packed.path
+
+
+def counted_archive(out: Path, source: Path, workdir: Path, *, name: str, counts: tuple[int, ...]) -> Path:
+    """The same ONNX model under another name, with one instance group per count (as the build writes)."""
+    extracted = extract_archive(source, workdir)
+    config = extracted.contents.config
+    _rename(config, model_directory(name, Format.ONNX), extracted.model_dir / "1" / "model.onnx")
+    del config.instance_group[:]
+    for count in counts:
+        config.instance_group.add(kind=mc.ModelInstanceGroup.KIND_GPU, count=count)
+    packed = write_archive(
+        out,
+        name=name,
+        fmt=Format.ONNX,
+        model_dir=config.name,
+        config_text=render_config(config),
+        model_file=extracted.model_dir / "1" / "model.onnx",
+        model_file_name="model.onnx",
+    )
+    return packed.path

@@ -4,5 +4,11 @@ The tritonserver binary comes from the nvidia-pytriton wheel (python backend onl
 served through a CPU stand-in (see `standin`) that keeps its config.pbtxt as built wherever Triton checks it.
 """
 
+import os
+
 # Models kept loaded before the least recently used is unloaded (the platform's memory pressure).
 DEFAULT_MODEL_BUDGET = 4
+# Model instances of all loaded models together: each is a python backend stub process on this machine's CPUs.
+# An archive may ask for 16 per model (core.config_bounds); past this budget the least recently used models
+# are unloaded, and a model that alone asks for more is loaded with fewer (the stand-in says so).
+DEFAULT_INSTANCE_BUDGET = max(4, 2 * (os.cpu_count() or 1))

@@ -13,7 +13,7 @@ from typing import Any
 from triton_mme.cli import add_unpacked_limit, port_number, positive_int, print_error
 from triton_mme.core.errors import printable
 from triton_mme.core.locations import BUILD_DIR, LOCAL_TRITON_LOG
-from triton_mme.local_triton import DEFAULT_MODEL_BUDGET
+from triton_mme.local_triton import DEFAULT_INSTANCE_BUDGET, DEFAULT_MODEL_BUDGET
 
 DEFAULT_PORT = 8080
 
@@ -35,6 +35,14 @@ def register(subparsers: Any) -> None:
         type=positive_int,
         default=DEFAULT_MODEL_BUDGET,
         help="models kept loaded; past it the least recently used is unloaded",
+    )
+    serve.add_argument(
+        "--instance-budget",
+        type=positive_int,
+        default=DEFAULT_INSTANCE_BUDGET,
+        help="model instances (python backend processes) of all loaded models together; past it the least "
+        "recently used are unloaded, and a model asking alone for more gets fewer (default %(default)s: "
+        "twice the CPUs, at least 4)",
     )
     serve.add_argument(
         "--scratch", type=Path, help="where archives are unpacked (default: a temporary directory)"
@@ -74,6 +82,7 @@ def _serve(args: argparse.Namespace) -> int:
         models_dir=args.models,
         port=args.port,
         model_budget=args.model_budget,
+        instance_budget=args.instance_budget,
         scratch_dir=args.scratch,
         access_log=args.access_log,
         max_unpacked_bytes=args.max_unpacked_bytes,
@@ -91,7 +100,8 @@ def _serve(args: argparse.Namespace) -> int:
             "through this endpoint (docs/local-triton-isolation.md)",
             flush=True,
         )
-        print(f"Archives in {args.models}; model budget {args.model_budget}; Ctrl-C stops.", flush=True)
+        budgets = f"model budget {args.model_budget}, instance budget {args.instance_budget}"
+        print(f"Archives in {args.models}; {budgets}; Ctrl-C stops.", flush=True)
         while local.triton.is_running():
             time.sleep(0.5)
         print_error(f"tritonserver stopped unexpectedly: {local.triton.log_tail()}")
@@ -109,7 +119,7 @@ def _show_standin(args: argparse.Namespace) -> int:
 
     with tempfile.TemporaryDirectory(prefix="local-triton-standin-") as scratch:
         model_dir = unpack(args.archive, Path(scratch) / "model", max_unpacked_bytes=args.max_unpacked_bytes)
-        standin = install_standin(model_dir, where=args.archive.name)
+        standin = install_standin(model_dir, where=args.archive.name, max_instances=DEFAULT_INSTANCE_BUDGET)
         for change in standin.changes:
             print(printable(f"{args.archive.name}: {change}"))
     return 0

@@ -3,7 +3,8 @@
 On the first invocation of a TargetModel its archive is unpacked into `<scratch>/<hash>/model` (the
 platform uses /opt/ml/models/<hash>/model), the CPU stand-in is installed and Triton is asked to load it
 under the TargetModel name. Past the model budget the least recently used model is unloaded and its
-directory deleted, as the platform does under memory and disk pressure.
+directory deleted, as the platform does under memory and disk pressure. Past the instance budget (each model
+instance is a python backend process) the least recently used models are unloaded before the load.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from triton_mme.core.files import file_sha256
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.model_check import extract_checked_archive
 from triton_mme.core.naming import ARCHIVE_NAME
+from triton_mme.local_triton import DEFAULT_INSTANCE_BUDGET
 from triton_mme.local_triton.standin import StandInError, install_standin
 
 
@@ -63,7 +65,8 @@ def unpack(archive: Path, destination: Path, *, max_unpacked_bytes: int = DEFAUL
 
 
 class ModelCache:
-    """Which TargetModels are loaded, in least-recently-used order, within a budget of loaded models."""
+    """Which TargetModels are loaded, in least-recently-used order, within a budget of loaded models and
+    one of their model instances."""
 
     def __init__(
         self,
@@ -74,13 +77,17 @@ class ModelCache:
         budget: int,
         report: Callable[[str], None] = print,
         max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+        instance_budget: int = DEFAULT_INSTANCE_BUDGET,
     ):
         if budget < 1:
             raise ValueError(f"model budget: {budget} is not allowed; at least 1")
+        if instance_budget < 1:
+            raise ValueError(f"instance budget: {instance_budget} is not allowed; at least 1")
         self.models_dir = models_dir
         self.scratch_dir = scratch_dir
         self.routes = routes
         self.budget = budget
+        self.instance_budget = instance_budget
         self.report = report
         self.max_unpacked_bytes = max_unpacked_bytes
         self._loaded: OrderedDict[str, Path] = OrderedDict()
@@ -88,6 +95,13 @@ class ModelCache:
         # waits for another model's load.
         self._lock = threading.Lock()
         self._model_locks: dict[str, threading.Lock] = {}
+        # Instances per loaded model, and those held by every model loaded, loading or unloading: never more
+        # than the instance budget. `_room` is told whenever some are let go.
+        self._instances: dict[str, int] = {}
+        self._held = 0
+        self._room = threading.Condition(self._lock)
+        # Models Triton is unloading: loading one again waits for its unload to end.
+        self._unloading: dict[str, threading.Event] = {}
         # Invocations that found their model loaded, and those that loaded it (what ModelCacheHit counts).
         self.hits = 0
         self.misses = 0
@@ -97,6 +111,12 @@ class ModelCache:
         """Loaded TargetModels, least recently used first."""
         with self._lock:
             return list(self._loaded)
+
+    @property
+    def instances(self) -> int:
+        """Model instances held by models loaded, loading or unloading."""
+        with self._lock:
+            return self._held
 
     def archive_for(self, target_model: str) -> Path:
         """The archive a TargetModel names: by the archive naming rule, a file directly in models_dir."""
@@ -141,25 +161,55 @@ class ModelCache:
         with model_lock:
             if self._loaded_already(target_model):  # another request loaded it meanwhile
                 return False
+            with self._lock:
+                unloading = self._unloading.get(target_model)
+            if unloading is not None:  # not reloaded while Triton unloads it
+                unloading.wait()
             self._load(target_model, archive)
             with self._lock:
                 evicted = []
                 while len(self._loaded) > self.budget:
-                    oldest = next(iter(self._loaded))
-                    evicted.append((oldest, self._loaded.pop(oldest)))
+                    evicted.append(self._take_oldest())
         for oldest, home in evicted:
-            with self._model_locks[oldest]:  # not reloaded while Triton unloads it
-                self._unload(oldest, home, reason=f"least recently used; budget {self.budget}")
+            self._unload(oldest, home, reason=f"least recently used; budget {self.budget}")
         return True
 
     def unload(self, target_model: str) -> bool:
         with self._lock:
-            home = self._loaded.pop(target_model, None)
-        if home is None:
-            return False
-        with self._model_locks[target_model]:
-            self._unload(target_model, home, reason="on request")
+            if target_model not in self._loaded:
+                return False
+            home = self._take(target_model)
+        self._unload(target_model, home, reason="on request")
         return True
+
+    def _take(self, target_model: str) -> Path:
+        """Move a loaded model to the unloading ones (under `_lock`); its instances stay held until then."""
+        self._unloading[target_model] = threading.Event()
+        return self._loaded.pop(target_model)
+
+    def _take_oldest(self) -> tuple[str, Path]:
+        oldest = next(iter(self._loaded))
+        return oldest, self._take(oldest)
+
+    def _hold_instances(self, target_model: str, instances: int) -> None:
+        """Hold `instances` of the instance budget for a load, unloading least recently used models first;
+        waits while the rest is held by loads and unloads under way (each ends by telling `_room`)."""
+        while True:
+            with self._lock:
+                if self._held + instances <= self.instance_budget:
+                    self._held += instances
+                    return
+                if not self._loaded:
+                    self._room.wait()
+                    continue
+                oldest, home = self._take_oldest()
+            budget = f"instance budget {self.instance_budget}, {target_model} needs {instances}"
+            self._unload(oldest, home, reason=f"least recently used; {budget}")
+
+    def _let_go(self, instances: int) -> None:
+        with self._lock:
+            self._held -= instances
+            self._room.notify_all()
 
     def _load(self, target_model: str, archive: Path) -> None:
         started = time.perf_counter()
@@ -171,13 +221,19 @@ class ModelCache:
         try:
             try:
                 model_dir = unpack(archive, root, max_unpacked_bytes=self.max_unpacked_bytes)
-                standin = install_standin(model_dir, where=target_model)
+                standin = install_standin(model_dir, where=target_model, max_instances=self.instance_budget)
             except StandInError as error:
                 raise ModelError(400, str(error)) from None
             for change in standin.changes:
                 self.report(f"{target_model}: {change}")
-            reply = self.routes.load(target_model, root)
+            self._hold_instances(target_model, standin.instances)
+            try:
+                reply = self.routes.load(target_model, root)
+            except BaseException:
+                self._let_go(standin.instances)
+                raise
             if reply.status != 200:
+                self._let_go(standin.instances)
                 raise ModelError(
                     reply.status, f"{target_model}: Triton did not load it: {reply.error_line()}"
                 )
@@ -187,11 +243,19 @@ class ModelCache:
                 shutil.rmtree(home, ignore_errors=True)
         with self._lock:
             self._loaded[target_model] = home
+            self._instances[target_model] = standin.instances
+            self._room.notify_all()  # a loaded model can be unloaded for a load that waits
         self.report(f"{target_model}: loaded ({standin.format}) in {time.perf_counter() - started:.1f} s")
 
     def _unload(self, target_model: str, home: Path, *, reason: str) -> None:
-        reply = self.routes.unload(target_model)
-        shutil.rmtree(home, ignore_errors=True)
+        try:
+            reply = self.routes.unload(target_model)
+            shutil.rmtree(home, ignore_errors=True)
+        finally:
+            with self._lock:
+                self._held -= self._instances.pop(target_model, 0)
+                self._unloading.pop(target_model).set()
+                self._room.notify_all()
         if reply.status != 200:
             self.report(f"{target_model}: unload answered HTTP {reply.status}: {reply.error_line()}")
         else:

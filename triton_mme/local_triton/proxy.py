@@ -9,8 +9,13 @@ endpoint's route (`components`).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
+import socket
 import threading
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -30,9 +35,106 @@ CACHE_HEADER = "X-Local-Model-Cache"
 # Names a browser on this machine uses for the endpoint: any other Host header (a page that rebinds its own
 # DNS name to 127.0.0.1) is refused before anything runs.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
-# A connection that sends nothing for this long is closed; at most this many are served at once.
+# A browser page may call the endpoint only from a page served on loopback: any other Origin (a page on the
+# web posting a load with a no-cors text/plain request) and any cross-site fetch are refused.
+LOOPBACK_ORIGIN = re.compile(r"http://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]{1,5})?")
+LOOPBACK_ORIGINS = "http://127.0.0.1[:port], http://localhost[:port], http://[::1][:port]"
+# A connection that sends nothing for this long is closed. At most MAX_CONNECTIONS are open at once: past it
+# the one waiting longest for its request is closed for the new one (none when all are being answered).
 IDLE_TIMEOUT_S = 60.0
 MAX_CONNECTIONS = 256
+# From a request's first byte its line and headers must arrive within HEAD_DEADLINE_S, then its body within
+# BODY_DEADLINE_S, whatever the pace of single reads: a byte a minute never holds a connection longer.
+HEAD_DEADLINE_S = 10.0
+BODY_DEADLINE_S = 30.0
+# Connections waiting in the kernel for accept (socketserver's default is 5: a burst of first invokes was
+# reset); Linux caps it at net.core.somaxconn.
+LISTEN_BACKLOG = 1024
+
+
+class _TooSlow(TimeoutError):
+    """The request did not arrive within its deadline (a TimeoutError, which http.server handles)."""
+
+
+class _Evicted(TimeoutError):
+    """The server closed this connection, still reading its request, to serve a new one."""
+
+
+class _Connection(io.RawIOBase):
+    """A connection's reads: each under the idle timeout, all of a request under its deadlines.
+
+    `reading` is True from the end of one reply until the next request is read whole: only such a connection
+    may be evicted (`evict`) when every slot is taken."""
+
+    def __init__(self, sock: socket.socket, *, idle_timeout_s: float, head_deadline_s: float):
+        super().__init__()
+        self._sock = sock
+        self._idle_timeout_s = idle_timeout_s
+        self._head_deadline_s = head_deadline_s
+        self._deadline: float | None = None
+        self._stage, self._limit = "the request line and headers", head_deadline_s
+        self.started = False
+        self.reading = True
+        self.waiting_since = time.monotonic()
+        self.evicted = False
+        self.refusal: tuple[int, str] | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.evicted:
+            raise self._evict_error()
+        timeout = self._idle_timeout_s
+        if self._deadline is not None:
+            timeout = min(timeout, self._deadline - time.monotonic())
+            if timeout <= 0:
+                raise self._slow_error()
+        self._sock.settimeout(timeout)
+        try:
+            received = self._sock.recv_into(buffer)
+        except TimeoutError:
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                raise self._slow_error() from None
+            raise
+        if self.evicted:
+            raise self._evict_error()
+        if received and not self.started:
+            self.started = True
+            self._deadline = time.monotonic() + self._head_deadline_s
+        return received
+
+    def _slow_error(self) -> _TooSlow:
+        self.refusal = (HTTPStatus.REQUEST_TIMEOUT, f"{self._stage} did not arrive within {self._limit:g} s")
+        return _TooSlow(self.refusal[1])
+
+    def _evict_error(self) -> _Evicted:
+        message = "closed for a new connection: every slot was taken and this one had not sent its request"
+        self.refusal = (HTTPStatus.SERVICE_UNAVAILABLE, message)
+        return _Evicted(message)
+
+    def head_read(self, body_deadline_s: float) -> None:
+        """The head is in: the body, if any, has its own deadline from now."""
+        self.started = True  # also for a head that was in the buffer, after the previous request
+        self._stage, self._limit = "the request body", body_deadline_s
+        self._deadline = time.monotonic() + body_deadline_s
+
+    def request_read(self) -> None:
+        """The request is in: no deadline while it is served, and no eviction."""
+        self.reading = False
+        self._deadline = None
+        self._sock.settimeout(self._idle_timeout_s)
+
+    def next_request(self) -> None:
+        self.reading, self.started, self._deadline = True, False, None
+        self._stage, self._limit = "the request line and headers", self._head_deadline_s
+        self.waiting_since = time.monotonic()
+        self.refusal = None
+
+    def evict(self) -> None:
+        self.evicted = True
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RD)  # a read under way returns at once
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -41,22 +143,65 @@ class _Handler(BaseHTTPRequestHandler):
     # Headers and body go out as two writes: without TCP_NODELAY the body waits for the client's delayed
     # ACK (40 ms on Linux) on a kept-alive connection.
     disable_nagle_algorithm = True
-    # StreamRequestHandler sets it on the socket: a read that waits longer ends the connection.
-    timeout = IDLE_TIMEOUT_S
+
+    def setup(self) -> None:
+        super().setup()
+        self.reader = self.server.connection_of(self.request)
+        self.rfile.close()  # makefile's reader: the socket closes only once every file on it is closed
+        self.rfile = io.BufferedReader(self.reader)
+
+    def handle(self) -> None:
+        # The client reset or closed its end: there is no one to answer.
+        with contextlib.suppress(ConnectionError):
+            super().handle()
+
+    def handle_one_request(self) -> None:
+        self.reader.next_request()
+        # What the reply to a request that never arrived whole needs (http.server sets them while parsing).
+        self.requestline, self.request_version, self.command = "", "HTTP/1.1", ""
+        super().handle_one_request()
+        refusal = self.reader.refusal
+        if refusal is not None and self.reader.started:
+            self.close_connection = True
+            self.connection.settimeout(1.0)
+            with contextlib.suppress(OSError):
+                self._send_json(refusal[0], {"error": refusal[1]})
 
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
+        self.reader.head_read(self.server.body_deadline_s)
+        refusal = self._refusal()
+        if refusal is not None:
+            self.close_connection = True
+            self._send_json(refusal[0], {"error": refusal[1]})
+            return False
+        if self.command != "POST" and self.headers.get("Content-Length", "0").strip() != "0":
+            self.close_connection = True  # a body no route reads must not be taken for the next request
+        return True
+
+    def _refusal(self) -> tuple[int, str] | None:
+        """Why the request is refused before any route runs: not addressed to loopback, sent by a page of
+        another site, or framed in a way the endpoint does not read unambiguously."""
         host = (self.headers.get("Host") or "").lower()
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         if name not in LOOPBACK_HOSTS:
-            self.close_connection = True
-            self._send_json(
-                HTTPStatus.MISDIRECTED_REQUEST,
-                {"error": f"Host {host!r} is not allowed; allowed {', '.join(sorted(LOOPBACK_HOSTS))}"},
-            )
-            return False
-        return True
+            allowed = ", ".join(sorted(LOOPBACK_HOSTS))
+            return HTTPStatus.MISDIRECTED_REQUEST, f"Host {host!r} is not allowed; allowed {allowed}"
+        origins = self.headers.get_all("Origin") or []
+        for origin in origins:
+            if not LOOPBACK_ORIGIN.fullmatch(origin.strip().lower()):
+                return HTTPStatus.FORBIDDEN, f"Origin {origin!r} is not allowed; allowed {LOOPBACK_ORIGINS}"
+        if (self.headers.get("Sec-Fetch-Site") or "").strip().lower() == "cross-site":
+            return HTTPStatus.FORBIDDEN, "Sec-Fetch-Site 'cross-site' is not allowed: a page of another site"
+        lengths = self.headers.get_all("Content-Length") or []
+        if self.headers.get_all("Transfer-Encoding"):
+            if lengths:
+                return HTTPStatus.BAD_REQUEST, "Transfer-Encoding and Content-Length together are not allowed"
+            return HTTPStatus.LENGTH_REQUIRED, "Transfer-Encoding is not supported; send Content-Length"
+        if len(lengths) > 1:
+            return HTTPStatus.BAD_REQUEST, f"{len(lengths)} Content-Length headers; allowed one"
+        return None
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.access_log:
@@ -93,7 +238,9 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
             return None
-        return self.rfile.read(length)
+        body = self.rfile.read(length)
+        self.reader.request_read()
+        return body
 
     def _route(self) -> tuple[str, str]:
         """(TargetModel, action) from /models/<TargetModel>[/invoke]; ('', '') for other paths."""
@@ -111,6 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(HTTPStatus.BAD_GATEWAY, {"error": f"local Triton did not answer: {error}"})
 
     def do_GET(self) -> None:
+        self.reader.request_read()
         cache = self.server.cache
         if self.path == "/ping":
             ready = self.server.ping()
@@ -119,8 +267,10 @@ class _Handler(BaseHTTPRequestHandler):
             loaded = cache.loaded
             models = [{"targetModel": n, "loaded": n in loaded} for n in list_archives(cache.models_dir)]
             counts = {"cacheHits": cache.hits, "cacheMisses": cache.misses}
+            instances = {"instances": cache.instances, "instanceBudget": cache.instance_budget}
             self._send_json(
-                HTTPStatus.OK, {"models": models, "loaded": loaded, "budget": cache.budget, **counts}
+                HTTPStatus.OK,
+                {"models": models, "loaded": loaded, "budget": cache.budget, **instances, **counts},
             )
         else:
             self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no route GET {self.path}"})
@@ -152,6 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(self.server.cache.invoke(target, body, content_type))
 
     def do_DELETE(self) -> None:
+        self.reader.request_read()
         target, action = self._route()
         if not target or action:
             self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no route DELETE {self.path}"})
@@ -169,6 +320,7 @@ class LocalEndpoint(ThreadingHTTPServer):
     """An HTTP server on 127.0.0.1 that plays the SageMaker runtime in front of one local Triton."""
 
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(
         self,
@@ -178,9 +330,18 @@ class LocalEndpoint(ThreadingHTTPServer):
         ping: Any,
         access_log: bool = False,
         max_connections: int = MAX_CONNECTIONS,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+        head_deadline_s: float = HEAD_DEADLINE_S,
+        body_deadline_s: float = BODY_DEADLINE_S,
     ):
         super().__init__((LOOPBACK, port), _Handler)
-        self._connections = threading.BoundedSemaphore(max_connections)
+        self.max_connections = max_connections
+        self.idle_timeout_s = idle_timeout_s
+        self.head_deadline_s = head_deadline_s
+        self.body_deadline_s = body_deadline_s
+        # Open connections by socket; `_open_lock` guards the dict, read by the accept loop and the handlers.
+        self._open: dict[socket.socket, _Connection] = {}
+        self._open_lock = threading.Lock()
         self.cache = cache
         self.components = ComponentRoutes(cache.models_dir)
         self.ping = ping
@@ -188,17 +349,37 @@ class LocalEndpoint(ThreadingHTTPServer):
         self._thread: threading.Thread | None = None
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """One thread per connection, up to the bound; past it the connection is closed at once."""
-        if not self._connections.acquire(blocking=False):
-            self.shutdown_request(request)
-            return
+        """One thread per connection, up to the bound. Past it the connection that has waited longest for
+        its request is closed to make room (all loopback clients share 127.0.0.1, so a bound per address
+        would bind them all); when every connection is serving a request, the new one is closed at once."""
+        with self._open_lock:
+            if len(self._open) >= self.max_connections:
+                waiting = [(s, c) for s, c in self._open.items() if c.reading]
+                if not waiting:
+                    self.shutdown_request(request)
+                    return
+                oldest, connection = min(waiting, key=lambda item: item[1].waiting_since)
+                connection.evict()
+                del self._open[oldest]
+            self._open[request] = _Connection(
+                request, idle_timeout_s=self.idle_timeout_s, head_deadline_s=self.head_deadline_s
+            )
         super().process_request(request, client_address)
+
+    def connection_of(self, request: socket.socket) -> _Connection:
+        with self._open_lock:
+            connection = self._open.get(request)
+        if connection is None:  # evicted before its thread started
+            connection = _Connection(request, idle_timeout_s=0.0, head_deadline_s=0.0)
+            connection.evicted = True
+        return connection
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._connections.release()
+            with self._open_lock:
+                self._open.pop(request, None)
 
     @property
     def url(self) -> str:

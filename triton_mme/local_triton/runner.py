@@ -10,7 +10,7 @@ from pathlib import Path
 from triton_mme.client.triton_routes import SageMakerRoutes
 from triton_mme.core.errors import printable
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
-from triton_mme.local_triton import DEFAULT_MODEL_BUDGET
+from triton_mme.local_triton import DEFAULT_INSTANCE_BUDGET, DEFAULT_MODEL_BUDGET
 from triton_mme.local_triton.loader import ModelCache, list_archives
 from triton_mme.local_triton.proxy import LocalEndpoint
 from triton_mme.local_triton.server import TritonServer
@@ -30,6 +30,7 @@ class LocalTriton:
         models_dir: Path,
         port: int = 0,
         model_budget: int = DEFAULT_MODEL_BUDGET,
+        instance_budget: int = DEFAULT_INSTANCE_BUDGET,
         scratch_dir: Path | None = None,
         report: Callable[[str], None] = print_escaped,
         access_log: bool = False,
@@ -54,6 +55,7 @@ class LocalTriton:
             scratch_dir=self.scratch_dir / "models",
             routes=SageMakerRoutes(self.triton.connection),
             budget=model_budget,
+            instance_budget=instance_budget,
             report=report,
             max_unpacked_bytes=max_unpacked_bytes,
         )

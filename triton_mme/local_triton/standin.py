@@ -59,6 +59,8 @@ class StandIn:
     model_dir: Path
     format: str
     changes: tuple[str, ...]
+    # Model instances Triton starts for it: each one a python backend stub process.
+    instances: int = 1
 
 
 def read_config(model_dir: Path) -> mc.ModelConfig:
@@ -101,6 +103,35 @@ def _move_to_cpu(config: mc.ModelConfig) -> list[str]:
     return changes
 
 
+def instance_count(config: mc.ModelConfig) -> int:
+    """The instances Triton creates for a CPU model: count 0 and no instance_group both mean one (the
+    python backend's default)."""
+    return sum(max(group.count, 1) for group in config.instance_group) or 1
+
+
+def _fit_instances(config: mc.ModelConfig, max_instances: int) -> list[str]:
+    """Clamp the instance groups, in order, to `max_instances` in all; groups left with none are removed."""
+    total = instance_count(config)
+    if total <= max_instances:
+        return []
+    left, kept, notes = max_instances, 0, []
+    for index, group in enumerate(config.instance_group):
+        before = max(group.count, 1)
+        count = min(before, left)  # once the budget is spent, every later group gets none
+        if count == 0:
+            notes.append(f"instance_group[{index}] removed")
+        elif count < before:
+            notes.append(f"instance_group[{index}].count {before} -> {count}")
+        if count:
+            group.count, kept = count, kept + 1
+        left -= count
+    del config.instance_group[kept:]
+    return [
+        f"instance_group: {total} instances -> {max_instances}, the local endpoint's instance budget "
+        f"(each instance is a python backend process; {', '.join(notes)})"
+    ]
+
+
 def _drop_gpu_only(config: mc.ModelConfig) -> list[str]:
     changes = []
     accelerators = config.optimization.execution_accelerators.gpu_execution_accelerator
@@ -119,8 +150,12 @@ def _drop_gpu_only(config: mc.ModelConfig) -> list[str]:
     return changes
 
 
-def rewrite_config(config: mc.ModelConfig, *, where: str) -> tuple[mc.ModelConfig, str, str, list[str]]:
-    """A python-backend copy of `config`; returns it with the format, the model file name and the changes."""
+def rewrite_config(
+    config: mc.ModelConfig, *, where: str, max_instances: int | None = None
+) -> tuple[mc.ModelConfig, str, str, list[str]]:
+    """A python-backend copy of `config`; returns it with the format, the model file name and the changes.
+
+    With `max_instances`, the instance groups are clamped to that many instances in all."""
     if ARTIFACT_PARAMETER in config.parameters:
         # Only this rewrite sets it, from default_model_filename; an archive setting it itself could
         # point the stand-in at any file (`../../x`).
@@ -160,14 +195,19 @@ def rewrite_config(config: mc.ModelConfig, *, where: str) -> tuple[mc.ModelConfi
             f"default_model_filename: {model_file!r} removed (the python backend runs model.py{moved})"
         )
     changes += _move_to_cpu(rewritten)
+    if max_instances is not None:
+        changes += _fit_instances(rewritten, max_instances)
     changes += _drop_gpu_only(rewritten)
     return rewritten, model_format, model_file, changes
 
 
-def install_standin(model_dir: Path, *, where: str = "") -> StandIn:
-    """Rewrite `model_dir` in place (it must be a scratch copy) and add the stand-in's model.py."""
+def install_standin(model_dir: Path, *, where: str = "", max_instances: int | None = None) -> StandIn:
+    """Rewrite `model_dir` in place (it must be a scratch copy) and add the stand-in's model.py; with
+    `max_instances`, at most that many instances."""
     where = where or model_dir.name
-    rewritten, model_format, model_file, changes = rewrite_config(read_config(model_dir), where=where)
+    rewritten, model_format, model_file, changes = rewrite_config(
+        read_config(model_dir), where=where, max_instances=max_instances
+    )
     versions = sorted(p for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit())
     with_model = [v for v in versions if (v / model_file).is_file()]
     if not with_model:
@@ -178,4 +218,6 @@ def install_standin(model_dir: Path, *, where: str = "") -> StandIn:
         shutil.copyfile(STANDIN_SOURCE, version / "model.py")
         changes.append(f"{version.name}/model.py: added (the stand-in that runs {version.name}/{model_file})")
     (model_dir / CONFIG_FILE_NAME).write_text(text_format.MessageToString(rewritten), encoding="utf-8")
-    return StandIn(model_dir=model_dir, format=model_format, changes=tuple(changes))
+    return StandIn(
+        model_dir=model_dir, format=model_format, changes=tuple(changes), instances=instance_count(rewritten)
+    )
