@@ -356,3 +356,18 @@ def test_past_the_instance_budget_the_least_recently_used_goes_first(
     cache.ensure_loaded(big)  # 16 asked, 10 allowed: both small ones go before it loads
     assert cache.loaded == [big]
     assert routes.most <= 10 and cache.instances == 10
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status", "error"),
+    [
+        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414, "Request-URI Too Long"),
+        (b"BREW /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501, "Unsupported method ('BREW')"),
+        (b"GET /ping HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n", 505, "Invalid HTTP version (9.9)"),
+    ],
+    ids=["long-request-line", "unknown-method", "bad-version"],
+)
+def test_http_servers_own_refusals_are_one_json_line(
+    serve: Callable[..., LocalEndpoint], request_bytes: bytes, status: int, error: str
+) -> None:
+    assert _exchange(serve(), request_bytes) == (status, {"error": error})

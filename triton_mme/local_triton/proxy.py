@@ -23,6 +23,7 @@ from urllib.parse import unquote
 
 from triton_mme.client.payloads import SAGEMAKER_MAX_REQUEST_BYTES
 from triton_mme.client.triton_routes import Reply
+from triton_mme.core.errors import printable
 from triton_mme.core.numbers import whole_number
 from triton_mme.local_triton.components import COMPONENT_HEADER, ComponentRoutes, component_in_path
 from triton_mme.local_triton.loader import ModelCache, ModelError, list_archives
@@ -202,6 +203,14 @@ class _Handler(BaseHTTPRequestHandler):
         if len(lengths) > 1:
             return HTTPStatus.BAD_REQUEST, f"{len(lengths)} Content-Length headers; allowed one"
         return None
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (a request line over 64 KiB, too many headers, an unknown method) as
+        the endpoint's one JSON line, not its HTML page; with a status line even where the request's version
+        was not read (http.server then writes the body alone)."""
+        self.close_connection = True
+        self.request_version = self.protocol_version
+        self._send_json(code, {"error": printable(message or HTTPStatus(code).phrase)})
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.access_log:
