@@ -117,6 +117,21 @@ def test_the_buildspec_sets_up_cuda_then_fetches_checks_reports_and_publishes_th
     assert spec["env"]["variables"]["PIP_BREAK_SYSTEM_PACKAGES"] == "1"
 
 
+def test_the_report_key_lives_in_the_build_folder_not_the_image_users_home(
+    default: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from triton_mme.cli import report_key_file
+    from triton_mme.core.report_key import REPORT_KEY_ENV, signing_key
+
+    variables = spec_of(default[0])["env"]["variables"]
+    monkeypatch.setenv(REPORT_KEY_ENV, variables[REPORT_KEY_ENV])
+    monkeypatch.setenv("HOME", "/nonexistent")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert len(signing_key(report_key_file())) == 32
+    assert (tmp_path / variables[REPORT_KEY_ENV]).stat().st_mode & 0o777 == 0o600
+
+
 def test_every_step_parses_with_the_shipped_command_line(default: Any) -> None:
     from triton_mme.cli import parser
 

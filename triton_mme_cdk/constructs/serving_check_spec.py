@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from triton_mme.core.locations import BUILD_DIR
+from triton_mme.core.report_key import REPORT_KEY_ENV
 from triton_mme_cdk.constructs.build_spec import (
     CANDIDATE_VARIABLE,
     CUDA_COMPAT_SETUP,
@@ -35,6 +36,9 @@ IMAGE_PYTHON = "python3"
 # Where the uv-managed interpreter lives for images whose python3 is too old, and which CPython it is.
 MANAGED_ENVIRONMENT = "/opt/serving-check"
 MANAGED_PYTHON = "3.12"
+
+# Relative to the source folder the build runs in; made on first use by the serving check.
+RUNNER_REPORT_KEY_FILE = ".serving-check/report-key"
 
 
 def _python_setup(image_python_runs_check: bool) -> tuple[str, list[str]]:
@@ -100,6 +104,10 @@ def serving_check_spec(*, image_python_runs_check: bool, shards: int = 1) -> dic
                 "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                 # The Triton image's python3 is the system's (PEP 668); Triton's own images set the same.
                 "PIP_BREAK_SYSTEM_PACKAGES": "1",
+                # The key the serving check signs its report with, in the build's own folder rather than the
+                # image user's home: nothing on the runner reads the signature (the store's report is trusted
+                # by its bucket), so the check must not depend on a writable home.
+                REPORT_KEY_ENV: RUNNER_REPORT_KEY_FILE,
             },
         },
         "phases": {"install": {"commands": install}, "build": {"commands": build}},
