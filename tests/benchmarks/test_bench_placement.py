@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+
+from tiny_archives import placed_copy
 
 from benchmarks import placement
 from benchmarks.context import RunContext
 from benchmarks.placement_local import record_figures, round_trip
 from benchmarks.results import Section
 from benchmarks.suite import BENCHMARKS
-from triton_mme.core.manifest import MANIFEST_FILE_NAME, ComponentPlacement, Manifest
+from triton_mme.core.manifest import Manifest
 from triton_mme.core.naming import LOCAL_COMPONENT_ENDPOINT, inference_component_name
 
 
@@ -37,18 +38,7 @@ def test_the_local_round_trip_answers_each_placement_on_its_own_route(
     built: tuple[Path, Manifest], tmp_path: Path, isolated: None
 ) -> None:
     source, manifest = built
-    models = tmp_path / "models"
-    models.mkdir()
-    for path in source.iterdir():
-        if path.is_file():
-            shutil.copy2(path, models / path.name)
-    placed = tuple(
-        r.model_copy(update={"placement": ComponentPlacement()})
-        if (r.name, r.format) == ("tiny-cnn", "onnx")
-        else r
-        for r in manifest.archives
-    )
-    (models / MANIFEST_FILE_NAME).write_text(Manifest(archives=placed).to_json(), encoding="utf-8")
+    models = placed_copy(source, tmp_path / "models")
 
     figures = {f.name: f for f in round_trip(models, warm_calls=2)}
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import http.client
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny_archives import BuiltArchive
+from tiny_archives import BuiltArchive, placed_copy
 
 from triton_mme.cli import main
 from triton_mme.client.payloads import decode_response, encode_request
-from triton_mme.core.manifest import MANIFEST_FILE_NAME, ComponentPlacement, Manifest
+from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
 from triton_mme.core.naming import LOCAL_COMPONENT_ENDPOINT, inference_component_name
 from triton_mme.local_triton.components import COMPONENT_HEADER
 from triton_mme.local_triton.runner import LocalTriton
@@ -26,20 +25,7 @@ pytestmark = pytest.mark.timeout(420)
 @pytest.fixture(scope="module")
 def placed(built: tuple[Path, dict[str, BuiltArchive]], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the tiny build whose manifest places tiny-cnn/onnx on an inference component."""
-    source, _ = built
-    models = tmp_path_factory.mktemp("placed")
-    for path in source.iterdir():
-        if path.is_file():
-            shutil.copy2(path, models / path.name)
-    manifest = Manifest.read(models / MANIFEST_FILE_NAME)
-    archives = tuple(
-        r.model_copy(update={"placement": ComponentPlacement()})
-        if (r.name, r.format) == ("tiny-cnn", "onnx")
-        else r
-        for r in manifest.archives
-    )
-    (models / MANIFEST_FILE_NAME).write_text(Manifest(archives=archives).to_json(), encoding="utf-8")
-    return models
+    return placed_copy(built[0], tmp_path_factory.mktemp("placed"))
 
 
 @pytest.fixture(scope="module")

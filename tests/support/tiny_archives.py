@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,13 @@ from tritonclient.grpc import model_config_pb2 as mc
 from triton_mme.core.archive import extract_archive
 from triton_mme.core.catalog import Format, parse_catalog
 from triton_mme.core.files import file_sha256
-from triton_mme.core.manifest import ArchiveRecord, TensorSpec
+from triton_mme.core.manifest import (
+    MANIFEST_FILE_NAME,
+    ArchiveRecord,
+    ComponentPlacement,
+    Manifest,
+    TensorSpec,
+)
 from triton_mme.core.naming import MODEL_FILE_NAMES, model_directory
 from triton_mme.core.samples import sample_inputs
 from triton_mme.core.triton_config import build_model_config, engine_cache_path, render_config
@@ -130,21 +137,26 @@ def _rename(config: mc.ModelConfig, model_dir: str, model_file: Path) -> None:
             )
 
 
-def renamed_archive(out: Path, source: Path, workdir: Path, *, name: str) -> Path:
-    """The same ONNX model packaged under another model name: one more TargetModel for the platform."""
-    extracted = extract_archive(source, workdir)
-    config = extracted.contents.config
-    _rename(config, model_directory(name, Format.ONNX), extracted.model_dir / "1" / "model.onnx")
+def _repack(out: Path, config: mc.ModelConfig, model_file: Path, *, name: str) -> Path:
+    """An ONNX archive of `config` (its name the model directory) and `model_file`."""
     packed = write_archive(
         out,
         name=name,
         fmt=Format.ONNX,
         model_dir=config.name,
         config_text=render_config(config),
-        model_file=extracted.model_dir / "1" / "model.onnx",
+        model_file=model_file,
         model_file_name="model.onnx",
     )
     return packed.path
+
+
+def renamed_archive(out: Path, source: Path, workdir: Path, *, name: str) -> Path:
+    """The same ONNX model packaged under another model name: one more TargetModel for the platform."""
+    extracted = extract_archive(source, workdir)
+    config = extracted.contents.config
+    _rename(config, model_directory(name, Format.ONNX), extracted.model_dir / "1" / "model.onnx")
+    return _repack(out, config, extracted.model_dir / "1" / "model.onnx", name=name)
 
 
 def mismatched_archive(out: Path, source: Path, workdir: Path) -> Path:
@@ -154,17 +166,7 @@ def mismatched_archive(out: Path, source: Path, workdir: Path) -> Path:
     config.input[0].name = "not_in_the_graph"
     _rename(config, "mismatched-onnx", extracted.model_dir / "1" / "model.onnx")
     config.ClearField("model_warmup")
-    model_dir = extracted.model_dir
-    packed = write_archive(
-        out,
-        name="mismatched",
-        fmt=Format.ONNX,
-        model_dir="mismatched-onnx",
-        config_text=render_config(config),
-        model_file=model_dir / "1" / "model.onnx",
-        model_file_name="model.onnx",
-    )
-    return packed.path
+    return _repack(out, config, extracted.model_dir / "1" / "model.onnx", name="mismatched")
 
 
 def counted_archive(out: Path, source: Path, workdir: Path, *, name: str, counts: tuple[int, ...]) -> Path:
@@ -175,13 +177,20 @@ def counted_archive(out: Path, source: Path, workdir: Path, *, name: str, counts
     del config.instance_group[:]
     for count in counts:
         config.instance_group.add(kind=mc.ModelInstanceGroup.KIND_GPU, count=count)
-    packed = write_archive(
-        out,
-        name=name,
-        fmt=Format.ONNX,
-        model_dir=config.name,
-        config_text=render_config(config),
-        model_file=extracted.model_dir / "1" / "model.onnx",
-        model_file_name="model.onnx",
+    return _repack(out, config, extracted.model_dir / "1" / "model.onnx", name=name)
+
+
+def placed_copy(source: Path, models: Path, *, dedicated: tuple[str, str] = ("tiny-cnn", "onnx")) -> Path:
+    """A copy of the build in `source` whose manifest places the archive `dedicated` (name, format) on an
+    inference component, the rest on the multi-model endpoint."""
+    models.mkdir(parents=True, exist_ok=True)
+    for path in source.iterdir():
+        if path.is_file():
+            shutil.copy2(path, models / path.name)
+    manifest = Manifest.read(models / MANIFEST_FILE_NAME)
+    archives = tuple(
+        r.model_copy(update={"placement": ComponentPlacement()}) if (r.name, r.format) == dedicated else r
+        for r in manifest.archives
     )
-    return packed.path
+    (models / MANIFEST_FILE_NAME).write_text(Manifest(archives=archives).to_json(), encoding="utf-8")
+    return models
