@@ -48,8 +48,11 @@ class RouteFigures:
     warm_ms: tuple[float, ...]
 
 
-def round_trip(models_dir: Path, *, warm_calls: int = WARM_CALLS) -> list[RouteFigures]:
-    """Serve the build in `models_dir` locally and call each archive by its model name through the client."""
+def round_trip(
+    models_dir: Path, *, warm_calls: int = WARM_CALLS, formats: tuple[str, ...] = ("onnx",)
+) -> list[RouteFigures]:
+    """Serve the build in `models_dir` locally and call each archive of `formats` by its model name through
+    the client."""
     import numpy as np
 
     from triton_mme.client.invoke import output_names, resolve_target, send
@@ -64,6 +67,8 @@ def round_trip(models_dir: Path, *, warm_calls: int = WARM_CALLS) -> list[RouteF
     figures = []
     with LocalTriton(models_dir=models_dir, port=0, report=lambda _: None) as served:
         for record in Manifest.read(manifest_path).archives:
+            if record.format not in formats:
+                continue
             target = resolve_target(source, model=record.name, format=record.format)
             feeds = {
                 spec.name: np.zeros(
