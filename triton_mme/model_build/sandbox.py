@@ -68,6 +68,7 @@ def run_checks(where: str, model_dir: Path, limits: SandboxLimits = DEFAULT_LIMI
     """Inspect and run the unpacked model in `model_dir` in the child; the checks that passed, or
     ArchiveError with the child's one-line reason."""
     from triton_mme.core.archive import ArchiveError
+    from triton_mme.core.bounded import load_json
 
     request = json.dumps({"where": where, "model_dir": str(model_dir), **limits.__dict__})
     with tempfile.TemporaryDirectory(prefix="model-check-") as scratch:
@@ -90,7 +91,13 @@ def run_checks(where: str, model_dir: Path, limits: SandboxLimits = DEFAULT_LIMI
             ) from None
     try:
         # The result is the child's last line: whatever a runtime prints comes before it.
-        result = json.loads((out.strip().splitlines() or [b""])[-1][:_RESULT_LIMIT_BYTES])
+        result = load_json(
+            (out.strip().splitlines() or [b""])[-1],
+            where="the model check's result",
+            max_bytes=_RESULT_LIMIT_BYTES,
+        )
+        if not isinstance(result, dict) or not ("error" in result or isinstance(result.get("checks"), list)):
+            raise ValueError("not a result")
     except ValueError:
         last = (err.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
         reason = _signal_reason(process.returncode, limits) or last
