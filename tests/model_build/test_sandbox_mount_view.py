@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from triton_mme.local_triton.isolation import isolation_available
 from triton_mme.model_build.sandbox import MOUNT_VIEW_MADE
 
 CONFINED = """
@@ -30,10 +29,9 @@ print("run holds", sorted(os.listdir("/run")))
 """
 
 
-def test_a_write_outside_the_scratch_directory_fails_inside_the_sandbox(tmp_path: Path) -> None:
-    reason = isolation_available()
-    if reason is not None:
-        pytest.skip(f"the kernel refuses the sandbox's user and network namespaces here: {reason}")
+def test_a_write_outside_the_scratch_directory_fails_inside_the_sandbox(
+    tmp_path: Path, isolated: None
+) -> None:
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     victim = tmp_path / "operator-file.txt"
