@@ -1,13 +1,12 @@
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration
 from aws_cdk import aws_applicationautoscaling as autoscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from triton_mme.core.platform import IC_METRIC_DIMENSION, IC_METRICS_NAMESPACE, IC_SCALE_TO_ZERO, IC_SCALING
-from triton_mme_cdk.constructs.endpoint_autoscaling import SERVICE_LINKED_ROLE
+from triton_mme_cdk.constructs.endpoint_autoscaling import service_linked_role
 from triton_mme_cdk.settings import ScalingSettings
 
 
@@ -40,15 +39,7 @@ class ComponentScaling(Construct):
             scalable_dimension=IC_SCALING.scalable_dimension,
             min_capacity=low,
             max_capacity=high,
-            # The service-linked role, created by Application Auto Scaling when missing (EndpointAutoscaling).
-            role=iam.Role.from_role_arn(
-                self,
-                "ServiceLinkedRole",
-                Stack.of(self).format_arn(
-                    service="iam", region="", resource="role", resource_name=SERVICE_LINKED_ROLE
-                ),
-                mutable=False,
-            ),
+            role=service_linked_role(self),
         )
         self.policy = self.target.scale_to_track_metric(
             "InvocationsPerCopy",

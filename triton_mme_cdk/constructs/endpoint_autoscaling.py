@@ -15,6 +15,15 @@ SERVICE_LINKED_ROLE = (
 )
 
 
+def service_linked_role(scope: Construct) -> iam.IRole:
+    """Application Auto Scaling's SageMaker role, by name: naming it makes Application Auto Scaling create it
+    when missing; otherwise the L2 would add an unused role of its own."""
+    arn = Stack.of(scope).format_arn(
+        service="iam", region="", resource="role", resource_name=SERVICE_LINKED_ROLE
+    )
+    return iam.Role.from_role_arn(scope, "ServiceLinkedRole", arn, mutable=False)
+
+
 class EndpointAutoscaling(Construct):
     """Target tracking on the variant's GPU utilization, optionally also on invocations per instance.
 
@@ -34,16 +43,7 @@ class EndpointAutoscaling(Construct):
         super().__init__(scope, construct_id)
         scale_in_cooldown = Duration.seconds(scaling.scale_in_cooldown_seconds)
         scale_out_cooldown = Duration.seconds(scaling.scale_out_cooldown_seconds)
-        # Naming the service-linked role makes Application Auto Scaling create it when missing;
-        # otherwise the L2 would add an unused role of its own.
-        scaling_role = iam.Role.from_role_arn(
-            self,
-            "ServiceLinkedRole",
-            Stack.of(self).format_arn(
-                service="iam", region="", resource="role", resource_name=SERVICE_LINKED_ROLE
-            ),
-            mutable=False,
-        )
+        scaling_role = service_linked_role(self)
         # endpoint_name is the endpoint's GetAtt, so CloudFormation creates this target after the
         # endpoint and deletes it before (a target left behind blocks endpoint deletion).
         self.target = autoscaling.ScalableTarget(
