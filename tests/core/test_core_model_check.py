@@ -61,6 +61,13 @@ def test_code_of_the_exporters_operators_passes(tmp_path: Path) -> None:
     scan_torchscript_code("a.tar.gz", _pt(tmp_path, MODULE))
 
 
+def test_a_submodule_called_again_in_one_forward_passes(tmp_path: Path) -> None:
+    # torch.jit.trace names a submodule's further calls forward1, forward2, ... (torchvision's BasicBlock).
+    again = "return (self.relu).forward12((self.relu).forward1(x, ), )"
+    code = MODULE.replace("return torch.add(x, 1)", again)
+    scan_torchscript_code("a.tar.gz", _pt(tmp_path, code))
+
+
 def test_a_class_method_hiding_from_file_is_refused(tmp_path: Path) -> None:
     assert "line 15: uses operator aten::from_file, which the build's exporters never produce" in _refusal(
         tmp_path, CLASS_METHOD
@@ -98,6 +105,8 @@ def test_setstate_is_refused_however_it_is_spelled(tmp_path: Path, spelling: str
         ("return getattr(torch, 'from_file')(x)", "calls getattr(torch, 'from_file')"),
         ("f = getattr(torch, 'from_file')", 'calls getattr other than getattr(<module>, "<child>")'),
         ("return (self.child).helper(x)", "calls self.child.helper"),
+        ("return (self.child).forward01(x)", "calls self.child.forward01"),
+        ("return (self.child).forward_all(x)", "calls self.child.forward_all"),
         ("return __torch__.m.free(x)", "calls __torch__.m.free"),
         ("return torch.add(x, 1) # torch.from_file", "holds a comment"),
         ("return torch.add(x, len('''a'''))", "string literal other than a plain one"),

@@ -7,8 +7,9 @@ the classes of that code. Before anything loads the file this module:
 - parses every code record with Python's `ast` and walks every statement of every class and function;
   every call must be an operator of `TORCHSCRIPT_OPERATORS` (the operators the build's exporters produce)
   or one of the few forms the TorchScript printer writes for them (`self.x`, `getattr(layer, "0")`,
-  `(child).forward(...)`, `int(...)`); a file-mapping `torch.from_file`, a `torch.save`, `ops.<custom>.x`
-  or any other call is refused by name, wherever it hides (a submodule, a class method, a helper class);
+  `(child).forward(...)`, `(child).forward1(...)` for a submodule called again in one forward,
+  `int(...)`); a file-mapping `torch.from_file`, a `torch.save`, `ops.<custom>.x` or any other call is
+  refused by name, wherever it hides (a submodule, a class method, a helper class);
 - refuses `__setstate__` (torch.jit.load runs it while unpickling) and `__getstate__` under any spelling
   the parser accepts (extra spaces, a tab, a line break, a nested class), and any name that refers to them;
 - accepts only the characters and tokens the printer writes (printable ASCII and line feeds, no comments,
@@ -109,6 +110,9 @@ MAX_CODE_RECORD_BYTES = 64 * 1024 * 1024
 _PRINTED_TEXT = re.compile(rb"[\x20-\x7e\n]*")
 _PLAIN_STRING = re.compile(r"""'[^'\n]*'|"[^"\n]*\"""")
 _CUSTOM_CLASSES = "__torch__.torch.classes"
+# A traced submodule's methods: `forward`, then `forward1`, `forward2`, ... for each further call of that
+# submodule in one forward (torch.jit.trace gives each call its own method).
+_FORWARD_METHOD = re.compile(r"forward(?:[1-9][0-9]*)?")
 _OPERATOR_ROOTS = ("torch", "ops")
 
 
@@ -175,7 +179,7 @@ class _CodeCheck(ast.NodeVisitor):
         for name in _names_in(node):
             if name in LOAD_TIME_METHODS:
                 raise self.refuse(node, f"names {name}, which torch.jit.load runs")
-        if isinstance(function, ast.Attribute) and function.attr == "forward":
+        if isinstance(function, ast.Attribute) and _FORWARD_METHOD.fullmatch(function.attr):
             self.visit(function.value)
         for argument in [*node.args, *node.keywords]:
             self.visit(argument)
@@ -207,7 +211,7 @@ class _CodeCheck(ast.NodeVisitor):
             ):
                 raise self.refuse(node, 'calls getattr other than getattr(<module>, "<child>")')
             return "prim::GetAttr"
-        if isinstance(function, ast.Attribute) and function.attr == "forward":
+        if isinstance(function, ast.Attribute) and _FORWARD_METHOD.fullmatch(function.attr):
             return "prim::CallMethod"
         raise self.refuse(node, f"calls {ast.unparse(function)}")
 
