@@ -20,8 +20,9 @@ from triton_mme.core.platform import (
     GPU_MME_INSTANCE_TYPES,
     INFERENCE_AMIS,
     TRITON_IMAGES,
+    Quota,
     deployable_regions,
-    endpoint_quota_name,
+    endpoint_quota,
     gpu_instance,
     hourly_price,
     registry_accounts,
@@ -136,8 +137,13 @@ def test_the_default_tag_runs_natively_on_the_default_instance_type() -> None:
 def test_codebuild_gpus_and_regions() -> None:
     assert (CODEBUILD_GPUS["SMALL"].gpu, CODEBUILD_GPUS["SMALL"].compute_capability) == ("A10G", 8.6)
     assert (CODEBUILD_GPUS["LARGE"].gpu, CODEBUILD_GPUS["LARGE"].gpu_count) == ("V100", 4)
-    assert CODEBUILD_GPUS["SMALL"].concurrency_quota_name == (
-        "Concurrently running builds for Linux/GPU Small environment"
+    # Service Quotas spells the GPU rows without the slash of the others ("Linux/Small").
+    assert (
+        CODEBUILD_GPUS["SMALL"].concurrency_quota.code,
+        CODEBUILD_GPUS["SMALL"].concurrency_quota.name,
+    ) == (
+        "L-F1FE1B52",
+        "Concurrently running builds for Linux GPU Small environment",
     )
     # botocore 1.44.8 Fleet.environmentType: seven regions; the older text's other six are opt-in only.
     seven = {
@@ -168,7 +174,10 @@ def test_build_images_are_the_patched_al2023_ones_where_one_exists_for_the_cuda_
 
 
 def test_quota_names_and_prices() -> None:
-    assert endpoint_quota_name("ml.g5.xlarge") == "ml.g5.xlarge for endpoint usage"
+    assert endpoint_quota("ml.g5.xlarge") == Quota(
+        "sagemaker", "L-1928E07B", "ml.g5.xlarge for endpoint usage"
+    )
+    assert all(endpoint_quota(name).code for name in GPU_MME_INSTANCE_TYPES), "every type by its code"
     assert hourly_price("ml.g5.xlarge", "us-east-1") == 1.408
     assert hourly_price("ml.g5.xlarge", "us-east-1", {("ml.g5.xlarge", "us-east-1"): 1.2}) == 1.2
     assert hourly_price("ml.g5.xlarge", "eu-west-1") is None

@@ -13,7 +13,8 @@ from botocore.stub import Stubber
 from synth_support import KEY_ARN
 
 import app
-from triton_mme.core.platform import LOGS_RESOURCE_POLICY_LIMIT
+from triton_mme.core.catalog import parse_catalog
+from triton_mme.core.platform import CODEBUILD_GPUS, LOGS_RESOURCE_POLICY_LIMIT, Quota, endpoint_quota
 from triton_mme_cdk.constructs.deployment_events import ACCOUNT_LOGS_RESOURCE_POLICIES
 from triton_mme_cdk.preflight import PreflightClients, run_preflight
 from triton_mme_cdk.preflight.checks import (
@@ -25,14 +26,16 @@ from triton_mme_cdk.preflight.checks import (
 )
 from triton_mme_cdk.preflight.deployed import check_instance_type_change, check_variant_name
 from triton_mme_cdk.preflight.logs_policies import check_logs_resource_policies
+from triton_mme_cdk.preflight.run import endpoint_instances, update_capacity
 from triton_mme_cdk.settings import Settings
 
 REGION = "eu-west-1"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 ENDPOINT = "Endpoint-AbC123"
 SCALING_RESOURCE = f"endpoint/{ENDPOINT}/variant/AllTraffic"
-ENDPOINT_QUOTA = "ml.g5.xlarge for endpoint usage"
-GPU_QUOTA = "Concurrently running builds for Linux/GPU Small environment"
+# The real quotas (Service Quotas' own codes and names), as the platform table holds them.
+ENDPOINT_QUOTA = Quota("sagemaker", "L-1928E07B", "ml.g5.xlarge for endpoint usage")
+GPU_QUOTA = Quota("codebuild", "L-F1FE1B52", "Concurrently running builds for Linux GPU Small environment")
 
 
 class Clients:
@@ -85,9 +88,30 @@ def aws() -> Iterator[Clients]:
 # --- stubbed answers ------------------------------------------------------------------------------------
 
 
-def quotas(
+def quota(aws: Clients, quota: Quota, applied: float | None, default: float | None = None) -> None:
+    """GetServiceQuota answering `applied` for the quota's code; when it has none (NoSuchResourceException),
+    GetAWSDefaultServiceQuota answering `default`, or none either."""
+    params = {"ServiceCode": quota.service_code, "QuotaCode": quota.code}
+
+    def answer(value: float) -> dict[str, Any]:
+        return {"Quota": {"ServiceCode": quota.service_code, "QuotaCode": quota.code, "QuotaName": quota.name,
+                          "Value": value}}  # fmt: skip
+
+    for operation, value in (("get_service_quota", applied), ("get_aws_default_service_quota", default)):
+        if value is not None:
+            aws["service_quotas"].add_response(operation, answer(value), params)
+            return
+        aws["service_quotas"].add_client_error(
+            operation, "NoSuchResourceException", "The request failed because the quota does not exist.",
+            expected_params=params,
+        )  # fmt: skip
+
+
+def listed_quotas(
     aws: Clients, service: str, applied: dict[str, float], defaults: dict[str, float] | None = None
 ) -> None:
+    """ListServiceQuotas (and ListAWSDefaultServiceQuotas) answering quotas by name (the fallback)."""
+
     def page(values: dict[str, float]) -> dict[str, Any]:
         return {
             "Quotas": [
@@ -256,19 +280,35 @@ def test_region_passes_where_everything_exists_and_fails_naming_the_regions_that
 WHY = "maxInstanceCount=5, plus 5 while a canary update runs a second fleet beside the first"
 
 
+SHOWN_ENDPOINT = "'ml.g5.xlarge for endpoint usage' (L-1928E07B)"
+SHOWN_GPU = "'Concurrently running builds for Linux GPU Small environment' (L-F1FE1B52)"
+
+
+def test_the_platform_table_holds_the_real_quota_codes_and_names() -> None:
+    assert endpoint_quota("ml.g5.xlarge") == ENDPOINT_QUOTA
+    assert endpoint_quota("ml.g4dn.xlarge") == Quota(
+        "sagemaker", "L-B67CFA0C", "ml.g4dn.xlarge for endpoint usage"
+    )
+    assert CODEBUILD_GPUS["SMALL"].concurrency_quota == GPU_QUOTA
+    assert CODEBUILD_GPUS["LARGE"].concurrency_quota == Quota(
+        "codebuild", "L-D906BEE7", "Concurrently running builds for Linux GPU Large environment"
+    )
+
+
 def test_endpoint_quota_passes_at_the_peak_of_an_update(aws: Clients) -> None:
-    quotas(aws, "sagemaker", {"ml.g4dn.xlarge for endpoint usage": 0, ENDPOINT_QUOTA: 10})
+    quota(aws, ENDPOINT_QUOTA, 10)
     result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 10, WHY)
-    assert result.ok and result.line() == f"PASS endpoint-quota: '{ENDPOINT_QUOTA}' is 10 (needs 10: {WHY})"
+    assert result.ok and result.line() == f"PASS endpoint-quota: {SHOWN_ENDPOINT} is 10 (needs 10: {WHY})"
 
 
 def test_endpoint_quota_below_the_peak_fails_with_the_increase_to_ask_for(aws: Clients) -> None:
-    quotas(aws, "sagemaker", {}, defaults={ENDPOINT_QUOTA: 5})
+    quota(aws, ENDPOINT_QUOTA, None, default=5)  # no applied value: the default counts
     result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 10, WHY)
     assert result.line() == (
-        f"FAIL endpoint-quota: '{ENDPOINT_QUOTA}' is 5, below the 10 instances the endpoint can run at once "
-        f"({WHY}); fix: request at least 10 in Service Quotas (Amazon SageMaker, '{ENDPOINT_QUOTA}'), or "
-        "lower maxInstanceCount (docs/updates.md: the strategies and the instances they add)"
+        f"FAIL endpoint-quota: {SHOWN_ENDPOINT} is 5, below the 10 instances the endpoints can run at once "
+        f"({WHY}); fix: request at least 10 in Service Quotas (Amazon SageMaker, "
+        "'ml.g5.xlarge for endpoint usage'), or lower maxInstanceCount (docs/updates.md: the strategies and "
+        "the instances they add)"
     )
 
 
@@ -298,57 +338,92 @@ def test_endpoint_quota_below_the_peak_fails_with_the_increase_to_ask_for(aws: C
 def test_the_quota_needed_counts_the_instances_an_update_adds(
     overrides: dict[str, Any], needed: int, why: str
 ) -> None:
-    from triton_mme_cdk.preflight.run import update_capacity
-
     settings = Settings(**overrides)
     assert (settings.peak_update_instances, update_capacity(settings)) == (needed, why)
 
 
 def test_endpoint_quota_missing_in_the_region_fails(aws: Clients) -> None:
-    quotas(aws, "sagemaker", {}, defaults={})
+    quota(aws, ENDPOINT_QUOTA, None)
     result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5, WHY)
-    assert not result.ok and f"no SageMaker quota named '{ENDPOINT_QUOTA}'" in result.detail
+    assert not result.ok
+    assert (
+        result.detail
+        == "no sagemaker quota code L-1928E07B, 'ml.g5.xlarge for endpoint usage' in this region"
+    )
 
 
 def test_a_refused_quota_call_is_a_failed_check_naming_the_call(aws: Clients) -> None:
     aws["service_quotas"].add_client_error(
-        "list_service_quotas", service_error_code="AccessDeniedException", service_message="not allowed"
+        "get_service_quota", service_error_code="AccessDeniedException", service_message="not allowed"
     )
     result = check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, 5, WHY)
     assert result.line() == (
-        "FAIL endpoint-quota: AWS ListServiceQuotas answered AccessDeniedException: not allowed; "
-        "fix: let the credentials running preflight call ListServiceQuotas (docs/first-deploy.md lists the "
+        "FAIL endpoint-quota: AWS GetServiceQuota answered AccessDeniedException: not allowed; "
+        "fix: let the credentials running preflight call GetServiceQuota (docs/first-deploy.md lists the "
         "read-only permissions)"
     )
 
 
-def test_codebuild_gpu_quota_passes_from_one_build_matching_the_name_in_any_case(aws: Clients) -> None:
-    quotas(aws, "codebuild", {GPU_QUOTA.lower(): 1})
+def test_a_dedicated_catalog_adds_the_component_endpoints_instances_to_the_quota(aws: Clients) -> None:
+    dedicated = {"source": "torchvision:resnet50", "weights": "random", "formats": ["onnx"],
+                 "max_batch_size": 8, "placement": "dedicated"}  # fmt: skip
+    catalog = parse_catalog(
+        {"models": [{**dedicated, "name": "hot", "dedicated": {"copies": 1, "max_copies": 3}},
+                    {**dedicated, "name": "warm", "dedicated": {"copies": 2, "max_copies": 4}}]},
+        origin="test",
+    )  # fmt: skip
+    settings = Settings()
+    needed, why = endpoint_instances(settings, catalog)
+    # sum(max_copies) = 7 instances of one copy each, and one more for a rolling batch
+    assert needed == settings.peak_update_instances + 8
+    assert why.endswith(
+        "; and 8 on the component endpoint (the dedicated entries' max_copies, plus a rolling batch)"
+    )
+    assert endpoint_instances(settings, None) == (settings.peak_update_instances, update_capacity(settings))
+    quota(aws, ENDPOINT_QUOTA, needed - 1)
+    assert not check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, needed, why).ok
+
+
+def test_codebuild_gpu_quota_passes_from_one_build(aws: Clients) -> None:
+    quota(aws, GPU_QUOTA, 1)
     result = check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA)
-    assert result.ok and result.detail == f"'{GPU_QUOTA.lower()}' is 1 (needs 1)"
+    assert result.ok and result.detail == f"{SHOWN_GPU} is 1 (needs 1)"
+
+
+def test_a_quota_without_a_known_code_is_found_by_its_name_in_any_case(aws: Clients) -> None:
+    by_name = Quota("codebuild", None, GPU_QUOTA.name)
+    listed_quotas(aws, "codebuild", {"Concurrently running builds for Linux/Small environment": 20},
+                  defaults={GPU_QUOTA.name.lower(): 2})  # fmt: skip
+    result = check_codebuild_gpu_quota(aws.service_quotas, by_name, 2)
+    assert result.ok and result.detail == f"'{GPU_QUOTA.name.lower()}' (L-00000000) is 2 (needs 2)"
+    listed_quotas(aws, "codebuild", {}, defaults={})
+    assert check_codebuild_gpu_quota(aws.service_quotas, by_name).detail == (
+        f"no codebuild quota named '{GPU_QUOTA.name}' in this region"
+    )
 
 
 def test_codebuild_gpu_quota_below_the_runners_of_a_fanned_out_build_fails(aws: Clients) -> None:
-    quotas(aws, "codebuild", {GPU_QUOTA: 3})
+    quota(aws, GPU_QUOTA, 3)
     result = check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA, 8)
     assert not result.ok and "is 3, below buildRunners=8" in result.line()
     assert "request at least 8 in Service Quotas" in result.line()
-    quotas(aws, "codebuild", {GPU_QUOTA: 8})
+    quota(aws, GPU_QUOTA, 8)
     assert check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA, 8).ok
 
 
 def test_codebuild_gpu_quota_of_zero_fails(aws: Clients) -> None:
-    quotas(aws, "codebuild", {}, defaults={GPU_QUOTA: 0})
+    quota(aws, GPU_QUOTA, None, default=0)
     result = check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA)
     assert result.line() == (
-        f"FAIL codebuild-gpu-quota: '{GPU_QUOTA}' is 0: no GPU build can start; fix: request at least 1 in "
-        f"Service Quotas (AWS CodeBuild, '{GPU_QUOTA}')"
+        f"FAIL codebuild-gpu-quota: {SHOWN_GPU} is 0: no GPU build can start; fix: request at least 1 in "
+        f"Service Quotas (AWS CodeBuild, '{GPU_QUOTA.name}')"
     )
 
 
 def test_codebuild_gpu_quota_missing_in_the_region_fails(aws: Clients) -> None:
-    quotas(aws, "codebuild", {}, defaults={"Concurrently running builds for Linux/Small environment": 20})
-    assert not check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA).ok
+    quota(aws, GPU_QUOTA, None)
+    result = check_codebuild_gpu_quota(aws.service_quotas, GPU_QUOTA)
+    assert not result.ok and result.detail.startswith("no codebuild quota code L-F1FE1B52")
 
 
 # --- images -------------------------------------------------------------------------------------------------
@@ -569,8 +644,8 @@ def test_the_stack_defines_as_many_account_level_policies_as_preflight_counts(de
 
 def everything_in_place(aws: Clients, *, gpu_builds: float = 1) -> None:
     stack(aws, "CDKToolkit", {"BootstrapVersion": "28"})
-    quotas(aws, "sagemaker", {ENDPOINT_QUOTA: 10})
-    quotas(aws, "codebuild", {GPU_QUOTA: gpu_builds})
+    quota(aws, ENDPOINT_QUOTA, 10)
+    quota(aws, GPU_QUOTA, gpu_builds)
     image(aws, "763104351884", "sagemaker-tritonserver", "25.04-py3")
     image(aws, "763104351884", "pytorch-training", "2.8.0-gpu-py312-cu129-ubuntu22.04-ec2")
     resource_policies(aws, ["other-service-logs"])

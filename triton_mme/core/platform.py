@@ -13,7 +13,7 @@ rather than a deployment that fails half-way).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from triton_mme.core.platform_tables import (
@@ -28,6 +28,7 @@ from triton_mme.core.platform_tables import (
     PlatformDataError,
     PricesTable,
     RegionsTable,
+    ServiceQuotas,
     TritonImage,
     TritonImagesTable,
     load_table,
@@ -42,6 +43,31 @@ _CODEBUILD = load_table("codebuild.yaml", CodeBuildTable)
 _LIMITS = load_table("limits.yaml", LimitsTable)
 _PRICES = load_table("prices.yaml", PricesTable)
 _COMPONENTS = load_table("inference_components.yaml", InferenceComponentsTable)
+
+
+# ======================================================================================================
+# Service Quotas
+# ======================================================================================================
+@dataclass(frozen=True)
+class Quota:
+    """A quota the preflight reads: by `code`; `name` is shown, and searched for only where the code is not
+    known (None)."""
+
+    service_code: str
+    code: str | None
+    name: str
+
+
+def _quota(table: ServiceQuotas, key: str) -> Quota:
+    entry = table.quotas[key]
+    return Quota(table.service_code, entry.code, entry.name)
+
+
+def _require_quotas(file_name: str, table: ServiceQuotas, keys: Iterable[str]) -> None:
+    missing = sorted(set(keys) - set(table.quotas))
+    if missing:
+        raise PlatformDataError(f"{PLATFORM_DATA}/{file_name}: quotas: no entry for {', '.join(missing)}")
+
 
 # ======================================================================================================
 # SageMaker Triton images
@@ -225,8 +251,9 @@ class CodeBuildGpu:
     disk_gb: int
 
     @property
-    def concurrency_quota_name(self) -> str:
-        return _CODEBUILD.concurrency_quota_name.value.format(size=self.compute_type.capitalize())
+    def concurrency_quota(self) -> Quota:
+        """The quota of builds of this compute type running at once (codebuild.yaml)."""
+        return _quota(_CODEBUILD.concurrency_quotas, self.compute_type)
 
 
 def _codebuild_gpus() -> dict[str, CodeBuildGpu]:
@@ -308,9 +335,13 @@ INSTANCE_METRICS_NAMESPACE = _LIMITS.metrics.instance_namespace
 VARIANT_METRIC_DIMENSIONS = _LIMITS.metrics.variant_dimensions
 
 
-def endpoint_quota_name(instance_type: str) -> str:
-    """The Service Quotas name of the per-type endpoint instance quota (SageMaker quota table)."""
-    return _LIMITS.endpoint_quota_name.value.format(instance_type=instance_type)
+def endpoint_quota(instance_type: str) -> Quota:
+    """The per-type endpoint instance quota (limits.yaml), which every endpoint of the type counts against."""
+    return _quota(_LIMITS.endpoint_quotas, instance_type)
+
+
+_require_quotas("limits.yaml", _LIMITS.endpoint_quotas, GPU_MME_INSTANCE_TYPES)
+_require_quotas("codebuild.yaml", _CODEBUILD.concurrency_quotas, CODEBUILD_GPUS)
 
 
 # ======================================================================================================

@@ -12,7 +12,14 @@ from importlib.resources import files
 from typing import Annotated, Any, Generic, TypeVar
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from triton_mme.core.errors import describe_validation_error, first_line
 
@@ -168,6 +175,25 @@ class RegionsTable(Frozen):
     codebuild_gpu_regions_unconfirmed: Fact[frozenset[str]]
 
 
+# ----- service quotas (codebuild.yaml, limits.yaml) ------------------------------------------------------
+QUOTA_CODE_PATTERN = r"^L-[0-9A-F]{8}$"
+
+
+class ServiceQuota(Frozen):
+    """One Service Quotas quota: looked up by its code; the name is shown, and searched for only where the
+    code is not known (null)."""
+
+    code: Annotated[str, StringConstraints(pattern=QUOTA_CODE_PATTERN)] | None
+    name: str
+
+
+class ServiceQuotas(Sourced):
+    """The quotas of one service (its Service Quotas service code), keyed by what each one bounds."""
+
+    service_code: str
+    quotas: dict[str, ServiceQuota]
+
+
 # ----- codebuild.yaml -------------------------------------------------------------------------------------
 class CodeBuildGpuEntry(Sourced):
     compute_type: str
@@ -195,7 +221,7 @@ class BuildImage(Sourced):
 
 class CodeBuildTable(Frozen):
     gpus: tuple[CodeBuildGpuEntry, ...]
-    concurrency_quota_name: Fact[str]
+    concurrency_quotas: ServiceQuotas
     min_build_timeout_minutes: Fact[int]
     queued_timeout_minutes_range: Fact[tuple[int, int]]
     build_images: tuple[BuildImage, ...]
@@ -248,7 +274,7 @@ class LimitsTable(Frozen):
     sagemaker_container: SageMakerContainer
     s3_condition_keys: S3ConditionKeys
     metrics: VariantMetrics
-    endpoint_quota_name: Fact[str]
+    endpoint_quotas: ServiceQuotas
 
 
 # ----- prices.yaml ----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any, ParamSpec
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from triton_mme.core.errors import describe_aws_error
-from triton_mme.core.platform import CDK_BOOTSTRAP_STACK, CDK_MIN_BOOTSTRAP_VERSION
+from triton_mme.core.platform import CDK_BOOTSTRAP_STACK, CDK_MIN_BOOTSTRAP_VERSION, Quota
 
 P = ParamSpec("P")
 # CloudFormation states in which a stack is usable (a failed or rolled-back creation is not).
@@ -71,68 +71,95 @@ def check_region(region: str, problem: str | None, allowed: list[str]) -> CheckR
     return CheckResult("region", False, problem, "deploy to one of: " + ", ".join(allowed))
 
 
-def _quota_value(client: Any, service_code: str, matches: Callable[[str], bool]) -> tuple[str, float] | None:
-    """(name, value) of the first quota whose name matches: the applied value, else the default."""
+# What GetServiceQuota and GetAWSDefaultServiceQuota answer for a code they do not hold.
+NO_SUCH_QUOTA = "NoSuchResourceException"
+
+
+@dataclass(frozen=True)
+class QuotaValue:
+    name: str  # as Service Quotas spells it
+    value: float
+    shown: str  # the name, and the code it was found by
+
+
+def _quota_value(client: Any, quota: Quota) -> QuotaValue | None:
+    """The quota's applied value, else its default: by its code, or by its name (any case) where the code is
+    not known; None when the region has no such quota."""
+    if quota.code is not None:
+        for operation in ("get_service_quota", "get_aws_default_service_quota"):
+            try:
+                found = getattr(client, operation)(ServiceCode=quota.service_code, QuotaCode=quota.code)
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") == NO_SUCH_QUOTA:
+                    continue
+                raise
+            name = found["Quota"].get("QuotaName") or quota.name
+            return QuotaValue(name, float(found["Quota"]["Value"]), f"'{name}' ({quota.code})")
+        return None
     for operation in ("list_service_quotas", "list_aws_default_service_quotas"):
-        for page in client.get_paginator(operation).paginate(ServiceCode=service_code):
-            for quota in page.get("Quotas", []):
-                if matches(quota["QuotaName"]):
-                    return quota["QuotaName"], float(quota["Value"])
+        for page in client.get_paginator(operation).paginate(ServiceCode=quota.service_code):
+            for entry in page.get("Quotas", []):
+                if entry["QuotaName"].lower() == quota.name.lower():
+                    name = entry["QuotaName"]
+                    return QuotaValue(name, float(entry["Value"]), f"'{name}' ({entry['QuotaCode']})")
     return None
 
 
+def _missing(quota: Quota) -> str:
+    looked_up = f"code {quota.code}, '{quota.name}'" if quota.code else f"named '{quota.name}'"
+    return f"no {quota.service_code} quota {looked_up} in this region"
+
+
 @reports_aws_errors("endpoint-quota")
-def check_endpoint_quota(service_quotas: Any, quota_name: str, needed: int, why: str) -> CheckResult:
-    """The per-type endpoint instance quota must allow the most instances the endpoint can run at once:
-    `needed`, explained by `why` (autoscaling's maximum, and the second fleet of an update)."""
-    found = _quota_value(service_quotas, "sagemaker", lambda name: name == quota_name)
+def check_endpoint_quota(service_quotas: Any, quota: Quota, needed: int, why: str) -> CheckResult:
+    """The per-type endpoint instance quota must allow the most instances the endpoints of that type can run
+    at once: `needed`, explained by `why` (autoscaling's maximum, the second fleet of an update, and the
+    component endpoint's instances where the catalog has dedicated entries)."""
+    found = _quota_value(service_quotas, quota)
     if found is None:
         return CheckResult(
-            "endpoint-quota",
-            False,
-            f"no SageMaker quota named '{quota_name}' in this region",
-            "choose an instanceType SageMaker offers in this region",
+            "endpoint-quota", False, _missing(quota), "choose an instanceType SageMaker offers in this region"
         )
-    value = found[1]
-    if value < needed:
+    if found.value < needed:
         return CheckResult(
             "endpoint-quota",
             False,
-            f"'{quota_name}' is {value:g}, below the {needed} instances the endpoint can run at once ({why})",
-            f"request at least {needed} in Service Quotas (Amazon SageMaker, '{quota_name}'), or lower "
+            f"{found.shown} is {found.value:g}, below the {needed} instances the endpoints can run at once "
+            f"({why})",
+            f"request at least {needed} in Service Quotas (Amazon SageMaker, '{found.name}'), or lower "
             "maxInstanceCount (docs/updates.md: the strategies and the instances they add)",
         )
-    return CheckResult("endpoint-quota", True, f"'{quota_name}' is {value:g} (needs {needed}: {why})")
+    return CheckResult("endpoint-quota", True, f"{found.shown} is {found.value:g} (needs {needed}: {why})")
 
 
 @reports_aws_errors("codebuild-gpu-quota")
-def check_codebuild_gpu_quota(service_quotas: Any, quota_name: str, needed: int = 1) -> CheckResult:
+def check_codebuild_gpu_quota(service_quotas: Any, quota: Quota, needed: int = 1) -> CheckResult:
     """The account must be allowed `needed` running builds of the runner's GPU size at once (buildRunners)."""
-    found = _quota_value(service_quotas, "codebuild", lambda name: name.lower() == quota_name.lower())
+    found = _quota_value(service_quotas, quota)
     if found is None:
         return CheckResult(
             "codebuild-gpu-quota",
             False,
-            f"no CodeBuild quota named '{quota_name}' in this region",
+            _missing(quota),
             "deploy to a region with CodeBuild GPU runners (docs/platform.md)",
         )
-    name, value = found
-    if value < 1:
+    if found.value < 1:
         return CheckResult(
             "codebuild-gpu-quota",
             False,
-            f"'{name}' is {value:g}: no GPU build can start",
-            f"request at least {needed} in Service Quotas (AWS CodeBuild, '{name}')",
+            f"{found.shown} is {found.value:g}: no GPU build can start",
+            f"request at least {needed} in Service Quotas (AWS CodeBuild, '{found.name}')",
         )
-    if value < needed:
+    if found.value < needed:
         return CheckResult(
             "codebuild-gpu-quota",
             False,
-            f"'{name}' is {value:g}, below buildRunners={needed}: the shards beyond it would wait and the "
-            "stages run out of time",
-            f"request at least {needed} in Service Quotas (AWS CodeBuild, '{name}'), or lower buildRunners",
+            f"{found.shown} is {found.value:g}, below buildRunners={needed}: the shards beyond it would wait "
+            "and the stages run out of time",
+            f"request at least {needed} in Service Quotas (AWS CodeBuild, '{found.name}'), or lower "
+            "buildRunners",
         )
-    return CheckResult("codebuild-gpu-quota", True, f"'{name}' is {value:g} (needs {needed})")
+    return CheckResult("codebuild-gpu-quota", True, f"{found.shown} is {found.value:g} (needs {needed})")
 
 
 def check_image(ecr: Any, name: str, *, region: str, registry: str, repository: str, tag: str) -> CheckResult:

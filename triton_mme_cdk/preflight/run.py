@@ -12,10 +12,11 @@ from triton_mme.core.platform import (
     build_image,
     deployable_regions,
     dlc_registry_account,
-    endpoint_quota_name,
+    endpoint_quota,
 )
 from triton_mme_cdk.constructs.deployment_events import ACCOUNT_LOGS_RESOURCE_POLICIES
 from triton_mme_cdk.constructs.triton_endpoint import VARIANT_NAME
+from triton_mme_cdk.placement_rules import component_instances, dedicated_entries
 from triton_mme_cdk.platform_rules import region_problem
 from triton_mme_cdk.preflight.checkpoints import check_checkpoints
 from triton_mme_cdk.preflight.checks import (
@@ -83,13 +84,12 @@ def run_preflight(
         check_bootstrap(clients.cloudformation),
         check_endpoint_quota(
             clients.service_quotas,
-            endpoint_quota_name(settings.endpoint.instance_type),
-            settings.peak_update_instances,
-            update_capacity(settings),
+            endpoint_quota(settings.endpoint.instance_type),
+            *endpoint_instances(settings, catalog),
         ),
         check_codebuild_gpu_quota(
             clients.service_quotas,
-            CODEBUILD_GPUS[settings.build.compute_type].concurrency_quota_name,
+            CODEBUILD_GPUS[settings.build.compute_type].concurrency_quota,
             settings.build.runners,
         ),
         check_image(
@@ -132,6 +132,20 @@ def run_preflight(
             variant_name=VARIANT_NAME,
         ),
     ]
+
+
+def endpoint_instances(settings: Settings, catalog: Catalog | None) -> tuple[int, str]:
+    """The most instances of `instanceType` the stack's endpoints run at once, and why, in one phrase: the
+    multi-model endpoint at the peak of an update, and the component endpoint (the same type) at its most
+    when the catalog has dedicated entries."""
+    needed, why = settings.peak_update_instances, update_capacity(settings)
+    if catalog is None or not dedicated_entries(catalog):
+        return needed, why
+    _, _, components = component_instances(catalog)
+    return needed + components, (
+        f"{why}; and {components} on the component endpoint (the dedicated entries' max_copies, plus a "
+        "rolling batch)"
+    )
 
 
 def update_capacity(settings: Settings) -> str:
