@@ -377,11 +377,15 @@ def test_updates_roll_copies_over_and_roll_back_on_the_components_5xx_alarm(
     ]
 
 
-def test_grant_invoke_is_invoke_endpoint_on_this_endpoint_only(
+def test_grant_invoke_is_invoke_endpoint_on_this_endpoint_and_its_components_only(
     components: tuple[Template, InferenceComponentEndpoint, iam.Role],
 ) -> None:
     template, endpoint, caller = components
     stack = endpoint.endpoint.stack
+    component_arns = [
+        {"Fn::GetAtt": [stack.get_logical_id(endpoint.models[name].component), "InferenceComponentArn"]}
+        for name in ("hot", "warm")
+    ]
     template.has_resource_properties(
         "AWS::IAM::Policy",
         {
@@ -391,7 +395,9 @@ def test_grant_invoke_is_invoke_endpoint_on_this_endpoint_only(
                     {
                         "Action": "sagemaker:InvokeEndpoint",
                         "Effect": "Allow",
-                        "Resource": {"Ref": stack.get_logical_id(endpoint.endpoint)},
+                        "Resource": Match.array_with(
+                            [*component_arns, {"Ref": stack.get_logical_id(endpoint.endpoint)}]
+                        ),
                     }
                 ]
             },
