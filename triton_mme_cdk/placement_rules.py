@@ -12,13 +12,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from triton_mme.core.catalog import Catalog, Format, ModelEntry
+from triton_mme.core.catalog import Catalog, DedicatedPlacement, Format, ModelEntry
 from triton_mme.core.errors import quoted
 from triton_mme.core.platform import (
     IC_MIN_ACCELERATORS_PER_COPY,
     IC_MIN_MEMORY_MB,
     IC_REGIONS,
+    IC_ROLLING_BATCH_PERCENT_RANGE,
+    IC_SCALE_TO_ZERO_REGIONS,
     IC_SERVED_FORMATS,
+    PLATFORM_DATA,
     gpu_instance,
     ic_instance_problem,
 )
@@ -39,11 +42,6 @@ BYTES_PER_WEIGHT = {"fp16": 2, "fp32": 4}
 # default) and its CUDA context. Unconfirmed: no AWS or NVIDIA figure; 512 MiB taken, the safe side.
 TRITON_PROCESS_HOST_BYTES = 512 * MIB
 SUFFIX_DIGITS = 8
-# A rolling update of a component starts a batch of new copies (one: IC_ROLLING_BATCH_TYPE, value 1) before it
-# stops old ones ("provisions capacity on the new endpoint fleet, ... and terminates capacity on the old",
-# botocore's InferenceComponentRollingUpdatePolicy.MaximumBatchSize), so the endpoint may grow by one instance
-# beyond the copies' maximum while an update runs.
-ROLLING_BATCH_INSTANCES = 1
 
 
 @dataclass(frozen=True)
@@ -79,15 +77,34 @@ def copy_footprint(entry: ModelEntry) -> CopyFootprint:
     )
 
 
+def rolling_batch(placement: DedicatedPlacement) -> int | None:
+    """Copies per step of a component's rolling update: the fewest whole copies within 5-50 % of every copy
+    count the component can have when an update starts (its copy range; one scaled to zero counts as one
+    copy), or None where no whole copy fits that range for all of them: the component then updates all at
+    once (docs/placement.md)."""
+    low, high = placement.copy_range
+    smallest, largest = IC_ROLLING_BATCH_PERCENT_RANGE
+    batch = max(1, math.ceil(high * smallest / 100))
+    return batch if batch * 100 <= max(low, 1) * largest else None
+
+
+def update_surge(placement: DedicatedPlacement) -> int:
+    """The instances a component's update may add at once: a rolling step provisions its batch before it
+    stops old copies (and its rollback steps by the same batch); all at once, a whole second set of copies."""
+    batch = rolling_batch(placement)
+    return batch if batch is not None else placement.copy_range[1]
+
+
 def component_instances(catalog: Catalog) -> tuple[int, int, int]:
     """(min, initial, max) instances of the component endpoint: one single-GPU instance per copy, a minimum
-    of 0 once any entry may scale to zero (the platform's condition for it), and room for a rolling batch."""
-    entries = dedicated_entries(catalog)
-    assert entries, "the catalog has no dedicated entries"
-    ranges = [entry.dedicated.copy_range for entry in entries if entry.dedicated]
+    of 0 once any entry may scale to zero (the platform's condition for it), and room for every component's
+    update at once (an image change updates them all in the same deployment)."""
+    placements = [entry.dedicated for entry in dedicated_entries(catalog) if entry.dedicated]
+    assert placements, "the catalog has no dedicated entries"
+    ranges = [placement.copy_range for placement in placements]
     lowest = 0 if any(low == 0 for low, _ in ranges) else sum(low for low, _ in ranges)
-    initial = sum(entry.dedicated.copies for entry in entries if entry.dedicated)
-    return lowest, initial, sum(high for _, high in ranges) + ROLLING_BATCH_INSTANCES
+    initial = sum(placement.copies for placement in placements)
+    return lowest, initial, sum(high for _, high in ranges) + sum(map(update_surge, placements))
 
 
 def dedicated_problem(settings: Settings, catalog: Catalog) -> str | None:
@@ -112,13 +129,32 @@ def dedicated_problem(settings: Settings, catalog: Catalog) -> str | None:
             return f"model {quoted(entry.name)}: {problem}"
     _, _, highest = component_instances(catalog)
     if highest > MAX_INSTANCES:
-        copies = highest - ROLLING_BATCH_INSTANCES
+        copies = sum(entry.dedicated.copy_range[1] for entry in entries if entry.dedicated)
         return (
-            f"the dedicated entries' max_copies add up to {copies} copies, one {instance_type} instance each "
-            f"and one more for a rolling update, more than {MAX_INSTANCES} instances; allowed: max_copies "
-            f"adding up to {MAX_INSTANCES - ROLLING_BATCH_INSTANCES} or fewer"
+            f"the dedicated entries' max_copies add up to {copies} copies, one {instance_type} instance "
+            f"each, and their updates add {highest - copies} more: {highest} instances, more than "
+            f"{MAX_INSTANCES}; allowed: fewer max_copies"
         )
+    if any(entry.dedicated.min_copies == 0 for entry in entries if entry.dedicated):
+        return scale_to_zero_problem(settings.region, entries)
     return None
+
+
+def scale_to_zero_problem(region: str | None, entries: tuple[ModelEntry, ...]) -> str | None:
+    """Why entries with min_copies 0 cannot scale the endpoint to zero in `region`, or None (an unknown
+    region, as in an environment-agnostic template, is preflight's to check)."""
+    if region is None or region in IC_SCALE_TO_ZERO_REGIONS:
+        return None
+    names = ", ".join(
+        quoted(entry.name) for entry in entries if entry.dedicated and entry.dedicated.min_copies == 0
+    )
+    known = sorted(IC_SCALE_TO_ZERO_REGIONS)
+    return (
+        f"models {names} have dedicated.min_copies: 0, which scales the endpoint to zero instances "
+        f"(MinInstanceCount 0), known to be accepted only in {', '.join(known)}, not region={region} "
+        f"({PLATFORM_DATA}/inference_components.yaml); allowed: min_copies 1 or more, or "
+        + ", ".join(f"region={name}" for name in known)
+    )
 
 
 def _entry_problem(entry: ModelEntry, settings: Settings) -> str | None:

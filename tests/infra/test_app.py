@@ -559,7 +559,15 @@ def test_the_acceptance_role_may_call_both_endpoints(synth_with: SynthWith) -> N
                 )
                 invoked |= {json.dumps(resource, sort_keys=True) for resource in resources}
     # (The multi-model endpoint's invoke is in the role's own policy, tested in test_operator_access.py.)
-    assert invoked == {json.dumps({"Ref": lid(synth, synth.stack.mme.dedicated.endpoint)}, sort_keys=True)}
+    dedicated = synth.stack.mme.dedicated
+    components = [
+        {"Fn::GetAtt": [lid(synth, model.component), "InferenceComponentArn"]}
+        for model in dedicated.models.values()
+    ]
+    assert len(components) == 2
+    assert invoked == {
+        json.dumps(arn, sort_keys=True) for arn in [{"Ref": lid(synth, dedicated.endpoint)}, *components]
+    }
 
 
 def test_grant_invoke_covers_both_endpoints() -> None:
@@ -576,10 +584,16 @@ def test_grant_invoke_covers_both_endpoints() -> None:
     role = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     grant = mme.grant_invoke(role)
     assert mme.dedicated is not None and mme.dedicated.name == "hot-models"
-    arns = {
-        stack.resolve(arn)["Ref"] for statement in grant.principal_statements for arn in statement.resources
+    arns = [stack.resolve(arn) for statement in grant.principal_statements for arn in statement.resources]
+    assert {arn["Ref"] for arn in arns if "Ref" in arn} == {
+        template_logical_id(mme.cfn_endpoint),
+        template_logical_id(mme.dedicated.endpoint),
     }
-    assert arns == {template_logical_id(mme.cfn_endpoint), template_logical_id(mme.dedicated.endpoint)}
+    # A request naming a component may be authorized against the component's ARN too.
+    assert [arn["Fn::GetAtt"] for arn in arns if "Ref" not in arn] == [
+        [template_logical_id(model.component), "InferenceComponentArn"]
+        for model in mme.dedicated.models.values()
+    ]
 
 
 def test_stack_is_environment_agnostic_unless_a_region_is_given(

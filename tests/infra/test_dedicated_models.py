@@ -14,7 +14,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
 from synth_support import bare_stack
 
-from triton_mme.core.catalog import Catalog, parse_catalog
+from triton_mme.core.catalog import Catalog, DedicatedPlacement, parse_catalog
 from triton_mme.core.naming import bounded_name
 from triton_mme_cdk.constructs.archive_locations_handler import handler
 from triton_mme_cdk.constructs.inference_component_endpoint import InferenceComponentEndpoint
@@ -25,6 +25,8 @@ from triton_mme_cdk.placement_rules import (
     copy_footprint,
     dedicated_entries,
     dedicated_problem,
+    rolling_batch,
+    update_surge,
 )
 from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, Settings, UpdatePolicy
 
@@ -59,7 +61,7 @@ HYBRID = catalog(
     {"name": "tail", "source": "torchvision:squeezenet1_1", "weights": "random", "formats": ["onnx"],
      "max_batch_size": 4},
     dedicated("hot", copies=1, min_copies=0, max_copies=3),
-    dedicated("warm", copies=2, max_copies=4),
+    dedicated("warm", copies=2, min_copies=2, max_copies=4),
 )  # fmt: skip
 
 
@@ -107,10 +109,17 @@ def test_a_catalog_without_dedicated_entries_asks_nothing() -> None:
         ),
         (
             {},
-            [dedicated("a", max_copies=60), dedicated("b", max_copies=40)],
-            r"^the dedicated entries' max_copies add up to 100 copies, one ml\.g5\.xlarge instance each "
-            r"and one more for a rolling update, more than 100 instances; allowed: max_copies adding up to "
-            r"99 or fewer$",
+            [dedicated("a", min_copies=10, copies=10, max_copies=60), dedicated("b", max_copies=30)],
+            r"^the dedicated entries' max_copies add up to 90 copies, one ml\.g5\.xlarge instance each, and "
+            r"their updates add 33 more: 123 instances, more than 100; allowed: fewer max_copies$",
+        ),
+        (
+            {"region": "eu-west-1"},
+            [dedicated("hot", min_copies=0), dedicated("warm")],
+            r"^models 'hot' have dedicated\.min_copies: 0, which scales the endpoint to zero instances "
+            r"\(MinInstanceCount 0\), known to be accepted only in us-east-1, not region=eu-west-1 "
+            r"\(triton_mme/core/platform_data/inference_components\.yaml\); allowed: min_copies 1 or more, "
+            r"or region=us-east-1$",
         ),
     ],
 )
@@ -123,7 +132,10 @@ def test_what_cannot_deploy_is_refused_in_one_line(
 
 
 def test_the_same_entries_deploy_where_the_platform_allows_them() -> None:
-    assert dedicated_problem(Settings(region="eu-west-1"), catalog(dedicated("hot", min_copies=0))) is None
+    assert dedicated_problem(Settings(region="us-east-1"), catalog(dedicated("hot", min_copies=0))) is None
+    # An environment-agnostic template: preflight checks the deploy region.
+    assert dedicated_problem(Settings(), catalog(dedicated("hot", min_copies=0))) is None
+    assert dedicated_problem(Settings(region="eu-west-1"), catalog(dedicated("hot"))) is None
     assert dedicated_problem(Settings(instance_type="ml.g4dn.xlarge"), catalog(dedicated("hot"))) is None
 
 
@@ -136,8 +148,36 @@ def test_a_copy_asks_for_one_gpu_and_its_estimated_host_memory() -> None:
 
 
 def test_instances_follow_the_copies_and_reach_zero_only_with_a_component_that_may() -> None:
-    assert component_instances(HYBRID) == (0, 3, 8)
-    assert component_instances(catalog(dedicated("a", copies=2, max_copies=3), dedicated("b"))) == (2, 3, 5)
+    # hot: 0..3 copies, updated all at once (3 more); warm: 2..4, rolled one copy at a time (1 more).
+    assert component_instances(HYBRID) == (0, 3, 11)
+    assert component_instances(catalog(dedicated("a", copies=2, max_copies=3), dedicated("b"))) == (2, 3, 8)
+
+
+@pytest.mark.parametrize(
+    ("copy_range", "batch"),
+    [
+        ((1, 1), None),  # one copy is 100 %: no whole copy is 5-50 % of it
+        ((0, 3), None),  # at one copy (or scaled to zero) the same
+        ((1, 4), None),
+        ((2, 2), 1),  # 50 %
+        ((2, 4), 1),  # 25-50 %
+        ((20, 20), 1),  # 5 %
+        ((21, 21), 2),  # one copy is 4.8 %: two, 9.5 %
+        ((64, 64), 4),  # 6.25 % (one copy, 1.6 %, is below the range)
+        ((10, 40), 2),  # 5-20 %
+        ((3, 60), None),  # 3 copies are at least 5 % of 60 but 100 % of 3
+    ],
+)
+def test_a_rolling_batch_is_5_to_50_percent_of_every_copy_count_or_all_at_once(
+    copy_range: tuple[int, int], batch: int | None
+) -> None:
+    low, high = copy_range
+    placement = DedicatedPlacement(copies=max(low, 1), min_copies=low, max_copies=high)
+    assert rolling_batch(placement) == batch
+    assert update_surge(placement) == (batch if batch is not None else high)
+    if batch is not None:
+        for count in range(max(low, 1), high + 1):
+            assert 5 <= 100 * batch / count <= 50
 
 
 def test_names_stay_within_sagemakers_limit_and_distinct() -> None:
@@ -192,7 +232,7 @@ def test_the_endpoint_config_hosts_components_with_managed_instance_scaling(
                     "ManagedInstanceScaling": {
                         "Status": "ENABLED",
                         "MinInstanceCount": 0,
-                        "MaxInstanceCount": 8,
+                        "MaxInstanceCount": 11,
                     },
                     "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
                     "ModelName": Match.absent(),
@@ -240,7 +280,7 @@ def test_each_component_scales_on_its_own_copies(
     components: tuple[Template, InferenceComponentEndpoint, iam.Role],
 ) -> None:
     template, _, _ = components
-    for name, low, high in (("team-ic-hot", 0, 3), ("team-ic-warm", 1, 4)):
+    for name, low, high in (("team-ic-hot", 0, 3), ("team-ic-warm", 2, 4)):
         template.has_resource_properties(
             "AWS::ApplicationAutoScaling::ScalableTarget",
             {
@@ -291,15 +331,17 @@ def test_updates_roll_copies_over_and_roll_back_on_the_components_5xx_alarm(
 ) -> None:
     template, endpoint, _ = components
     stack = endpoint.endpoint.stack
-    alarm = endpoint.models["hot"].errors_5xx
+    alarm = endpoint.models["warm"].errors_5xx
     assert alarm is not None
+    # warm: 2..4 copies, one copy is 25-50 % of each: rolled one at a time, and rolled back the same way.
     template.has_resource_properties(
         "AWS::SageMaker::InferenceComponent",
         {
-            "InferenceComponentName": "team-ic-hot",
+            "InferenceComponentName": "team-ic-warm",
             "DeploymentConfig": {
                 "RollingUpdatePolicy": {
                     "MaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
+                    "RollbackMaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
                     "WaitIntervalInSeconds": 300,
                     "MaximumExecutionTimeoutInSeconds": 3600,
                 },
@@ -309,13 +351,18 @@ def test_updates_roll_copies_over_and_roll_back_on_the_components_5xx_alarm(
             },
         },
     )
+    # hot: at one copy no whole copy is within 5-50 %: no rolling policy, SageMaker updates it all at once.
+    template.has_resource_properties(
+        "AWS::SageMaker::InferenceComponent",
+        {"InferenceComponentName": "team-ic-hot", "DeploymentConfig": Match.absent()},
+    )
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
             "MetricName": "Invocation5XXErrors",
             "Dimensions": [{"Name": "InferenceComponentName", "Value": "team-ic-hot"}],
         },
-    )
+    )  # the alarm still notifies
     # SageMaker reads the rollback alarms with the endpoint's execution role, those alarms only.
     policy_id = stack.get_logical_id(endpoint.hosting.policy.node.default_child)
     hosting = template.to_json()["Resources"][policy_id]
@@ -330,11 +377,15 @@ def test_updates_roll_copies_over_and_roll_back_on_the_components_5xx_alarm(
     ]
 
 
-def test_grant_invoke_is_invoke_endpoint_on_this_endpoint_only(
+def test_grant_invoke_is_invoke_endpoint_on_this_endpoint_and_its_components_only(
     components: tuple[Template, InferenceComponentEndpoint, iam.Role],
 ) -> None:
     template, endpoint, caller = components
     stack = endpoint.endpoint.stack
+    component_arns = [
+        {"Fn::GetAtt": [stack.get_logical_id(endpoint.models[name].component), "InferenceComponentArn"]}
+        for name in ("hot", "warm")
+    ]
     template.has_resource_properties(
         "AWS::IAM::Policy",
         {
@@ -344,7 +395,9 @@ def test_grant_invoke_is_invoke_endpoint_on_this_endpoint_only(
                     {
                         "Action": "sagemaker:InvokeEndpoint",
                         "Effect": "Allow",
-                        "Resource": {"Ref": stack.get_logical_id(endpoint.endpoint)},
+                        "Resource": Match.array_with(
+                            [*component_arns, {"Ref": stack.get_logical_id(endpoint.endpoint)}]
+                        ),
                     }
                 ]
             },

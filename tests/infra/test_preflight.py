@@ -26,7 +26,7 @@ from triton_mme_cdk.preflight.checks import (
 )
 from triton_mme_cdk.preflight.deployed import check_instance_type_change, check_variant_name
 from triton_mme_cdk.preflight.logs_policies import check_logs_resource_policies
-from triton_mme_cdk.preflight.run import endpoint_instances, update_capacity
+from triton_mme_cdk.preflight.run import check_scale_to_zero, endpoint_instances, update_capacity
 from triton_mme_cdk.settings import Settings
 
 REGION = "eu-west-1"
@@ -374,14 +374,32 @@ def test_a_dedicated_catalog_adds_the_component_endpoints_instances_to_the_quota
     )  # fmt: skip
     settings = Settings()
     needed, why = endpoint_instances(settings, catalog)
-    # sum(max_copies) = 7 instances of one copy each, and one more for a rolling batch
-    assert needed == settings.peak_update_instances + 8
+    # sum(max_copies) = 7 instances of one copy each; from one copy no whole copy is 5-50 %, so each
+    # component updates all at once, with a second set of copies: 3 + 4 more
+    assert needed == settings.peak_update_instances + 14
     assert why.endswith(
-        "; and 8 on the component endpoint (the dedicated entries' max_copies, plus a rolling batch)"
+        "; and 14 on the component endpoint (the dedicated entries' max_copies, plus their updates)"
     )
     assert endpoint_instances(settings, None) == (settings.peak_update_instances, update_capacity(settings))
     quota(aws, ENDPOINT_QUOTA, needed - 1)
     assert not check_endpoint_quota(aws.service_quotas, ENDPOINT_QUOTA, needed, why).ok
+
+
+def test_scale_to_zero_is_checked_at_the_deploy_region_where_the_catalog_asks_for_it() -> None:
+    catalog = parse_catalog(
+        {"models": [{"name": "hot", "source": "torchvision:resnet50", "weights": "random",
+                     "formats": ["onnx"], "max_batch_size": 8, "placement": "dedicated",
+                     "dedicated": {"min_copies": 0}}]},
+        origin="test",
+    )  # fmt: skip
+    assert check_scale_to_zero("us-east-1", catalog).ok
+    refused = check_scale_to_zero("eu-west-1", catalog)
+    assert refused.line() == (
+        "FAIL scale-to-zero: models 'hot' have dedicated.min_copies: 0, which scales the endpoint to zero "
+        "instances (MinInstanceCount 0), known to be accepted only in us-east-1, not region=eu-west-1 "
+        "(triton_mme/core/platform_data/inference_components.yaml); fix: min_copies 1 or more, or "
+        "region=us-east-1"
+    )
 
 
 def test_codebuild_gpu_quota_passes_from_one_build(aws: Clients) -> None:

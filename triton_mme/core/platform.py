@@ -357,11 +357,15 @@ IC_NAME_PATTERN = _COMPONENTS.copies.name_pattern
 IC_NAME_MAX_LENGTH = _COMPONENTS.copies.name_max_length
 # Scale to zero: the endpoint's MinInstanceCount, and the alarm metric whose step policy adds the first copy.
 IC_SCALE_TO_ZERO = _COMPONENTS.scale_to_zero
+# Where MinInstanceCount 0 is known to be accepted (the other component regions are unconfirmed).
+IC_SCALE_TO_ZERO_REGIONS = _COMPONENTS.scale_to_zero_regions.value
 # What InvokeEndpoint answers while a component has no copy (code, HTTP status, message).
 IC_NO_CAPACITY_ERROR = _COMPONENTS.no_capacity_error
 IC_SCALING = _COMPONENTS.scaling
 IC_ROUTING_STRATEGY = _COMPONENTS.endpoint.routing_strategy
 IC_ROLLING_BATCH_TYPE = _COMPONENTS.rolling_update.batch_type
+# A rolling step's copies as a share of the component's copy count, in percent.
+IC_ROLLING_BATCH_PERCENT_RANGE = _COMPONENTS.rolling_update.batch_percent_range
 IC_METRICS_NAMESPACE = _COMPONENTS.metrics.namespace
 IC_METRIC_DIMENSION = _COMPONENTS.metrics.dimension
 IC_SERVED_FORMATS = _COMPONENTS.container.served_formats

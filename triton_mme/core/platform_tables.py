@@ -343,6 +343,7 @@ class IcEndpoint(Sourced):
 
 class IcRollingUpdate(Sourced):
     batch_type: str
+    batch_percent_range: tuple[int, int]
 
 
 class IcMetrics(Sourced):
@@ -362,6 +363,7 @@ class InferenceComponentsTable(Frozen):
     compute_requirements: IcComputeRequirements
     copies: IcCopies
     scale_to_zero: IcScaleToZero
+    scale_to_zero_regions: Fact[frozenset[str]]
     no_capacity_error: IcNoCapacityError
     scaling: IcScaling
     endpoint: IcEndpoint

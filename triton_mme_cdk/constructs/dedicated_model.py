@@ -12,7 +12,7 @@ from constructs import Construct
 from triton_mme.core.catalog import DedicatedPlacement
 from triton_mme.core.platform import IC_METRIC_DIMENSION, IC_METRICS_NAMESPACE, IC_ROLLING_BATCH_TYPE
 from triton_mme_cdk.constructs.component_scaling import ComponentScaling
-from triton_mme_cdk.placement_rules import CopyFootprint
+from triton_mme_cdk.placement_rules import CopyFootprint, rolling_batch
 from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, UpdatePolicy
 
 # A new component's copies start with the archive's download and Triton's load; ModelDataDownloadTimeout and
@@ -103,10 +103,13 @@ class DedicatedModel(Construct):
     def guard_updates(
         self, policy: UpdatePolicy, *, thresholds: AlarmThresholds, alarm_topic: sns.ITopic
     ) -> cloudwatch.Alarm:
-        """Roll the copies over one at a time on an update (each step baked for the policy's wait, the whole
-        within its timeout) and roll back when the component's 5XX alarm fires; returns that alarm, which
-        notifies `alarm_topic`. A new copy loads its one model before it serves, so no cold-start metric
-        moves: 5XX is the component's failure signal, as on the multi-model endpoint."""
+        """Roll the copies over in batches of `rolling_batch` copies on an update (each step baked for the
+        policy's wait, the whole within its timeout; a rollback steps by the same batch) and roll back when
+        the component's 5XX alarm fires; returns that alarm, which notifies `alarm_topic`. Where no whole copy
+        is 5-50 % of every copy count the component can have, it has no rolling policy and updates all at
+        once, SageMaker's own way, with no alarm rollback (docs/placement.md). A new copy loads its one model
+        before it serves, so no cold-start metric moves: 5XX is the component's failure signal, as on the
+        multi-model endpoint."""
         self.errors_5xx = self.metric("Invocation5XXErrors").create_alarm(
             self,
             "Errors5xx",
@@ -119,11 +122,14 @@ class DedicatedModel(Construct):
         )
         self.errors_5xx.add_alarm_action(actions.SnsAction(alarm_topic))
         self.errors_5xx.add_ok_action(actions.SnsAction(alarm_topic))
+        batch = rolling_batch(self.placement)
+        if batch is None:
+            return self.errors_5xx
+        step = Component.InferenceComponentCapacitySizeProperty(type=IC_ROLLING_BATCH_TYPE, value=batch)
         self.component.deployment_config = Component.InferenceComponentDeploymentConfigProperty(
             rolling_update_policy=Component.InferenceComponentRollingUpdatePolicyProperty(
-                maximum_batch_size=Component.InferenceComponentCapacitySizeProperty(
-                    type=IC_ROLLING_BATCH_TYPE, value=1
-                ),
+                maximum_batch_size=step,
+                rollback_maximum_batch_size=step,
                 wait_interval_in_seconds=policy.wait_seconds,
                 maximum_execution_timeout_in_seconds=policy.timeout_seconds,
             ),

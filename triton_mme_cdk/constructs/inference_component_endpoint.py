@@ -117,11 +117,18 @@ class InferenceComponentEndpoint(Construct):
     def endpoint_arn(self) -> str:
         return self.endpoint.ref
 
+    @property
+    def component_arns(self) -> list[str]:
+        return [dedicated.component.attr_inference_component_arn for dedicated in self.models.values()]
+
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let `grantee` call sagemaker:InvokeEndpoint on this endpoint (any of its inference components:
-        the action is authorized on the endpoint, the component only names its header)."""
+        """Let `grantee` call sagemaker:InvokeEndpoint on this endpoint and its inference components: the
+        service authorization reference lists `inference-component` as a resource of InvokeEndpoint beside
+        `endpoint`, so a request naming a component may be checked against the component's ARN as well."""
         return iam.Grant.add_to_principal(
-            grantee=grantee, actions=["sagemaker:InvokeEndpoint"], resource_arns=[self.endpoint_arn]
+            grantee=grantee,
+            actions=["sagemaker:InvokeEndpoint"],
+            resource_arns=[self.endpoint_arn, *self.component_arns],
         )
 
     def guard_updates(

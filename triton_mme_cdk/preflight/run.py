@@ -16,7 +16,7 @@ from triton_mme.core.platform import (
 )
 from triton_mme_cdk.constructs.deployment_events import ACCOUNT_LOGS_RESOURCE_POLICIES
 from triton_mme_cdk.constructs.triton_endpoint import VARIANT_NAME
-from triton_mme_cdk.placement_rules import component_instances, dedicated_entries
+from triton_mme_cdk.placement_rules import component_instances, dedicated_entries, scale_to_zero_problem
 from triton_mme_cdk.platform_rules import region_problem
 from triton_mme_cdk.preflight.checkpoints import check_checkpoints
 from triton_mme_cdk.preflight.checks import (
@@ -79,6 +79,10 @@ def run_preflight(
         results.append(check_kms_key(clients.kms, settings.kms_key_arn))
     if catalog is not None and clients.s3 is not None:
         results.append(check_checkpoints(clients.s3, catalog))
+    if catalog is not None and any(
+        entry.dedicated and entry.dedicated.min_copies == 0 for entry in dedicated_entries(catalog)
+    ):
+        results.append(check_scale_to_zero(region, catalog))
     return [
         *results,
         check_bootstrap(clients.cloudformation),
@@ -134,6 +138,19 @@ def run_preflight(
     ]
 
 
+def check_scale_to_zero(region: str, catalog: Catalog) -> CheckResult:
+    """Entries with min_copies 0 need a region where MinInstanceCount 0 is known to be accepted (an
+    environment-agnostic template is checked here, at the deploy region)."""
+    problem = scale_to_zero_problem(region, dedicated_entries(catalog))
+    if problem is None:
+        return CheckResult(
+            "scale-to-zero", True, f"{region} accepts MinInstanceCount 0 (inference_components.yaml)"
+        )
+    return CheckResult(
+        "scale-to-zero", False, problem.split("; allowed: ")[0], problem.split("; allowed: ")[1]
+    )
+
+
 def endpoint_instances(settings: Settings, catalog: Catalog | None) -> tuple[int, str]:
     """The most instances of `instanceType` the stack's endpoints run at once, and why, in one phrase: the
     multi-model endpoint at the peak of an update, and the component endpoint (the same type) at its most
@@ -143,8 +160,8 @@ def endpoint_instances(settings: Settings, catalog: Catalog | None) -> tuple[int
         return needed, why
     _, _, components = component_instances(catalog)
     return needed + components, (
-        f"{why}; and {components} on the component endpoint (the dedicated entries' max_copies, plus a "
-        "rolling batch)"
+        f"{why}; and {components} on the component endpoint (the dedicated entries' max_copies, plus their "
+        "updates)"
     )
 
 
