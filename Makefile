@@ -140,7 +140,7 @@ serve-local: $(PY_STAMP)
 # Measured comparisons (see docs/benchmarks.md); results land in benchmarks/results/. The suite's own
 # options go in BENCH_ARGS: `make bench BENCH_ARGS=--quick`.
 bench: install
-	$(TRITON_MME) bench $(BENCH_ARGS)
+	$(PY) -m benchmarks $(BENCH_ARGS)
 
 clean:
 	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache $(SCAN_VENV)

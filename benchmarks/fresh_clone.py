@@ -2,15 +2,17 @@
 
 `python -m benchmarks.fresh_clone [--repo DIR] [--out PREFIX] [--rerun-unit] [--test-target unit]` clones
 DIR's HEAD (default: this checkout) into a temporary folder, runs the README's two commands there one after
-the other, and writes PREFIX.md and PREFIX.json (default benchmarks/results/fresh-clone), and
-PREFIX.<target>.log when a command fails. Each command's wall time and CPU time (its whole process tree, from
-getrusage), the pytest figures of `make test` (tests passed, pytest's own time) and the load average before
-the run are recorded: a busy machine shows as a load above its core count, and such a run is not a figure to
-quote. The clone's `.venv` and `node_modules` are new, and uv installs with an empty cache of its own (a new
-machine's), so its downloads count. With --rerun-unit, `make unit` then runs once more in the same clone
-(pytest alone, with the bytecode the first run wrote): a developer's next run, not counted in the total. With
---test-target unit, the second command is `make unit` instead of `make test`: pytest alone on a fresh clone's
-first run, without lint and typecheck beside it (as `make test` ran it before they ran in parallel).
+the other, and writes PREFIX.md and PREFIX.json (default benchmarks/results/fresh-clone, overwritten by each
+run: the latest run is the result, earlier ones are in git history), and PREFIX.<target>.log when a command
+fails (a passing run removes an earlier run's log). Each command's wall time and CPU time (its whole process
+tree, from getrusage), the pytest figures of `make test` (tests passed, pytest's own time) and the load
+average before the run are recorded: a busy machine shows as a load above its core count, and such a run is
+not a figure to quote. The clone's `.venv` and `node_modules` are new, and uv installs with an empty cache of
+its own (a new machine's), so its downloads count. With --rerun-unit, `make unit` then runs once more in the
+same clone (pytest alone, with the bytecode the first run wrote): a developer's next run, not counted in the
+total. With --test-target unit, the second command is `make unit` instead of `make test`: pytest alone on a
+fresh clone's first run, without lint and typecheck beside it (as `make test` ran it before they ran in
+parallel).
 """
 
 from __future__ import annotations
@@ -202,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
                 run for run in [*result.runs, result.rerun] if run and run.returncode
             ).command.split()[-1]
             shutil.copy(Path(scratch) / f"make-{failed}.log", args.out.with_suffix(f".{failed}.log"))
+    if result.passed:  # an earlier failure's log is not this run's
+        for target in {*TEST_TARGETS, "synth"}:
+            args.out.with_suffix(f".{target}.log").unlink(missing_ok=True)
     text = report(result)
     args.out.with_suffix(".md").write_text(text, encoding="utf-8")
     payload = asdict(result) | {"total_seconds": result.total_seconds, "passed": result.passed}

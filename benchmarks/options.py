@@ -1,4 +1,4 @@
-"""The suite's command-line options, importable without importing the benchmarks themselves."""
+"""The suite's command-line options (`python -m benchmarks`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, names: list[str] | None = None) -> None:
-    """The suite's options; `triton-mme bench` adds them without importing the benchmarks (no names)."""
+    """The suite's options; `names` are the benchmarks `--only` accepts."""
     parser.add_argument("--quick", action="store_true", help="small counts and inputs, for iteration only")
     parser.add_argument(
         "--only",

@@ -182,7 +182,7 @@ def test_every_named_make_target_exists(page: Path) -> None:
 def test_the_checks_see_what_they_check() -> None:
     """A control: the parsers find the commands, targets and links the README is known to hold."""
     text = README.read_text(encoding="utf-8")
-    assert {"build", "invoke", "serve-local", "bench"} <= {
+    assert {"build", "invoke", "serve-local", "upload"} <= {
         word for code in code_of(text) for word in TRITON_MME.findall(code)
     }
     assert {"synth", "test", "deploy", "snapshot-update"} <= make_targets()

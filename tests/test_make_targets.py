@@ -54,3 +54,9 @@ def test_the_diff_commands_take_no_all_option() -> None:
 def test_build_models_takes_one_model_and_another_catalog() -> None:
     command = _make("-n", "build-models", "ONLY=resnet50", "CATALOG=tiny.yaml").stdout
     assert "build --catalog tiny.yaml --out build/models --only resnet50 --weights random" in command
+
+
+def test_bench_runs_the_suite_from_the_checkout() -> None:
+    command = _make("-n", "bench", "BENCH_ARGS=--quick").stdout
+    assert ".venv/bin/python -m benchmarks --quick" in command
+    assert "triton-mme bench" not in command

@@ -1,8 +1,10 @@
-"""The shape of the code: which job package may use which, and what the light packages never import."""
+"""The shape of the code: which job package may use which, and what the light packages never import; both
+installed packages (triton_mme, triton_mme_cdk) against the table in docs/architecture.md."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,8 @@ from boundaries import FORBIDDEN_IN_CORE, loaded_after
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_ROOT = REPO_ROOT / "triton_mme"
+CDK_ROOT = REPO_ROOT / "triton_mme_cdk"
+ARCHITECTURE = REPO_ROOT / "docs" / "architecture.md"
 # Each job package and the packages of ours it may import (through their public names only).
 ALLOWED = {
     "core": set(),
@@ -25,6 +29,26 @@ ALLOWED = {
     "acceptance": {"core", "client"},
     "observability": {"core"},
 }
+# What the construct library imports of triton_mme: the whole core, and today these modules of other packages
+# (what synthesis needs of sizing, the acceptance output's name, the log reader function's parser). Moving
+# them into one leaf package both sides use is later work; until then each edge is named here and in the
+# table, and a new one fails below.
+CDK_ALLOWED = {
+    "triton_mme",  # the package itself, for where its files are (runner_files: what a GPU runner ships)
+    "core",
+    "model_build.build_time",
+    "model_build.build_memory",
+    "model_build.offline_sources",
+    "planner.assumptions",
+    "planner.estimate",
+    "planner.defaults",
+    "acceptance.stack",
+    "observability.triton_log",
+}
+# Loads by module name, which the import walk cannot see: the planner reads the stack's settings from a
+# checkout (`triton-mme plan`; the module, and the folder it looks for), the one place triton_mme reaches
+# triton_mme_cdk.
+LOADED_BY_NAME = {"triton_mme/planner/stack.py": {"triton_mme_cdk.stack_plan", "triton_mme_cdk"}}
 
 
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
@@ -66,3 +90,68 @@ def test_the_core_imports_neither_torch_nor_boto3() -> None:
 def test_the_command_line_starts_without_a_deep_learning_library() -> None:
     loaded = loaded_after("from triton_mme.cli import parser\nparser()")
     assert loaded.isdisjoint({*FORBIDDEN_IN_CORE, "boto3"}), sorted(loaded & set(FORBIDDEN_IN_CORE))
+
+
+def _documented_imports() -> dict[str, set[str]]:
+    """The "May import (of ours)" column of docs/architecture.md's package table: each package's backquoted
+    names that are packages or modules of triton_mme (the rest of a cell explains)."""
+    names = {p.name for p in PACKAGE_ROOT.iterdir() if (p / "__init__.py").is_file()}
+    table = {}
+    for row in re.findall(r"^\| `(triton_mme[\w.]*)` \|[^|]*\|([^|]*)\|", ARCHITECTURE.read_text(), re.M):
+        package, cell = row
+        quoted = {name.removeprefix("triton_mme.") for name in re.findall(r"`([\w.]+)`", cell)}
+        table[package.removeprefix("triton_mme.")] = {
+            name for name in quoted if name.split(".")[0] in names or name == "triton_mme"
+        }
+    return table
+
+
+def test_the_architecture_table_lists_what_the_test_allows() -> None:
+    documented = _documented_imports()
+    assert {package: documented.get(package) for package in ALLOWED} == ALLOWED
+    assert documented.get("triton_mme_cdk") == CDK_ALLOWED
+
+
+def test_the_construct_library_imports_only_the_listed_modules_of_triton_mme() -> None:
+    used = set()
+    for path in CDK_ROOT.rglob("*.py"):
+        for module, names in _imports(path):
+            parts = module.split(".")
+            if parts[0] != "triton_mme":
+                continue  # triton_mme_cdk's own modules
+            assert not any(p.startswith("_") for p in parts), f"{path} imports private {module}"
+            assert not [n for n in names if n.startswith("_")], f"{path} imports private names of {module}"
+            edge = ".".join(parts[1:2] if parts[1:2] == ["core"] else parts[1:3]) or "triton_mme"
+            where = f"{path.relative_to(REPO_ROOT)} imports {module}"
+            assert edge in CDK_ALLOWED, f"{where}: triton_mme_cdk may use only {sorted(CDK_ALLOWED)}"
+            used.add(edge)
+    assert used == CDK_ALLOWED, f"listed but no longer imported: {sorted(CDK_ALLOWED - used)}"
+
+
+def _names_of_ours(path: Path, prefixes: tuple[str, ...]) -> list[str]:
+    """Every import of a module starting with one of `prefixes`, and every string that names one."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and " " not in node.value:
+            found.append(node.value)
+    return [name for name in found if name.split(".")[0] in prefixes]
+
+
+def test_triton_mme_reaches_the_construct_library_only_where_listed() -> None:
+    found = {
+        str(path.relative_to(REPO_ROOT)): set(names)
+        for path in PACKAGE_ROOT.rglob("*.py")
+        if (names := _names_of_ours(path, ("triton_mme_cdk",)))
+    }
+    assert found == LOADED_BY_NAME
+
+
+def test_neither_installed_package_uses_the_benchmarks() -> None:
+    """benchmarks/ is not installed (pyproject.toml): an import of it would fail outside a checkout."""
+    for root in (PACKAGE_ROOT, CDK_ROOT):
+        for path in root.rglob("*.py"):
+            assert _names_of_ours(path, ("benchmarks",)) == [], path.relative_to(REPO_ROOT)

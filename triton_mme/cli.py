@@ -33,8 +33,6 @@ PROG = "triton-mme"
 DISTRIBUTION = "triton-mme-cdk"
 # Help lists the jobs in the order data flows through them; packages not named here follow.
 FLOW_ORDER = ("model_build", "serving_check", "store", "client", "local_triton")
-# Command packages outside triton_mme (the benchmark suite lives beside its results).
-EXTRA_COMMAND_MODULES = ("benchmarks.commands",)
 
 
 def non_negative_int(text: str) -> int:
@@ -113,7 +111,7 @@ def command_modules() -> list[ModuleType]:
     packages.sort(key=lambda name: (FLOW_ORDER.index(name) if name in FLOW_ORDER else len(FLOW_ORDER), name))
     names = [f"triton_mme.{name}.commands" for name in packages]
     modules = []
-    for name in [*names, *EXTRA_COMMAND_MODULES]:
+    for name in names:
         try:
             modules.append(importlib.import_module(name))
         except ModuleNotFoundError as error:

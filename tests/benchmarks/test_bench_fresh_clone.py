@@ -69,6 +69,19 @@ def test_a_failed_synth_stops_the_run_and_fails_it(tmp_path: Path) -> None:
     assert "Error 3" in out.with_suffix(".synth.log").read_text()  # make's own line about the failed recipe
 
 
+def test_each_run_overwrites_the_result_and_a_pass_drops_an_earlier_failure_log(tmp_path: Path) -> None:
+    out = tmp_path / "fresh-clone"
+    failing = _repo(tmp_path / "failing", "synth:\n\t@exit 3\ntest:\n\t@echo never\n")
+    assert main(["--repo", str(failing), "--out", str(out)]) == 1
+    assert out.with_suffix(".synth.log").is_file()
+
+    assert main(["--repo", str(_repo(tmp_path / "passing", MAKEFILE)), "--out", str(out)]) == 0
+
+    written = sorted(path.name for path in tmp_path.glob("fresh-clone*"))
+    assert written == ["fresh-clone.json", "fresh-clone.md"]
+    assert json.loads(out.with_suffix(".json").read_text())["passed"] is True
+
+
 def test_the_rerun_is_pytest_alone_in_the_same_clone_and_not_in_the_total(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo", MAKEFILE)
     out = tmp_path / "fresh-clone"

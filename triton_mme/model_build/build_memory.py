@@ -1,7 +1,7 @@
 """How much memory a catalog entry's build needs, known before the build: without PyTorch or the network.
 
 The estimate is BUILD_PEAK_BASE_GIB plus the entry's parameters times BUILD_PEAK_BYTES_PER_PARAMETER, both
-measured with the benchmark suite (`triton-mme bench --only build`, docs/benchmarks.md).
+measured with the benchmark suite (`python -m benchmarks --only build`, docs/benchmarks.md).
 Parameter counts:
 
 Torchvision architectures: a recorded table. Hugging Face encoders: counted from the architecture's
@@ -19,8 +19,8 @@ from triton_mme.core.checkpoints import CHECKPOINT_KIND
 from triton_mme.core.errors import quoted
 from triton_mme.model_build.hf_config import resolve_hf_config
 
-# Measured with `triton-mme bench --only build` on the default catalog (2-core workstation, random weights, no
-# TensorRT; the build's line per archive gives the build process's peak over its steps): ResNet-50
+# Measured with `python -m benchmarks --only build` on the default catalog (2-core workstation, random
+# weights, no TensorRT; the build's line per archive gives the build process's peak over its steps): ResNet-50
 # (25.6 M parameters) peaked at 2.20 GiB, RoBERTa-large (355.4 M) at 7.55 GiB; the whole process tree at
 # 7.51 GiB (benchmarks/results/build/2026-12-01-amd-epyc-2c.md). The line through both is 1.79 GiB + 17.4
 # bytes per parameter, rounded up here. A GPU runner adds CUDA's own host memory for TensorRT formats; see

@@ -2,7 +2,7 @@
 
 Each archive's time is a base plus its model's parameters (model_build.build_memory.parameter_count) times a
 factor per kind of model and format, measured with the benchmark suite on the 2-core workstation (random
-weights; `triton-mme bench --only build` and `--only serving-check`, benchmarks/results/build/ and
+weights; `python -m benchmarks --only build` and `--only serving-check`, benchmarks/results/build/ and
 benchmarks/results/serving-check/ of 2026-12-01):
 
 - ResNet-50 (25.6 M parameters): ONNX 86.8 s, TorchScript 110.4 s -> 3.4 and 4.3 µs per parameter;
