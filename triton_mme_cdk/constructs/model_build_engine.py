@@ -281,7 +281,7 @@ class ModelBuildEngine(Construct):
         acknowledge_wildcard_resources(
             self,
             [executions, f"{on_event.function_arn}:*"],
-            reason="The trigger stops only this state machine's executions; the provider invokes its handler.",
+            reason="The trigger stops only this machine's executions; the provider invokes its handler.",
         )
         for function, caller in (
             (on_event, "the provider framework"),
