@@ -6,8 +6,8 @@ under benchmarks/results/deploy-order.{md,json}).
 
 CloudFormation starts a resource once everything it depends on (DependsOn, Ref, Fn::GetAtt) is complete. A
 resource's wait bound is the longest it can stay in progress by the template's own timeouts: a custom
-resource's ServiceTimeout, and for the model build the sum of its stages' CodeBuild queue and build timeouts
-when that is shorter. Resources without a timeout count 0 (IAM, Lambda, S3 and the like take seconds to
+resource's ServiceTimeout, and for the model build its wait condition's Timeout (both stages' queueing and
+timeouts and a margin). Resources without a timeout count 0 (IAM, Lambda, S3 and the like take seconds to
 minutes, which no timeout bounds), so the figure is the template's worst case of waiting, not a forecast.
 """
 
@@ -27,7 +27,7 @@ from benchmarks.context import REPO_ROOT
 DEFAULT_TEMPLATE = REPO_ROOT / "cdk.out" / "TritonMultiModelEndpoint.template.json"
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "deploy-order"
 TARGETS = ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Endpoint")
-BUILD_TYPE = "Custom::ModelBuild"
+BUILD_TYPE = "AWS::CloudFormation::WaitCondition"
 
 
 def dependencies(resources: dict[str, Any]) -> dict[str, set[str]]:
@@ -75,13 +75,7 @@ def wait_bound_minutes(resources: dict[str, Any], logical_id: str) -> float:
     if "ServiceTimeout" in properties:
         bounds.append(float(properties["ServiceTimeout"]) / 60)
     if resource.get("Type") == BUILD_TYPE:
-        stages = []
-        for stage in properties.get("Stages", []):
-            project = resources[stage["Project"]["Ref"]]["Properties"]
-            stages.append(
-                float(project.get("TimeoutInMinutes", 60)) + float(project["QueuedTimeoutInMinutes"])
-            )
-        bounds.append(sum(stages))
+        bounds.append(float(properties["Timeout"]) / 60)
     return min(bounds) if bounds else 0.0
 
 
@@ -130,7 +124,7 @@ def report(labelled: Iterable[tuple[str, list[Wait]]]) -> str:
         "",
         "Read from each template's dependency graph (`python -m benchmarks.deploy_order`): the longest",
         "chain of resources each one waits for, counting each by its own timeout (custom resources'",
-        "ServiceTimeout, the model build's CodeBuild queue + build timeouts); resources without one count 0.",
+        "ServiceTimeout, the model build's wait condition Timeout); resources without one count 0.",
         "",
         "| Template | Resource | Worst-case wait before it starts | Waits on | Waits for the build |",
         "|---|---|---|---|---|",

@@ -24,7 +24,6 @@ from triton_mme.model_build.build_memory import (
 from triton_mme.model_build.build_time import SETUP_MINUTES, estimate, model_seconds, wall_seconds
 from triton_mme_cdk.platform_rules import build_gpu_problem, instance_patterns
 from triton_mme_cdk.settings import (
-    BUILD_DEADLINE_MINUTES,
     LONG_BUILD_DEADLINE_MINUTES,
     Settings,
     SettingsError,
@@ -168,11 +167,7 @@ def build_time_problem(catalog: Catalog, settings: Settings) -> str | None:
         # The stage's own timeout may grow until both stages and their queueing fill the 12-hour wait.
         longest = LONG_BUILD_DEADLINE_MINUTES - 2 * build.queue_timeout_minutes - other
         longer = math.ceil(needed / 60) + SETUP_MINUTES
-        past_the_hour = 2 * build.queue_timeout_minutes + other + longer > BUILD_DEADLINE_MINUTES
-        waits = (
-            " (cdk deploy then waits on a wait condition, docs/deploy.md#time-limit)" if past_the_hour else ""
-        )
-        longer_timeout = f"{setting}={longer}{waits}, " if longer <= longest else ""
+        longer_timeout = f"{setting}={longer}, " if longer <= longest else ""
         return (
             f"the catalog's {stage} needs about {_minutes(needed)} on {plural(runners, 'runner')} "
             f"({len(seconds):,} archives, estimated from measured seconds per parameter, "

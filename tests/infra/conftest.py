@@ -10,7 +10,7 @@ import pytest
 from botocore.stub import Stubber
 from synth_support import Synthesized, synthesize
 
-from triton_mme_cdk.constructs.model_build_trigger_handler import handler
+from triton_mme_cdk.constructs.model_build_engine_handler import handler
 from triton_mme_cdk.settings import Settings
 
 
@@ -34,7 +34,7 @@ def default_synth(synth_with: Callable[..., Synthesized]) -> Synthesized:
 
 
 def _handler_client(monkeypatch: pytest.MonkeyPatch, service: str) -> Iterator[Stubber]:
-    """The build trigger handler's `service` client, stubbed with botocore's API shapes; all replies used."""
+    """The build engine handler's `service` client, stubbed with botocore's API shapes; all replies used."""
     client = boto3.client(service, region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
     monkeypatch.setitem(handler._clients, service, client)
     with Stubber(client) as stubber:

@@ -35,7 +35,7 @@ from syrupy.types import PropertyPath
 
 from benchmarks import checkov_scan
 from benchmarks.deploy_order import dependencies, longest_waits, upstream
-from triton_mme.core.platform import CDK_MIN_BOOTSTRAP_VERSION, CUSTOM_RESOURCE_TIMEOUT_MINUTES, IC_REGIONS
+from triton_mme.core.platform import CDK_MIN_BOOTSTRAP_VERSION, IC_REGIONS
 from triton_mme_cdk.settings import BUILD_DEADLINE_MARGIN_MINUTES
 
 SynthWith = Callable[..., Synthesized]
@@ -67,18 +67,23 @@ def project(synth: Synthesized, construct: Any) -> dict[str, Any]:
 
 def test_the_endpoint_waits_for_both_stages_which_wait_for_their_grants(default_synth: Synthesized) -> None:
     stack = default_synth.stack
-    build_id, build = only(default_synth, "Custom::ModelBuild")
+    wait_id, _ = only(default_synth, "AWS::CloudFormation::WaitCondition")
+    _, build = only(default_synth, "Custom::ModelBuild")
     model_id, _ = only(default_synth, "AWS::SageMaker::Model")
     _, endpoint = only(default_synth, "AWS::SageMaker::Endpoint")
-    assert build_id in endpoint["DependsOn"]
-    # The trigger starts a build at once: both stages' grants (source read, store writes) must exist first.
+    assert wait_id in endpoint["DependsOn"]
+    # The run starts a build at once: both stages' grants (source read, store writes) must exist first.
     for stage in (stack.mme.build_runner, stack.mme.serving_check):
         assert lid(default_synth, stage.role_policy) in build["DependsOn"]
-    # The build, then the serving check in the endpoint's image: the order the trigger runs them in.
-    assert build["Properties"]["Stages"] == [
-        {"Name": "model build", "Project": {"Ref": lid(default_synth, stack.mme.build_runner.project)}},
-        {"Name": "serving check", "Project": {"Ref": lid(default_synth, stack.mme.serving_check.project)}},
-    ]
+    # The build, then the serving check in the endpoint's image: the order the state machine runs them in.
+    engine = stack.mme.build.state_machine.node.default_child
+    definition = json.dumps(
+        default_synth.resources[lid(default_synth, engine)]["Properties"]["DefinitionString"]
+    )
+    assert '\\"ModelBuild\\":{\\"Next\\":\\"ServingCheck\\"' in definition
+    for stage, state in ((stack.mme.build_runner, "ModelBuild"), (stack.mme.serving_check, "ServingCheck")):
+        after = definition.split(f'\\"{state}\\":{{', 1)[1]
+        assert after.index(lid(default_synth, stage.project)) < after.index("EnvironmentVariablesOverride")
     # One fingerprint names the run: the build stages its candidate, the check publishes the build manifest
     # and the promotion reads it, all under the same one.
     assert build["Properties"]["Fingerprint"] == stack.mme.serving_check.fingerprint
@@ -98,7 +103,7 @@ def test_the_endpoint_waits_for_both_stages_which_wait_for_their_grants(default_
 def test_only_the_endpoint_and_what_follows_it_wait_for_the_build(default_synth: Synthesized) -> None:
     resources = default_synth.resources
     graph = dependencies(resources)
-    build_id, _ = only(default_synth, "Custom::ModelBuild")
+    build_id, _ = only(default_synth, "AWS::CloudFormation::WaitCondition")
     endpoint_id, _ = only(default_synth, "AWS::SageMaker::Endpoint")
     waiting = {logical_id for logical_id in resources if build_id in upstream(graph, logical_id)}
     # The endpoint waits; everything else that waits does so through it (its scaling, its log retention, the
@@ -122,9 +127,9 @@ def test_only_the_endpoint_and_what_follows_it_wait_for_the_build(default_synth:
     for resource_type in ("AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig"):
         assert not waits[resource_type].waits_for_build
         assert waits[resource_type].minutes == 0
-    # The endpoint waits for both stages and their queueing: 2 x 5 + 30 + 15 minutes by default.
+    # The endpoint waits for both stages, queueing counted (2 x 5 + 30 + 15 minutes by default), and a margin.
     assert waits["AWS::SageMaker::Endpoint"].chain == [build_id]
-    assert waits["AWS::SageMaker::Endpoint"].minutes == 55
+    assert waits["AWS::SageMaker::Endpoint"].minutes == 55 + BUILD_DEADLINE_MARGIN_MINUTES
 
 
 def test_the_serving_check_runs_in_the_endpoints_own_image(default_synth: Synthesized) -> None:
@@ -141,8 +146,8 @@ def test_the_serving_check_runs_in_the_endpoints_own_image(default_synth: Synthe
 
 # The shortest stages leave a minute after the runner's set-up (SETUP_MINUTES), with a one-model catalog the
 # synthesis time estimate accepts there.
-@pytest.mark.parametrize(("build", "check", "queue"), [(30, 15, 5), (20, 9, 13), (9, 9, 18)])
-def test_both_stages_and_their_queues_end_inside_the_custom_resources_hour_with_a_margin(
+@pytest.mark.parametrize(("build", "check", "queue"), [(30, 15, 5), (20, 9, 13), (9, 9, 18), (300, 15, 5)])
+def test_the_wait_holds_both_stages_their_queues_and_every_task_timeout(
     synth_with: SynthWith, build: int, check: int, queue: int
 ) -> None:
     synth = synth_with(
@@ -152,20 +157,16 @@ def test_both_stages_and_their_queues_end_inside_the_custom_resources_hour_with_
         model_catalog=str(REPO_ROOT / "tests" / "support" / "models-tiny.yaml"),
     )
     stages = [project(synth, synth.stack.mme.build_runner), project(synth, synth.stack.mme.serving_check)]
-    trigger = only(synth, "Custom::ModelBuild")[1]["Properties"]
-    machines = synth.template.find_resources("AWS::StepFunctions::StateMachine")
-    (machine,) = [m for logical_id, m in machines.items() if logical_id.startswith("ModelBuildTrigger")]
-    poll_seconds = int(re.search(r'\\"IntervalSeconds\\":(\d+)', json.dumps(machine))[1])  # type: ignore[index]
-    limit_minutes = int(trigger["ServiceTimeout"]) / 60
-    assert limit_minutes == CUSTOM_RESOURCE_TIMEOUT_MINUTES
     assert [(p["QueuedTimeoutInMinutes"], p["TimeoutInMinutes"]) for p in stages] == [
         (queue, build),
         (queue, check),
     ]
     waited = sum(p["QueuedTimeoutInMinutes"] + p["TimeoutInMinutes"] for p in stages)
-    assert waited + BUILD_DEADLINE_MARGIN_MINUTES <= limit_minutes
-    # The margin covers at least two polls of the build's status after it ends.
-    assert 2 * poll_seconds <= BUILD_DEADLINE_MARGIN_MINUTES * 60
+    (wait,) = synth.template.find_resources("AWS::CloudFormation::WaitCondition").values()
+    assert int(wait["Properties"]["Timeout"]) == (waited + BUILD_DEADLINE_MARGIN_MINUTES) * 60
+    # Each task's backstop is a minute past its stage's own CodeBuild limits, inside the margin.
+    timeouts = [int(t) for t in re.findall(r'TimeoutSeconds\\":(\d+)', json.dumps(synth.resources))]
+    assert sorted(timeouts) == sorted([(queue + build + 1) * 60, (queue + check + 1) * 60])
 
 
 def test_default_runners_are_the_small_gpu_with_tensorrt_for_the_serving_image(
@@ -434,7 +435,8 @@ def test_every_strategy_reaches_the_endpoint(
 def test_the_live_manifest_moves_only_after_the_build_and_the_endpoint(default_synth: Synthesized) -> None:
     graph = dependencies(default_synth.resources)
     promotion_id, promotion = only(default_synth, "Custom::ManifestPromotion")
-    build_id, build = only(default_synth, "Custom::ModelBuild")
+    build_id, _ = only(default_synth, "AWS::CloudFormation::WaitCondition")
+    _, build = only(default_synth, "Custom::ModelBuild")
     endpoint_id, _ = only(default_synth, "AWS::SageMaker::Endpoint")
     config_id, _ = only(default_synth, "AWS::SageMaker::EndpointConfig")
     assert {build_id, endpoint_id, config_id} <= graph[promotion_id]
@@ -508,7 +510,7 @@ def test_components_serve_the_archives_of_the_build_that_passed_the_serving_chec
 ) -> None:
     synth = synth_with(**VARIANTS["hybrid-placement"])
     graph = dependencies(synth.resources)
-    build_id, _ = only(synth, "Custom::ModelBuild")
+    build_id, _ = only(synth, "AWS::CloudFormation::WaitCondition")
     lookup_id, lookup = only(synth, "Custom::ArchiveLocations")
     mme = synth.stack.mme
     assert mme.dedicated is not None and mme.archive_locations is not None

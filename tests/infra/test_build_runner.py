@@ -13,7 +13,6 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_logs as logs
 from aws_cdk import region_info
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
@@ -22,7 +21,6 @@ from triton_mme.core.platform import CODEBUILD_GPU_REGIONS, dlc_registry_account
 from triton_mme.model_build import cache
 from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
 from triton_mme_cdk.constructs.build_spec import CUDA_COMPAT_SETUP
-from triton_mme_cdk.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.runner_files import REQUIREMENTS_DIR
 from triton_mme_cdk.settings import BuildRunnerSettings
@@ -48,8 +46,6 @@ def runner_stack(
     runner = ModelBuildRunner(
         stack, "Build", store=ModelStore(stack, "Store"), source_root=source_root, **options
     )
-    ModelBuildTrigger(stack, "Trigger", stages=[BuildStage("model build", runner.project, runner.log_group)],
-                      fingerprint=runner.fingerprint, log_retention=logs.RetentionDays.ONE_MONTH)  # fmt: skip
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # fails on any unacknowledged cdk-nag finding
     return Template.from_stack(stack), runner, outdir
@@ -328,57 +324,6 @@ def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(de
     }
     assert outside == set()
     assert not any("__pycache__" in f or f.endswith(".pyc") or "/tests/" in f for f in files)
-
-
-def test_trigger_resource_carries_the_project_and_fingerprint_and_waits_an_hour(default: Any) -> None:
-    template, runner, _ = default
-    assert re.fullmatch(r"[0-9a-f]{64}", runner.fingerprint)
-    template.has_resource_properties(
-        "Custom::ModelBuild",
-        {
-            "Stages": [{"Name": "model build", "Project": {"Ref": Match.string_like_regexp("BuildProject")}}],
-            "Fingerprint": runner.fingerprint,
-            "ServiceTimeout": "3600",
-            # is-complete stops the build two polls before CloudFormation's hour runs out.
-            "StopAfterSeconds": "3480",
-        },
-    )
-
-
-def test_provider_polls_every_minute_for_at_most_an_hour(default: Any) -> None:
-    (machine,) = default[0].find_resources("AWS::StepFunctions::StateMachine").values()
-    definition = json.dumps(machine["Properties"]["DefinitionString"])
-    assert '\\"IntervalSeconds\\":60' in definition
-    assert '\\"MaxAttempts\\":60' in definition
-
-
-def test_trigger_handlers_may_only_start_read_and_stop_builds_of_that_project(default: Any) -> None:
-    template = default[0]
-    reads = {"codebuild:BatchGetBuilds", "codebuild:ListBuildsForProject"}
-    stop = "codebuild:StopBuild"
-    own_log = {"logs:CreateLogStream", "logs:PutLogEvents"}
-    for name, allowed in (
-        ("TriggerOnEvent", {"codebuild:StartBuild", stop, *reads, *own_log}),
-        ("TriggerIsComplete", {stop, *reads, "logs:FilterLogEvents", *own_log}),
-    ):
-        granted = statements(template, name + "RoleDefaultPolicy")
-        assert {a for s in granted for a in actions(s)} == allowed
-        for statement in granted:
-            if actions(statement) == ["logs:FilterLogEvents"]:
-                assert "BuildLogs" in json.dumps(statement["Resource"])  # the stage's own log group only
-                continue
-            if set(actions(statement)) == own_log:  # the handler's own log group only
-                (group, attribute) = statement["Resource"]["Fn::GetAtt"]
-                assert group.startswith(f"{name}Logs") and attribute == "Arn", statement
-                continue
-            assert statement["Resource"] == {
-                "Fn::GetAtt": [Match.string_like_regexp("BuildProject"), "Arn"]
-            } or ("BuildProject" in json.dumps(statement["Resource"]))
-    template.has_resource_properties(
-        "AWS::Lambda::Function",
-        {"Handler": "handler.on_event", "Runtime": Match.string_like_regexp("python3")},
-    )
-    template.has_resource_properties("AWS::Lambda::Function", {"Handler": "handler.is_complete"})
 
 
 def fake_project(root: Path, catalog: str) -> Path:

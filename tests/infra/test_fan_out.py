@@ -1,5 +1,6 @@
 """The build fanned out over several GPU runners (`buildRunners` > 1): both stages become CodeBuild batch
-builds of balanced shards, the trigger follows batches, and the shard file travels with the build's source."""
+builds of balanced shards, the state machine starts them with startBuildBatch.sync, and the shard file travels
+with the build's source."""
 
 from __future__ import annotations
 
@@ -42,8 +43,7 @@ def test_one_runner_keeps_single_builds(default_synth: Synthesized) -> None:
     build = project(default_synth, "Builds the model catalog")
     assert "BuildBatchConfig" not in build and build["ConcurrentBuildLimit"] == 1
     assert "batch" not in spec_of(build)
-    (trigger,) = default_synth.template.find_resources("Custom::ModelBuild").values()
-    assert all("Batch" not in stage for stage in trigger["Properties"]["Stages"])
+    assert "startBuildBatch" not in json.dumps(default_synth.resources)
 
 
 def test_both_stages_become_batches_of_the_catalogs_shards(fanned: Synthesized) -> None:
@@ -64,23 +64,30 @@ def test_both_stages_become_batches_of_the_catalogs_shards(fanned: Synthesized) 
     }  # fmt: skip
     assert check["BuildBatchConfig"]["Restrictions"]["MaximumBuildsAllowed"] == 3
     assert build["ConcurrentBuildLimit"] == 4 and "ServiceRole" in build["BuildBatchConfig"]
-    (trigger,) = fanned.template.find_resources("Custom::ModelBuild").values()
-    assert [stage["Batch"] for stage in trigger["Properties"]["Stages"]] == ["true", "true"]
+    # A batch's timeout bounds it from submission: the source download's queueing, then every level's
+    # queueing and timeout (the check's graph has two: the shards, then `publish`).
+    assert build["BuildBatchConfig"]["TimeoutInMins"] == 5 + (5 + 30)
+    assert check["BuildBatchConfig"]["TimeoutInMins"] == 5 + 2 * (5 + 15)
+    assert json.dumps(fanned.resources).count(":states:::codebuild:startBuildBatch.sync") == 2
 
 
-def test_the_trigger_may_start_follow_and_stop_batches_of_its_two_projects_only(fanned: Synthesized) -> None:
+def test_the_state_machine_may_run_and_stop_batches_of_its_two_projects_only(fanned: Synthesized) -> None:
     actions: set[str] = set()
     for logical_id, policy in fanned.template.find_resources("AWS::IAM::Policy").items():
-        if not logical_id.startswith("TritonModelBuildTrigger") and "ModelBuildTrigger" not in logical_id:
+        if "ModelBuildEngine" not in logical_id:
             continue
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             listed = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-            actions.update(a for a in listed if a.startswith("codebuild:"))
-            if any("Batch" in a for a in listed if a.startswith("codebuild:")):
+            if any(a.startswith("codebuild:") for a in listed):
+                actions.update(listed)
                 assert statement["Resource"] != "*"
-    assert {"codebuild:StartBuildBatch", "codebuild:BatchGetBuildBatches", "codebuild:StopBuildBatch",
-            "codebuild:ListBuildBatchesForProject"} <= actions  # fmt: skip
-    assert "codebuild:StartBuild" not in actions  # every stage is a batch
+    assert {
+        "codebuild:StartBuildBatch",
+        "codebuild:StopBuildBatch",
+        "codebuild:BatchGetBuildBatches",
+    } <= actions
+    # Neither a batch list nor a build list: no run is ever found again by scanning.
+    assert not {a for a in actions if a.startswith("codebuild:List")}
 
 
 def test_the_shard_file_travels_with_the_build_and_matches_the_balanced_shards(fanned: Synthesized) -> None:
@@ -102,7 +109,7 @@ def test_shards_in_the_buildspecs_are_their_own_tasks() -> None:
     assert shard.count(" && ") == 3 and "publish-build" not in shard
 
 
-def test_the_trigger_names_each_models_digest_so_cdk_diff_shows_which_models_change(
+def test_the_run_names_each_models_digest_so_cdk_diff_shows_which_models_change(
     default_synth: Synthesized,
 ) -> None:
     (trigger,) = default_synth.template.find_resources("Custom::ModelBuild").values()

@@ -96,6 +96,7 @@ class ModelBuildRunner(GpuRunner):
                 timeout_minutes=runner.timeout_minutes,
                 encryption_key=encryption_key,
                 batch_tasks=max(1, len(shards)),
+                batch_timeout_minutes=runner.build_stage_minutes,
             ),
         )
         # What a build writes (never a build manifest nor the live manifest), and what its upload reads

@@ -57,6 +57,10 @@ class GpuRunnerProps:
     """Above 1, builds run as CodeBuild batch builds of the buildspec's `batch` section, at most this many
     tasks each, up to `runner.runners` of them at once. @default - 1: one build at a time, no batch"""
 
+    batch_timeout_minutes: int | None = None
+    """How long a whole batch may take from submission: every level's queueing and timeout
+    (`BuildBatchConfig.TimeoutInMins` bounds the batch, not one build). @default - `timeout_minutes`"""
+
 
 class GpuRunner(Construct):
     """A GPU CodeBuild project running `build_spec` over exactly `files`, one build at a time.
@@ -117,7 +121,9 @@ class GpuRunner(Construct):
                 "ComputeTypesAllowed": [f"BUILD_GENERAL1_{runner.compute_type}"],
             },
         )
-        cfn.add_property_override("BuildBatchConfig.TimeoutInMins", self.props.timeout_minutes)
+        cfn.add_property_override(
+            "BuildBatchConfig.TimeoutInMins", self.props.batch_timeout_minutes or self.props.timeout_minutes
+        )
 
     @property
     def role_policy(self) -> iam.Policy:

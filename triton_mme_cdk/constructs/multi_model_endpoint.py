@@ -18,6 +18,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from triton_mme.core.catalog import Catalog, Format, load_catalog
+from triton_mme.core.locations import build_manifest_key
 from triton_mme.core.naming import bounded_name
 from triton_mme.core.triton_container import COMPONENT_ENVIRONMENT
 from triton_mme.model_build.build_time import catalog_shards
@@ -31,7 +32,7 @@ from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
 from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
 from triton_mme_cdk.constructs.inference_component_endpoint import InferenceComponentEndpoint
 from triton_mme_cdk.constructs.manifest_promotion import ManifestPromotion
-from triton_mme_cdk.constructs.model_build_trigger import BuildStage, ModelBuildTrigger
+from triton_mme_cdk.constructs.model_build_engine import BuildStage, ModelBuildEngine
 from triton_mme_cdk.constructs.model_observability import ModelObservability
 from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
 from triton_mme_cdk.constructs.monitoring import EndpointMonitoring
@@ -45,7 +46,6 @@ from triton_mme_cdk.placement_rules import (
     dedicated_problem,
 )
 from triton_mme_cdk.settings import (
-    BUILD_DEADLINE_MARGIN_MINUTES,
     AlarmThresholds,
     BuildRunnerSettings,
     EndpointSettings,
@@ -228,28 +228,35 @@ class TritonMultiModelEndpoint(Construct):
             encryption_key=self.encryption_key,
             shards=max(1, shards),
         )
-        self.build = ModelBuildTrigger(
+        runner = settings.build
+        self.build = ModelBuildEngine(
             self,
-            "ModelBuildTrigger",
-            stages=[
-                BuildStage("model build", self.build_runner.project, self.build_runner.log_group, shards > 1),
-                BuildStage(
-                    "serving check", self.serving_check.project, self.serving_check.log_group, shards > 1
-                ),
-            ],
+            "ModelBuildEngine",
+            build=BuildStage(
+                "model build",
+                self.build_runner.project,
+                self.build_runner.log_group,
+                runner.build_stage_minutes,
+                batch=shards > 1,
+            ),
+            check=BuildStage(
+                "serving check",
+                self.serving_check.project,
+                self.serving_check.log_group,
+                runner.check_stage_minutes,
+                batch=shards > 1,
+            ),
             fingerprint=self.serving_check.fingerprint,
-            log_retention=settings.build.log_retention,
-            # Stages that may outlast the custom resource's hour are waited for on a wait condition.
-            wait_minutes=settings.build.stage_minutes + BUILD_DEADLINE_MARGIN_MINUTES
-            if settings.build.waits_past_the_hour
-            else None,
+            bucket=self.store.bucket,
+            build_manifest_key=build_manifest_key(self.serving_check.fingerprint, self.store.manifest_prefix),
+            log_retention=runner.log_retention,
         )
         # `cdk diff` names the models a change rebuilds: each entry's digest (its settings, pinned checkpoint)
-        # in the trigger's metadata, which no handler reads (its properties would travel in every request).
-        trigger = self.build.resource.node.default_child
-        assert isinstance(trigger, CfnResource)
-        trigger.add_metadata("Models", {entry.name: entry.digest for entry in catalog.models})
-        # The build starts as soon as the trigger exists: both stages' grants must exist before it.
+        # in the run's metadata, which no handler reads (its properties would travel in every request).
+        run = self.build.resource.node.default_child
+        assert isinstance(run, CfnResource)
+        run.add_metadata("Models", {entry.name: entry.digest for entry in catalog.models})
+        # The build starts as soon as the run exists: both stages' grants must exist before it.
         self.build.resource.node.add_dependency(self.build_runner.role_policy, self.serving_check.role_policy)
         # The Model and the endpoint config do not wait: CreateModel and CreateEndpointConfig check the image,
         # the instance type and the inference AMI in the deployment's first minutes. The endpoint waits: it

@@ -89,6 +89,7 @@ class ServingCheckRunner(GpuRunner):
                 encryption_key=encryption_key,
                 # One task per build shard, and the task that publishes their union.
                 batch_tasks=shards + 1 if shards > 1 else 1,
+                batch_timeout_minutes=runner.check_stage_minutes,
             ),
         )
         # Written once each, after the check: the report, then the build's manifest; read: the candidate,

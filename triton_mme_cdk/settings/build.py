@@ -14,7 +14,6 @@ from triton_mme.core.platform import (
 )
 from triton_mme_cdk.settings.base import (
     BUILD_DEADLINE_MARGIN_MINUTES,
-    BUILD_DEADLINE_MINUTES,
     LONG_BUILD_DEADLINE_MINUTES,
     SettingsError,
     SettingsGroup,
@@ -28,8 +27,7 @@ if TYPE_CHECKING:
 
 _WAITS = (
     f"cdk deploy waits at most {WAIT_CONDITION_TIMEOUT_MINUTES // 60} hours for the build, the serving "
-    f"check and their queueing; past {BUILD_DEADLINE_MINUTES} minutes on a wait condition, "
-    "docs/deploy.md#time-limit"
+    "check and their queueing, on a wait condition, docs/deploy.md#time-limit"
 )
 # A bound against typos, not a platform limit (none is documented for a batch's size): the account's
 # concurrent-build quota for the GPU size is the real one, and preflight checks it.
@@ -94,17 +92,37 @@ class BuildRunnerSettings(SettingsGroup):
                 f"is out of range; allowed: 1..{MAX_BUILD_RUNNERS} (make preflight checks the account's "
                 "concurrent GPU build quota)",
             )
+        if self.stage_minutes > LONG_BUILD_DEADLINE_MINUTES:
+            raise SettingsError(
+                f"buildRunners={self.runners} runs each stage as a batch whose levels all queue and run: "
+                f"{self.stage_minutes} minutes with buildQueueTimeoutMinutes={self.queue_timeout_minutes}, "
+                f"buildTimeoutMinutes={build} and servingCheckTimeoutMinutes={check}; allowed: at most "
+                f"{LONG_BUILD_DEADLINE_MINUTES} ({_WAITS})"
+            )
         return self
 
     @property
-    def stage_minutes(self) -> int:
-        """The longest the two stages can take: each may queue, then run to its timeout."""
-        return 2 * self.queue_timeout_minutes + self.timeout_minutes + self.serving_check_timeout_minutes
+    def build_stage_minutes(self) -> int:
+        """The longest the build stage can take: queueing, then its timeout; a batch (buildRunners > 1) also
+        queues for the build that downloads its source (BuildBatchConfig.TimeoutInMins bounds the whole
+        batch from submission)."""
+        return self.batch_levels(1) * self.queue_timeout_minutes + self.timeout_minutes
 
     @property
-    def waits_past_the_hour(self) -> bool:
-        """The stages may outlast a custom resource's hour: cdk deploy waits on a wait condition."""
-        return self.stage_minutes > BUILD_DEADLINE_MINUTES
+    def check_stage_minutes(self) -> int:
+        """The serving check's: as the build's, and a batch's graph has a second level (`publish`)."""
+        levels = 2 if self.runners > 1 else 1
+        queues = self.batch_levels(levels) * self.queue_timeout_minutes
+        return queues + levels * self.serving_check_timeout_minutes
+
+    def batch_levels(self, levels: int) -> int:
+        """Queue waits of a stage of `levels` build levels: one more for a batch's source download."""
+        return levels + 1 if self.runners > 1 else levels
+
+    @property
+    def stage_minutes(self) -> int:
+        """The longest the two stages can take, each queueing and running to its timeout."""
+        return self.build_stage_minutes + self.check_stage_minutes
 
     @property
     def log_retention(self) -> logs.RetentionDays:

@@ -1,0 +1,170 @@
+"""What runs in AWS for the deploy's model build engine (model_build_engine.py); it ships alone.
+
+`on_event` serves the `Custom::ModelBuild` run of one fingerprint: Create starts one execution of the build
+state machine, named from the fingerprint and CloudFormation's request id (a retried request starts none
+twice); Delete (rollback, cancelled deploy, cleanup) stops it, and Step Functions cancels its build; Update
+changes nothing. `step` is the state machine's function: `candidates` hands a build batch's digests to the
+check, `signal` sends the wait condition SUCCESS or the failed stage's first `error:` line. The handle's
+pre-signed URL is read from CloudFormation there, never passed, printed or returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import urllib.request
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+# Exported by the build stage (build_spec.CANDIDATE_VARIABLE; a test checks both name it).
+CANDIDATE_VARIABLE = "CANDIDATE_MANIFEST_SHA256"
+SHARD_PREFIX = "shard_"
+# What the project's command line prints first for every error a user can act on (triton_mme/cli.py).
+ERROR_PREFIX = "error: "
+LOG_PAGES = 5
+MAX_REASON = 1000
+# Step Functions execution names: at most 80 characters; a request id is a 36-character UUID.
+FINGERPRINT_IN_NAME = 43
+
+_clients: dict[str, Any] = {}
+
+
+def client(service: str) -> Any:
+    if service not in _clients:
+        _clients[service] = boto3.client(service)
+    return _clients[service]
+
+
+def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    if event["RequestType"] == "Update":
+        return {"PhysicalResourceId": event["PhysicalResourceId"]}
+    if event["RequestType"] == "Delete":
+        arn = event["PhysicalResourceId"]
+        try:
+            if ":execution:" in arn:
+                client("stepfunctions").stop_execution(executionArn=arn, cause="its deployment moved on")
+        except (
+            ClientError
+        ) as error:  # a closed execution has nothing to stop; a Delete never fails a rollback
+            print(f"{arn}: not stopped ({error.response['Error']['Code']})")
+        return {"PhysicalResourceId": arn}
+    properties, sfn = event["ResourceProperties"], client("stepfunctions")
+    name = f"{properties['Fingerprint'][:FINGERPRINT_IN_NAME]}-{event['RequestId']}"
+    run = {key: properties[key] for key in ("Fingerprint", "Handle", "BuildManifestKey")}
+    with contextlib.suppress(sfn.exceptions.ExecutionAlreadyExists):  # an earlier try of this request
+        sfn.start_execution(stateMachineArn=properties["StateMachine"], name=name, input=json.dumps(run))
+    arn = properties["StateMachine"].replace(":stateMachine:", ":execution:", 1) + f":{name}"
+    print(f"model build of {properties['Fingerprint']}: {arn}")
+    return {"PhysicalResourceId": arn}
+
+
+def step(event: dict[str, Any], context: Any = None) -> Any:
+    return {"candidates": candidates, "signal": signal}[event["Entry"]](event)
+
+
+def candidates(event: dict[str, Any]) -> str:
+    """The shards' candidate digests, in shard order, from the batch's BuildGroups (Step Functions' case)."""
+    shards = sorted(
+        (int(group["Identifier"].removeprefix(SHARD_PREFIX)), _build_id(group["CurrentBuildSummary"]["Arn"]))
+        for group in event["Groups"]
+        if group.get("Identifier", "").startswith(SHARD_PREFIX)
+    )
+    builds = {b["id"]: b for b in client("codebuild").batch_get_builds(ids=[i for _, i in shards])["builds"]}
+    digests = []
+    for index, build_id in shards:
+        exported = builds.get(build_id, {}).get("exportedEnvironmentVariables", [])
+        digest = next((v.get("value") for v in exported if v["name"] == CANDIDATE_VARIABLE), None)
+        if not digest:
+            raise RuntimeError(f"{SHARD_PREFIX}{index} ({build_id}) exported no {CANDIDATE_VARIABLE}")
+        digests.append(digest)
+    return ",".join(digests)
+
+
+def signal(event: dict[str, Any]) -> dict[str, str]:
+    """{"Handle", "Status"}, and for FAILURE the stage's "Stage", "Minutes" and caught "Failure"."""
+    status = event["Status"]
+    reason = "the model build and its serving check passed" if status == "SUCCESS" else failure_reason(event)
+    detail = client("cloudformation").describe_stack_resource(
+        StackName=os.environ["STACK_ID"], LogicalResourceId=event["Handle"]
+    )["StackResourceDetail"]
+    body = {"Status": status, "Reason": reason[:MAX_REASON], "UniqueId": "model-build", "Data": status}
+    # No content type: the URL's signature has none (CloudFormation User Guide, "Using wait conditions").
+    put = urllib.request.Request(
+        detail["PhysicalResourceId"],
+        data=json.dumps(body).encode(),
+        method="PUT",
+        headers={"Content-Type": ""},
+    )
+    try:
+        with urllib.request.urlopen(put, timeout=20) as answer:
+            answer.read()
+    except OSError as error:  # its text may quote the URL: only its kind and status leave here
+        raise RuntimeError(
+            f"signal {status} to {event['Handle']}: {getattr(error, 'code', type(error).__name__)}"
+        ) from None
+    print(f"signalled {event['Handle']} {status}: {body['Reason']}")
+    return {"Status": status, "Reason": body["Reason"]}
+
+
+def failure_reason(event: dict[str, Any]) -> str:
+    """`<stage> <build> failed: <its first error: line>; logs: <link>`, else what Step Functions caught."""
+    stage, failure = event["Stage"], event.get("Failure") or {}
+    error, cause = str(failure.get("Error", "")), str(failure.get("Cause", ""))
+    if error == "States.Timeout":
+        return (
+            f"{stage} did not end within its {event['Minutes']} minutes (queueing counted); raise "
+            "buildRunners or the stage's timeout, or build fewer models at once (docs/deploy.md#time-limit)"
+        )
+    build_id = _failed_build(cause)
+    if build_id is None:
+        return f"{stage} failed: {error}: {cause[:300]}"
+    builds = client("codebuild").batch_get_builds(ids=[build_id])["builds"] or [{}]
+    status = str(builds[0].get("buildStatus", "failed")).lower().replace("_", " ")
+    line, link = _first_error_line(builds[0]), builds[0].get("logs", {}).get("deepLink")
+    return (
+        f"{stage} {build_id} {status}" + (f": {line}" if line else "") + (f"; logs: {link}" if link else "")
+    )
+
+
+def _build_id(arn: str) -> str:
+    return arn.partition(":build/")[2] or arn
+
+
+def _failed_build(cause: str) -> str | None:
+    """The build a CodeBuild task's cause names: the build, or a batch's first failed build."""
+    try:
+        document = json.loads(cause)
+    except ValueError:
+        return None
+    build = (document.get("Build") or {}) if isinstance(document, dict) else {}
+    if build.get("Id") or build.get("Arn"):
+        return str(build.get("Id") or _build_id(build["Arn"]))
+    for group in (document.get("BuildBatch") or {}).get("BuildGroups", []) if build == {} else []:
+        summary = group.get("CurrentBuildSummary") or {}
+        if summary.get("BuildStatus") not in (None, "SUCCEEDED", "IN_PROGRESS") and summary.get("Arn"):
+            return _build_id(str(summary["Arn"]))
+    return None
+
+
+def _first_error_line(build: dict[str, Any]) -> str | None:
+    """The first line the project's command line printed as `error: ...` in the build's log."""
+    logs = build.get("logs", {})
+    if not logs.get("groupName") or not logs.get("streamName"):
+        return None
+    arguments = {
+        "logGroupName": logs["groupName"],
+        "logStreamNames": [logs["streamName"]],
+        "filterPattern": '"error:"',
+    }
+    for _ in range(LOG_PAGES):
+        page = client("logs").filter_log_events(**arguments)
+        for log_event in page.get("events", []):
+            if (message := str(log_event.get("message", "")).strip()).startswith(ERROR_PREFIX):
+                return message.removeprefix(ERROR_PREFIX).splitlines()[0]
+        if not page.get("nextToken"):
+            return None
+        arguments["nextToken"] = page["nextToken"]
+    return None
