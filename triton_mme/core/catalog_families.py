@@ -21,8 +21,9 @@ from typing import Any
 
 from triton_mme.core.catalog_lock import CatalogLock
 from triton_mme.core.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointLocation
-from triton_mme.core.errors import quoted
+from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.naming import MODEL_NAME
+from triton_mme.core.suggest import did_you_mean
 
 VARIANT = "{variant}"
 LISTED = "listed"
@@ -30,7 +31,7 @@ VARIANT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?")
 MAX_FAMILY_VARIANTS = 10_000
 
 
-class FamilyError(ValueError):
+class FamilyError(UserError, ValueError):
     """A family block that cannot expand; the message names the family and what is allowed."""
 
 
@@ -38,7 +39,7 @@ def is_family(raw: Any) -> bool:
     return isinstance(raw, dict) and "family" in raw
 
 
-def _pattern(family: str, raw: dict[str, Any]) -> tuple[str, str, str]:
+def source_pattern(family: str, raw: dict[str, Any]) -> tuple[str, str, str]:
     """(folder before {variant}, suffix after it, the whole location) of the family's source."""
     source = raw.get("source")
     kind, _, location = source.partition(":") if isinstance(source, str) else ("", "", "")
@@ -59,10 +60,19 @@ def _pattern(family: str, raw: dict[str, Any]) -> tuple[str, str, str]:
     return before, after, location
 
 
-def list_local_variants(folder: Path, suffix: str) -> list[str]:
+def list_local_variants(folder: Path, suffix: str, *, family: str | None = None) -> list[str]:
     """The variants a local folder holds: sub-folders for a folder pattern, file stems for a file pattern."""
     if not folder.is_dir():
-        raise FamilyError(f"{folder}: no such folder to list variants in")
+        where = f"family {quoted(family)}: source: " if family else ""
+        missing = folder
+        while not missing.parent.is_dir() and missing.parent != missing:
+            missing = missing.parent
+        siblings = [p.name for p in missing.parent.iterdir() if p.is_dir()] if missing.parent.is_dir() else []
+        raise FamilyError(
+            f"{where}{folder}: no such folder to list variants in ({missing.name}/ is not in "
+            f"{missing.parent}); {did_you_mean(missing.name, siblings)}"
+            "allowed: the folder that holds the family's checkpoints"
+        )
     if suffix in (SAFETENSORS_SUFFIX, ONNX_SUFFIX):
         return sorted(
             p.name[: -len(suffix)] for p in folder.iterdir() if p.is_file() and p.name.endswith(suffix)
@@ -72,7 +82,7 @@ def list_local_variants(folder: Path, suffix: str) -> list[str]:
 
 def _variants(family: str, raw: dict[str, Any], base_dir: Path | None, lock: CatalogLock | None) -> list[str]:
     declared = raw.get("variants")
-    before, after, _ = _pattern(family, raw)
+    before, after, _ = source_pattern(family, raw)
     if declared == LISTED:
         locked = lock.families.get(family) if lock else None
         if CheckpointLocation(before).is_s3 or base_dir is None:
@@ -82,7 +92,7 @@ def _variants(family: str, raw: dict[str, Any], base_dir: Path | None, lock: Cat
                     f"{before or 'this location'}; run `triton-mme lock` (it lists S3 with your credentials)"
                 )
             return list(locked)
-        listed = list_local_variants((base_dir / before).resolve(), after)
+        listed = list_local_variants((base_dir / before).resolve(), after, family=family)
         if locked is not None and list(locked) != listed:
             added = sorted(set(listed) - set(locked))
             removed = sorted(set(locked) - set(listed))
