@@ -129,13 +129,43 @@ def expand_family(
     if not variants:
         raise FamilyError(f"family {quoted(family)}: no variant found; allowed at least one checkpoint")
     fields = {k: v for k, v in raw.items() if k not in ("family", "variants")}
-    entries = []
+    names = variant_model_names(family, variants)
+    return [
+        {**fields, "name": names[variant], "source": fields["source"].replace(VARIANT, variant)}
+        for variant in sorted(variants)
+    ]
+
+
+def normalised_variant(variant: str) -> str:
+    """A file or folder name as a model name's variant part: lowercase, `_` and spaces as `-`."""
+    return re.sub(r"[_ ]", "-", variant.lower())
+
+
+def variant_model_names(family: str, variants: list[str]) -> dict[str, str]:
+    """Each variant's model name, `<family>-<normalised variant>`; FamilyError naming every variant that
+    gives no valid name and every pair that would give the same one, at once."""
+    names: dict[str, str] = {}
+    invalid: list[str] = []
+    by_name: dict[str, str] = {}
+    collisions: list[str] = []
     for variant in sorted(variants):
-        name = f"{family}-{variant}"
-        if not VARIANT_NAME.fullmatch(variant) or not MODEL_NAME.match(name):
-            raise FamilyError(
-                f"family {quoted(family)}: variant {quoted(variant)} gives no valid model name "
-                f"{quoted(name)}; allowed: {MODEL_NAME.allowed} (rename the checkpoint, or list variants)"
-            )
-        entries.append({**fields, "name": name, "source": fields["source"].replace(VARIANT, variant)})
-    return entries
+        name = f"{family}-{normalised_variant(variant)}"
+        if not VARIANT_NAME.fullmatch(normalised_variant(variant)) or not MODEL_NAME.match(name):
+            invalid.append(quoted(variant))
+            continue
+        if name in by_name:
+            collisions.append(f"{quoted(by_name[name])} and {quoted(variant)} are both {name}")
+        by_name[name] = variant
+        names[variant] = name
+    if invalid:
+        raise FamilyError(
+            f"family {quoted(family)}: {len(invalid)} variant(s) give no valid model name even "
+            f"lowercased with '_' and spaces as '-': {', '.join(invalid[:20])}; allowed: "
+            f"<family>-<variant> of {MODEL_NAME.allowed} (rename those checkpoints, or list variants)"
+        )
+    if collisions:
+        raise FamilyError(
+            f"family {quoted(family)}: variants that differ only in case, '_' or spaces would share a model "
+            f"name: {'; '.join(collisions[:10])}; allowed: one checkpoint per name (rename one of each)"
+        )
+    return names
