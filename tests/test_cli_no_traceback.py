@@ -101,3 +101,30 @@ def test_the_family_folder_typo_names_the_folder_it_meant(
     err = capsys.readouterr().err
     assert "family 'vision'" in err and "checkpoint/ is not in" in err
     assert "did you mean checkpoints?" in err
+
+
+# --- 9. defaults and names in --help ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "shown"),
+    [
+        ("loadtest", "--warmup", "default: 0.0"),
+        ("loadtest", "--warmup-requests", "default: 0"),
+        ("loadtest", "--requests", "default: none"),
+        ("invoke", "--format", "default: the only one"),
+        ("invoke", "--top-k", "default: 5"),
+        ("bench", "--only", "cold_start, resnet50"),
+    ],
+)
+def test_help_shows_the_default(command: str, option: str, shown: str) -> None:
+    sub = _sub_commands()[command]
+    (action,) = (a for a in sub._actions if option in a.option_strings)
+    assert shown in sub._get_formatter()._expand_help(action)
+
+
+def test_bench_help_names_every_benchmark_of_the_suite() -> None:
+    from benchmarks.options import BENCHMARK_NAMES
+    from benchmarks.suite import BENCHMARKS
+
+    assert tuple(b.name for b in BENCHMARKS) == BENCHMARK_NAMES

@@ -126,6 +126,11 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
             "say where to send the request: --endpoint NAME, --local URL or --dry-run DIR "
             "(--component-endpoint NAME for a model on an inference component)"
         )
+    if args.model and args.manifest == DEFAULT_MANIFEST and not Path(DEFAULT_MANIFEST).is_file():
+        raise calls.UsageError(
+            f"no {DEFAULT_MANIFEST} here; pass --manifest DIR/manifest.json for the build folder you built "
+            "(`triton-mme build --out DIR`) or serve (`serve-local --models DIR`)"
+        )
     target = calls.resolve_target(
         ManifestSource(args.manifest), model=args.model, format=args.format, target_model=args.target_model
     )

@@ -450,7 +450,9 @@ class Catalog(_Frozen):
 
 def _describe(error: ValidationError, raw: Any) -> str:
     """pydantic's first error as one line naming the entry: `model 'resnet50': max_batch_size: ...`."""
-    first = error.errors()[0]
+    errors = error.errors()
+    # A misspelt key is both unknown and (often) a required one missing: name the spelling, not the gap.
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     location = list(first["loc"])
     entry = "catalog"
     if len(location) >= 2 and location[0] == "models" and isinstance(location[1], int):
@@ -462,7 +464,27 @@ def _describe(error: ValidationError, raw: Any) -> str:
         entry = f"model {quoted(name)}" if name else f"model #{index + 1}"
         location = location[2:]
     # A whole-entry check names its own fields in its message ("input_shape [...]: ...").
-    return f"{entry}: {describe_error_details(first, location=location)}"
+    described = f"{entry}: {describe_error_details(first, location=location)}"
+    if first["type"] == "extra_forbidden" and location:
+        known = _field_names(location[:-1])
+        described += f"; {did_you_mean(str(location[-1]), known)}allowed: {', '.join(known)}"
+    return described
+
+
+def _field_names(path: list[Any]) -> list[str]:
+    """The keys allowed at `path` inside a model entry (a family block's own keys at the top)."""
+    model: Any = ModelEntry
+    for part in path:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            candidates = [a for a in getattr(annotation, "__args__", ()) if isinstance(a, type)]
+            annotation = next((a for a in candidates if issubclass(a, BaseModel)), None)
+        if annotation is None:
+            return []
+        model = annotation
+    names = list(model.model_fields)
+    return [*names, "family", "variants"] if model is ModelEntry else names
 
 
 def _expanded(raw: dict[str, Any], base_dir: Path | None, lock: CatalogLock | None) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from triton_mme.core.checkpoints import (
     read_safetensors_header,
 )
 from triton_mme.core.errors import quoted
+from triton_mme.core.suggest import did_you_mean
 from triton_mme.model_build.checkpoint_contract import check_image_contract, check_text_contract
 from triton_mme.model_build.state_dict_signatures import body_digest, recorded_signatures
 
@@ -51,7 +52,8 @@ def state_dict_classes(tensors: dict[str, TensorHeader], architecture: str, *, w
     signature = signatures.get(architecture)
     if signature is None:
         raise CheckpointError(
-            f"architecture: torchvision:{architecture} has no recorded state dict; allowed: a torchvision "
+            f"architecture: torchvision:{architecture} has no recorded state dict; "
+            f"{did_you_mean(architecture, signatures)}allowed: a torchvision "
             f"classification model ({len(signatures)}, e.g. resnet50, efficientnet_b0, vit_b_16)"
         )
     head: dict[str, Any] = signature["head"]
