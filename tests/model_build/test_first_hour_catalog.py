@@ -4,6 +4,7 @@ files already show refused at lock and synth (not on the runner), file names nor
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,7 @@ def test_a_catalog_pin_equal_to_the_content_is_accepted(checkpoints: Path, tmp_p
     assert write_lock(catalog_file).lock.checkpoints["vision-c0000"].sha256 == digest
 
 
-# --- 2. what the files already show ----------------------------------------------------------------------
+# --- 2. what the files already show ------------------------------------------------------------------------
 
 
 def test_a_sequence_length_beyond_the_positions_is_refused_at_lock_and_synth(
@@ -177,7 +178,7 @@ def test_id2label_in_index_order() -> None:
     assert config_labels({}) is None
 
 
-# --- 5. file names that are not model names ---------------------------------------------------------
+# --- 5. file names that are not model names ----------------------------------------------------------------
 
 
 def test_file_names_become_normalised_model_names_recorded_in_the_lock(
@@ -209,3 +210,54 @@ def test_colliding_and_invalid_file_names_are_all_reported_at_once(checkpoints: 
     message = refusal(catalog_file)
     assert "2 variant(s) give no valid model name" in message
     assert "'bad.name'" in message and "'café'" in message
+
+
+# --- 7. hints that point the right way ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ({**VISION, "variants": ["a"], "max_batch_sise": 4},
+         "max_batch_sise: unknown field; did you mean max_batch_size?"),
+        ({"famly": "v", "source": "checkpoint:s3://b/{variant}.onnx", "formats": ["onnx"],
+          "max_batch_size": 4},
+         "famly: unknown field; did you mean family?"),
+        ({**INTENT, "dynamic_batching": {"enabeld": True}},
+         "dynamic_batching.enabeld: unknown field; did you mean enabled?"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_key_is_named_with_the_key_it_meant(entry: dict[str, Any], expected: str) -> None:
+    from triton_mme.core.catalog import parse_catalog
+
+    with pytest.raises(CatalogError) as error:
+        parse_catalog({"models": [entry]})
+    assert expected in str(error.value) and "required field is missing" not in str(error.value)
+
+
+def test_a_misspelt_architecture_and_model_name_get_a_did_you_mean(checkpoints: Path, tmp_path: Path) -> None:
+    catalog_file = project(checkpoints, tmp_path, {**VISION, "architecture": "torchvision:squeezenet1.1"})
+    assert "did you mean squeezenet1_1?" in refusal(catalog_file)
+    catalog_file.write_text(yaml.safe_dump({"models": [VISION]}))
+    write_lock(catalog_file)
+    with pytest.raises(CatalogError, match=re.escape("did you mean vision-c0001?")):
+        load_catalog(catalog_file).subset(["vision-c001"])
+
+
+# --- 9. one family member served on its own ----------------------------------------------------------------
+
+
+def test_a_family_member_can_be_dedicated_by_an_override_keyed_by_its_variant(
+    checkpoints: Path, tmp_path: Path
+) -> None:
+    overrides = {"c0001": {"placement": "dedicated", "dedicated": {"copies": 2}}}
+    catalog_file = project(checkpoints, tmp_path, {**VISION, "overrides": overrides})
+    write_lock(catalog_file)
+    by_name = {m.name: m for m in load_catalog(catalog_file).models}
+    assert by_name["vision-c0000"].placement == "mme"
+    assert by_name["vision-c0001"].placement == "dedicated" and by_name["vision-c0001"].dedicated.copies == 2
+    catalog_file.write_text(
+        yaml.safe_dump({"models": [{**VISION, "overrides": {"c0011": {"placement": "mme"}}}]})
+    )
+    with pytest.raises(CatalogError, match=re.escape("overrides: no variant 'c0011'; did you mean c0001?")):
+        load_catalog(catalog_file)

@@ -484,7 +484,7 @@ def _field_names(path: list[Any]) -> list[str]:
             return []
         model = annotation
     names = list(model.model_fields)
-    return [*names, "family", "variants"] if model is ModelEntry else names
+    return [*names, "family", "variants", "overrides"] if model is ModelEntry else names
 
 
 def _expanded(raw: dict[str, Any], base_dir: Path | None, lock: CatalogLock | None) -> dict[str, Any]:

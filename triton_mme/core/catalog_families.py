@@ -26,6 +26,9 @@ from triton_mme.core.naming import MODEL_NAME
 from triton_mme.core.suggest import did_you_mean
 
 VARIANT = "{variant}"
+# One member's own serving: `overrides: {<variant>: {placement: dedicated, dedicated: {...}}}`.
+OVERRIDES = "overrides"
+OVERRIDE_FIELDS = ("placement", "dedicated")
 LISTED = "listed"
 VARIANT_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?")
 MAX_FAMILY_VARIANTS = 10_000
@@ -128,12 +131,47 @@ def expand_family(
         raise FamilyError(f"family {quoted(family)}: variants: a name is listed twice")
     if not variants:
         raise FamilyError(f"family {quoted(family)}: no variant found; allowed at least one checkpoint")
-    fields = {k: v for k, v in raw.items() if k not in ("family", "variants")}
+    fields = {k: v for k, v in raw.items() if k not in ("family", "variants", OVERRIDES)}
     names = variant_model_names(family, variants)
+    overrides = variant_overrides(family, raw.get(OVERRIDES), variants)
     return [
-        {**fields, "name": names[variant], "source": fields["source"].replace(VARIANT, variant)}
+        {
+            **fields,
+            **overrides.get(normalised_variant(variant), {}),
+            "name": names[variant],
+            "source": fields["source"].replace(VARIANT, variant),
+        }
         for variant in sorted(variants)
     ]
+
+
+def variant_overrides(family: str, overrides: Any, variants: list[str]) -> dict[str, dict[str, Any]]:
+    """The family's `overrides:` block by normalised variant: where one member is served (placement,
+    dedicated) differs from the family's; FamilyError naming an unknown variant or field."""
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
+        raise FamilyError(
+            f"family {quoted(family)}: {OVERRIDES}: a mapping of variant -> fields, e.g. "
+            "{plant-7: {placement: dedicated}}"
+        )
+    known = {normalised_variant(v) for v in variants}
+    found: dict[str, dict[str, Any]] = {}
+    for key, fields in overrides.items():
+        variant = normalised_variant(str(key))
+        if variant not in known:
+            raise FamilyError(
+                f"family {quoted(family)}: {OVERRIDES}: no variant {quoted(key)}; "
+                f"{did_you_mean(variant, sorted(known))}allowed: one of its {len(known)} variants"
+            )
+        extra = sorted(set(fields) - set(OVERRIDE_FIELDS))
+        if extra:
+            raise FamilyError(
+                f"family {quoted(family)}: {OVERRIDES}.{key}: {extra[0]} cannot differ per variant; allowed: "
+                f"{', '.join(OVERRIDE_FIELDS)}"
+            )
+        found[variant] = fields
+    return found
 
 
 def normalised_variant(variant: str) -> str:
