@@ -26,6 +26,7 @@ from triton_mme.core.errors import printable
 from triton_mme_cdk.composition import compose
 from triton_mme_cdk.context import project_context, settings_from
 from triton_mme_cdk.settings import Settings, SettingsError
+from triton_mme_cdk.stale_assets import remove_stale_assets
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 
@@ -44,7 +45,9 @@ def main(app: cdk.App | None = None) -> int:
     except (SettingsError, CatalogError) as error:
         print(f"error: {printable(error)}", file=sys.stderr)
         return 1
-    app.synth()
+    assembly = app.synth()
+    # cdk.out would otherwise keep the assets of every earlier synthesis (a copy of the checkpoints each).
+    remove_stale_assets(Path(assembly.directory))
     return 0
 
 

@@ -46,7 +46,8 @@ def test_every_option_with_a_default_shows_it_in_help() -> None:
     for name, sub in _sub_commands().items():
         formatter = sub._get_formatter()
         for action in sub._actions:
-            if action.default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
+            quiet = action.default is None or action.default is False or action.default == []
+            if quiet or action.default is argparse.SUPPRESS or not action.option_strings:
                 continue
             text = formatter._expand_help(action) if action.help else ""
             if "default" not in text.lower():

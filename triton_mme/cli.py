@@ -129,7 +129,9 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "default" in text.lower() or action.default in (None, False, [], argparse.SUPPRESS):
+        # Identity, not equality: a default of 0 or 0.0 is a value to show (0 == False).
+        quiet = action.default is None or action.default is False or action.default == []
+        if "default" in text.lower() or quiet or action.default is argparse.SUPPRESS:
             return text
         return super()._get_help_string(action) or text
 

@@ -136,7 +136,8 @@ def test_a_family_with_named_variants_needs_no_folder() -> None:
     ("family", "expected"),
     [
         ({**INTENT, "source": "checkpoint:s3://b/intent/{variant}/"}, "needs the lock file's list"),
-        ({**INTENT, "variants": ["Acme_Corp"]}, "gives no valid model name"),
+        ({**INTENT, "variants": ["Acme.Corp", "b#c", "ok"]}, "2 variant(s) give no valid model name"),
+        ({**INTENT, "variants": ["Acme_Corp", "acme-corp"]}, "'Acme_Corp' and 'acme-corp' are both"),
         ({**INTENT, "variants": ["a", "a"]}, "a name is listed twice"),
         ({**INTENT, "source": "checkpoint:checkpoints/intent/"}, "needs one {variant}"),
         ({**INTENT, "source": "checkpoint:ck/x{variant}/"}, "must be a whole file or folder name"),

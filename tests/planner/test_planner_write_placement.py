@@ -117,7 +117,7 @@ def test_plan_writes_the_recommended_placement_into_the_catalog(
     assert f"{catalog}: placements unchanged" in capsys.readouterr().out
 
 
-def test_a_model_of_a_family_block_is_refused_and_the_catalog_untouched(
+def test_a_model_of_a_family_block_gets_its_placement_in_the_familys_overrides(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "checkpoints"
@@ -127,13 +127,24 @@ def test_a_model_of_a_family_block_is_refused_and_the_catalog_untouched(
     body = "".join(f"  - name: m{i:04d}\n{ENTRY}" for i in range(2, 40))
     catalog = tmp_path / "models.yaml"
     family = (
-        "  - family: fam\n    source: checkpoint:checkpoints/{variant}/\n    variants: [a, b]\n"
-        "    formats: [onnx]\n    max_batch_size: 8\n"
+        "  - family: fam  # our fine-tunes\n    source: checkpoint:checkpoints/{variant}/\n"
+        "    variants: [a, b]\n    formats: [onnx]\n    max_batch_size: 8\n"
     )
     catalog.write_text("models:\n" + family + body, encoding="utf-8")
-    before = catalog.read_text()
-    load_catalog(catalog)  # a catalog that loads: the refusal is the placement's
     status = main([*_plan_args(tmp_path, {0: "fam-a", 1: "fam-b"}), "--write-placement", str(catalog)])
-    err = capsys.readouterr().err.strip()
-    assert status == 1 and catalog.read_text() == before
-    assert "comes from a family block" in err and "\n" not in err
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert f"{catalog}: fam-a: mme -> dedicated (onnx," in printed and "(family fam: overrides.a)" in printed
+    written = catalog.read_text()
+    assert written.startswith("models:\n  - family: fam  # our fine-tunes\n")
+    assert "    overrides:\n      a:\n        placement: dedicated\n" in written
+    head = written[: written.index("  - name: m0002")]
+    assert head[: head.index("    overrides:")] == "models:\n" + family  # the family's own lines unchanged
+    by_name = {m.name: m for m in load_catalog(catalog).models}
+    moved = {name for name in ("fam-a", "fam-b") if f"{catalog}: {name}: mme -> dedicated" in printed}
+    assert "fam-a" in moved
+    assert {name for name in ("fam-a", "fam-b") if by_name[name].placement == "dedicated"} == moved
+    # Run again: the member is kept where it is, the file unchanged.
+    assert main([*_plan_args(tmp_path, {0: "fam-a", 1: "fam-b"}), "--write-placement", str(catalog)]) == 0
+    assert "fam-a: kept on its inference component" in capsys.readouterr().out
+    assert catalog.read_text() == written

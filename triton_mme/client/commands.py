@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import number_in
-from triton_mme.core.errors import printable
+from triton_mme.cli import number_in, positive_int
+from triton_mme.core.errors import printable, quoted
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 
 DEFAULT_MANIFEST = str(BUILD_DIR / MANIFEST_FILE_NAME)
@@ -21,7 +21,9 @@ def register(subparsers: Any) -> None:
         "invoke",
         help="send one request to the endpoint (or a local Triton, or files) and print the reply",
         description="Send one inference request to the multi-model endpoint (or a local Triton, or files) "
-        "and print the reply: top-5 classes for image models, output tensors otherwise. Requests are "
+        ""
+        "and print the reply: a classifier's top classes per input (named by the labels the build "
+        "recorded), output tensors otherwise (or with --raw). Requests are "
         "Triton binary by default (application/vnd.sagemaker-triton.binary+json), KServe v2 JSON "
         "with --json.",
     )
@@ -52,7 +54,9 @@ def register(subparsers: Any) -> None:
     chosen.add_argument("--target-model", metavar="KEY", help="archive key under the model prefix")
     chosen.add_argument("--model", metavar="NAME", help="logical model name, resolved through the manifest")
     model.add_argument(
-        "--format", help="format to use when the model has several (onnx, torchscript, tensorrt)"
+        "--format",
+        help="format to use when the model has several (onnx, torchscript, tensorrt; default: the only one, "
+        "else onnx where built)",
     )
     model.add_argument(
         "--manifest",
@@ -72,6 +76,18 @@ def register(subparsers: Any) -> None:
         "--tokenizer", type=Path, help="tokenizer.json or its directory (default: the one the build recorded)"
     )
     parser.add_argument("--json", action="store_true", help="send KServe v2 JSON instead of Triton binary")
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="print the output tensors as they are, not a classifier's top classes per input",
+    )
+    parser.add_argument(
+        "--top-k",
+        type=positive_int,
+        default=TOP_K,
+        metavar="K",
+        help="classes shown per input (default: %(default)s)",
+    )
     parser.add_argument("--region", help="AWS region of the endpoint (default: the AWS configuration's)")
     add_metrics_arguments(parser)
     parser.set_defaults(handler=invoke)
@@ -110,6 +126,11 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
             "say where to send the request: --endpoint NAME, --local URL or --dry-run DIR "
             "(--component-endpoint NAME for a model on an inference component)"
         )
+    if args.model and args.manifest == DEFAULT_MANIFEST and not Path(DEFAULT_MANIFEST).is_file():
+        raise calls.UsageError(
+            f"no {DEFAULT_MANIFEST} here; pass --manifest DIR/manifest.json for the build folder you built "
+            "(`triton-mme build --out DIR`) or serve (`serve-local --models DIR`)"
+        )
     target = calls.resolve_target(
         ManifestSource(args.manifest), model=args.model, format=args.format, target_model=args.target_model
     )
@@ -123,7 +144,7 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
     calls.check_reply(target, batch)
     # Labels are read before anything is sent: a missing or broken labels file is one line, not a
     # traceback after the endpoint has answered.
-    names = calls.class_names(target) if args.image else None
+    names = None if getattr(args, "raw", False) else calls.class_names(target)
     request = encode_request(inputs, calls.output_names(target), binary=not args.json)
     kind = "JSON" if args.json else "binary"
     # A dedicated model's component is named after the endpoint it is on (the local stand-in's with --local).
@@ -187,11 +208,15 @@ def _print_reply(
 
     from triton_mme.client.labels import top_k
 
-    if args.image and target.record is not None and len(outputs) == 1:
+    raw = getattr(args, "raw", False)
+    rows = args.image or args.text
+    classifier = args.image or names is not None or set(outputs) == {"logits"}
+    if rows and classifier and not raw and target.record is not None and len(outputs) == 1:
         (scores,) = outputs.values()
-        if scores.ndim == 2:
-            for path, predictions in zip(args.image, top_k(scores, names, TOP_K), strict=True):
-                print(f"{path}:")
+        if scores.ndim == 2 and len(scores) == len(rows):
+            ranked = top_k(scores, names, getattr(args, "top_k", TOP_K))
+            for row, predictions in zip(rows, ranked, strict=True):
+                print(f"{printable(row)}:" if args.image else f"{quoted(str(row), 70)}:")
                 for rank, guess in enumerate(predictions, start=1):
                     print(
                         f"  {rank}. {guess.probability:7.2%}  {printable(guess.label)} ({guess.class_index})"

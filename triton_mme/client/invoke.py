@@ -46,6 +46,7 @@ from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import ArchiveRecord
 from triton_mme.core.naming import ARCHIVE_NAME, LOCAL_COMPONENT_ENDPOINT
 from triton_mme.core.replies import sequence_bound
+from triton_mme.core.suggest import did_you_mean
 
 
 class UsageError(UserError, ValueError):
@@ -101,7 +102,9 @@ def resolve_target(
         try:
             record = manifest.find(model, format)
         except KeyError as error:
-            raise UsageError(f"{source.location}: {error.args[0]}") from None
+            names = sorted({a.name for a in manifest.archives})
+            hint = did_you_mean(model, names).strip()
+            raise UsageError(f"{source.location}: {error.args[0]}" + (f"; {hint}" if hint else "")) from None
         return Target(record.target_model, record, source)
     assert target_model is not None
     ARCHIVE_NAME.check(target_model, where="--target-model")
@@ -113,6 +116,8 @@ def resolve_target(
 
 def image_inputs(target: Target, paths: Sequence[Path]) -> dict[str, np.ndarray]:
     record = target.needs_record("--image")
+    if "tokenizer" in record.files:
+        raise UsageError(f"--image: model '{record.name}' is a text model; pass --text TEXT... instead")
     if len(record.inputs) != 1:
         raise UsageError(f"--image: model '{record.name}' takes {len(record.inputs)} inputs, not one image")
     spec = record.inputs[0]
@@ -122,6 +127,8 @@ def image_inputs(target: Target, paths: Sequence[Path]) -> dict[str, np.ndarray]
 def text_inputs(target: Target, texts: Sequence[str], tokenizer: Path | None = None) -> dict[str, np.ndarray]:
     """Tokenised with `tokenizer` (a tokenizer.json or its directory), else the one the build recorded."""
     record = target.needs_record("--text")
+    if record.preprocessing is not None:
+        raise UsageError(f"--text: model '{record.name}' is an image model; pass --image FILE... instead")
     if tokenizer is not None:
         return text_batch(texts, record.inputs, load_tokenizer(tokenizer))
     recorded = target.companion("tokenizer")

@@ -25,6 +25,7 @@ from pydantic import (
 
 from triton_mme.core.bounded import DocumentError, load_yaml
 from triton_mme.core.catalog_families import FamilyError, expand_family, is_family
+from triton_mme.core.catalog_labels import LabelsError, with_label_files_read
 from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin, LockError, lock_path, read_lock
 from triton_mme.core.checkpoints import (
     CHECKPOINT_KIND,
@@ -48,6 +49,7 @@ from triton_mme.core.limits import (
     shape_problem,
 )
 from triton_mme.core.naming import HF_CONFIG_NAME, MODEL_NAME
+from triton_mme.core.suggest import did_you_mean
 
 SOURCE_KINDS = ("torchvision", "huggingface", CHECKPOINT_KIND)
 # The architectures a state dict may name (`architecture:`), checked against torchvision's registry at synth.
@@ -172,6 +174,8 @@ class ModelEntry(_Frozen):
     architecture: str | None = None
     # The checkpoint's pinned content (core.checkpoints); may come from the lock file instead.
     sha256: str | None = None
+    # A fine-tune's class names, one per output (core.catalog_labels: a list, or a file read at load).
+    labels: tuple[Annotated[str, Field(min_length=1)], ...] | str | None = None
     # Where the endpoint serves it: the multi-model endpoint's shared cache (`mme`) or an inference component
     # of its own with scaled copies (`dedicated`, docs/placement.md).
     placement: Literal["mme", "dedicated"] = "mme"
@@ -261,6 +265,8 @@ class ModelEntry(_Frozen):
             raise ValueError("architecture: only for checkpoint sources (a state dict's model)")
         if self.sha256 is not None:
             raise ValueError("sha256: only for checkpoint sources")
+        if self.labels is not None:
+            raise ValueError("labels: only for checkpoint sources (a public model has its own class names)")
         return self
 
     @model_validator(mode="after")
@@ -349,7 +355,10 @@ class ModelEntry(_Frozen):
 
     def build_settings(self) -> dict[str, Any]:
         """The entry's fields that shape what the build makes of it: all but where the endpoint serves it."""
-        return self.model_dump(mode="json", exclude=set(SERVING_FIELDS))
+        settings = self.model_dump(mode="json", exclude=set(SERVING_FIELDS))
+        if settings.get("labels") is None:
+            settings.pop("labels", None)  # entries without labels keep the cache keys they had
+        return settings
 
     @property
     def digest(self) -> str:
@@ -381,10 +390,17 @@ class Catalog(_Frozen):
     models: tuple[ModelEntry, ...]
     # The folder that relative checkpoint paths are relative to (the catalog file's), set by the loader.
     _base_dir: Path | None = PrivateAttr(default=None)
+    # The `labels:` files read at load, by model name, relative to base_dir (the build runner needs them).
+    _label_files: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @property
     def base_dir(self) -> Path:
         return self._base_dir or Path.cwd()
+
+    @property
+    def label_files(self) -> dict[str, str]:
+        """The `labels:` files the catalog's entries were read from, by model name (relative paths)."""
+        return dict(self._label_files)
 
     @property
     def checkpoints(self) -> tuple[ModelEntry, ...]:
@@ -407,8 +423,11 @@ class Catalog(_Frozen):
         for candidate in self.models:
             if candidate.name == name:
                 return candidate
-        known = ", ".join(m.name for m in self.models)
-        raise CatalogError(f"no model named {quoted(name)} in the catalog; known: {known}")
+        names = [m.name for m in self.models]
+        raise CatalogError(
+            f"no model named {quoted(name)} in the catalog; {did_you_mean(name, names)}"
+            f"known: {', '.join(names)}"
+        )
 
     @property
     def formats(self) -> frozenset[Format]:
@@ -419,7 +438,11 @@ class Catalog(_Frozen):
         one."""
         unknown = sorted(set(names) - {m.name for m in self.models})
         if unknown:
-            raise CatalogError(f"no model named {quoted(unknown[0])} in the catalog ({len(unknown)} unknown)")
+            hint = did_you_mean(unknown[0], [m.name for m in self.models])
+            raise CatalogError(
+                f"no model named {quoted(unknown[0])} in the catalog ({len(unknown)} unknown); {hint}"
+                "allowed: the names of its models (families expand to <family>-<variant>)"
+            )
         wanted = set(names)
         # model_copy keeps the private folder and each entry's pin.
         return self.model_copy(update={"models": tuple(m for m in self.models if m.name in wanted)})
@@ -427,7 +450,9 @@ class Catalog(_Frozen):
 
 def _describe(error: ValidationError, raw: Any) -> str:
     """pydantic's first error as one line naming the entry: `model 'resnet50': max_batch_size: ...`."""
-    first = error.errors()[0]
+    errors = error.errors()
+    # A misspelt key is both unknown and (often) a required one missing: name the spelling, not the gap.
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     location = list(first["loc"])
     entry = "catalog"
     if len(location) >= 2 and location[0] == "models" and isinstance(location[1], int):
@@ -439,7 +464,27 @@ def _describe(error: ValidationError, raw: Any) -> str:
         entry = f"model {quoted(name)}" if name else f"model #{index + 1}"
         location = location[2:]
     # A whole-entry check names its own fields in its message ("input_shape [...]: ...").
-    return f"{entry}: {describe_error_details(first, location=location)}"
+    described = f"{entry}: {describe_error_details(first, location=location)}"
+    if first["type"] == "extra_forbidden" and location:
+        known = _field_names(location[:-1])
+        described += f"; {did_you_mean(str(location[-1]), known)}allowed: {', '.join(known)}"
+    return described
+
+
+def _field_names(path: list[Any]) -> list[str]:
+    """The keys allowed at `path` inside a model entry (a family block's own keys at the top)."""
+    model: Any = ModelEntry
+    for part in path:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            candidates = [a for a in getattr(annotation, "__args__", ()) if isinstance(a, type)]
+            annotation = next((a for a in candidates if issubclass(a, BaseModel)), None)
+        if annotation is None:
+            return []
+        model = annotation
+    names = list(model.model_fields)
+    return [*names, "family", "variants", "overrides"] if model is ModelEntry else names
 
 
 def _expanded(raw: dict[str, Any], base_dir: Path | None, lock: CatalogLock | None) -> dict[str, Any]:
@@ -465,7 +510,8 @@ def _pinned(catalog: Catalog, lock: CatalogLock | None, origin: str) -> Catalog:
         if entry.sha256 is not None and entry.sha256 != pin.sha256:
             raise CatalogError(
                 f"{origin}: model {quoted(entry.name)}: sha256: {entry.sha256[:16]}… in the catalog, "
-                f"{pin.sha256[:16]}… in the lock file; allowed: one pin (fix one, or run `triton-mme lock`)"
+                f"{pin.sha256[:16]}… in the lock file; allowed: one pin: delete that sha256: line (the lock "
+                "file pins every checkpoint; run `triton-mme lock` after changing one)"
             )
         pinned = entry.model_copy(update={"sha256": pin.sha256})
         pinned._pin = pin
@@ -481,15 +527,20 @@ def parse_catalog(
         raw = {"models": raw}
     if not isinstance(raw, dict) or "models" not in raw:
         raise CatalogError(f"{origin}: expected a mapping with a 'models' list")
+    label_files: dict[str, str] = {}
     try:
         raw = _expanded(raw, base_dir, lock)
+        if base_dir is not None and isinstance(raw.get("models"), list):
+            models, label_files = with_label_files_read(raw["models"], base_dir)
+            raw = {**raw, "models": models}
         catalog = Catalog.model_validate(raw)
-    except FamilyError as error:
+    except (FamilyError, LabelsError) as error:
         raise CatalogError(f"{origin}: {error}") from None
     except ValidationError as error:
         raise CatalogError(f"{origin}: {_describe(error, raw)}") from None
     catalog = _pinned(catalog, lock, origin)
     catalog._base_dir = base_dir
+    catalog._label_files = label_files
     return catalog
 
 

@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
     test.add_argument(
         "--requests",
         type=_bounded(1, MAX_REQUESTS, "requests"),
-        help="stop after this many measured requests",
+        help="stop after this many measured requests (default: none, --duration ends the run)",
     )
     test.add_argument(
         "--warmup",

@@ -120,3 +120,13 @@ def materialize(entry: ModelEntry, *, base_dir: Path, cache_dir: Path, s3_client
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return final / kind.file_name if kind.is_file else final
+
+
+def release_local_copies(entries: list[ModelEntry], cache_dir: Path) -> None:
+    """Remove the verified copies of local checkpoints once the build has read them: the pinned files are on
+    disk already, and a rebuild copies (and checks) them again in seconds. Downloads from S3 are kept, so a
+    rebuild does not download again."""
+    for entry in entries:
+        if entry.checkpoint_kind is None or entry.sha256 is None or entry.checkpoint_location.is_s3:
+            continue
+        shutil.rmtree(cache_dir / entry.sha256, ignore_errors=True)

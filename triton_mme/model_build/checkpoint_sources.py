@@ -29,6 +29,8 @@ from triton_mme.core.checkpoints import (
     read_safetensors_header,
 )
 from triton_mme.core.errors import quoted
+from triton_mme.core.suggest import did_you_mean
+from triton_mme.model_build.checkpoint_contract import check_image_contract, check_text_contract
 from triton_mme.model_build.state_dict_signatures import body_digest, recorded_signatures
 
 # The Hugging Face encoders the build exports (and whose memory it can estimate, model_build.build_memory),
@@ -50,7 +52,8 @@ def state_dict_classes(tensors: dict[str, TensorHeader], architecture: str, *, w
     signature = signatures.get(architecture)
     if signature is None:
         raise CheckpointError(
-            f"architecture: torchvision:{architecture} has no recorded state dict; allowed: a torchvision "
+            f"architecture: torchvision:{architecture} has no recorded state dict; "
+            f"{did_you_mean(architecture, signatures)}allowed: a torchvision "
             f"classification model ({len(signatures)}, e.g. resnet50, efficientnet_b0, vit_b_16)"
         )
     head: dict[str, Any] = signature["head"]
@@ -75,7 +78,8 @@ def _state_dict(path: Path, entry: ModelEntry, where: str) -> int:
     if not path.is_file():
         raise CheckpointError(f"{where}: no such file")
     tensors = read_safetensors_header(path, where=where)
-    state_dict_classes(tensors, entry.architecture_id, where=where)
+    classes = state_dict_classes(tensors, entry.architecture_id, where=where)
+    check_image_contract(entry, tensors, classes, where=where)
     return sum(t.elements for t in tensors.values())
 
 
@@ -92,7 +96,7 @@ def _onnx_file(path: Path, where: str) -> int:
     return path.stat().st_size // 4
 
 
-def _hf_folder(path: Path, where: str) -> int:
+def _hf_folder(path: Path, entry: ModelEntry, where: str) -> int:
     if not path.is_dir():
         raise CheckpointError(f"{where}: no such folder (a Hugging Face folder saved by save_pretrained)")
     files = local_folder_files(path)
@@ -123,11 +127,13 @@ def _hf_folder(path: Path, where: str) -> int:
             f"{where}: no {HF_TOKENIZER_FILE}; allowed: a folder with its fast tokenizer "
             "(tokenizer.save_pretrained(folder) of a fast tokenizer writes it)"
         )
-    return sum(
-        t.elements
+    tensors = {
+        key: tensor
         for name in weights
-        for t in read_safetensors_header(files[name], where=f"{where}/{name}").values()
-    )
+        for key, tensor in read_safetensors_header(files[name], where=f"{where}/{name}").items()
+    }
+    check_text_contract(entry, config, path, tensors, where=where)
+    return sum(t.elements for t in tensors.values())
 
 
 def inspect_local(entry: ModelEntry, path: Path) -> int:
@@ -139,7 +145,7 @@ def inspect_local(entry: ModelEntry, path: Path) -> int:
             return _state_dict(path, entry, where)
         if entry.checkpoint_kind is CheckpointKind.ONNX_FILE:
             return _onnx_file(path, where)
-        return _hf_folder(path, where)
+        return _hf_folder(path, entry, where)
     except CheckpointError as error:
         raise CatalogError(str(error) if str(error).startswith("model ") else f"{where}: {error}") from None
 

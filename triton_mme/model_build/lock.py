@@ -17,9 +17,16 @@ import yaml
 
 from triton_mme.core.bounded import load_yaml
 from triton_mme.core.catalog import CHECKPOINT_KIND, Catalog, CatalogError, ModelEntry, parse_catalog
-from triton_mme.core.catalog_families import LISTED, VARIANT, is_family, list_local_variants
+from triton_mme.core.catalog_families import (
+    LISTED,
+    FamilyError,
+    is_family,
+    list_local_variants,
+    source_pattern,
+)
 from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin, lock_path, read_lock
 from triton_mme.core.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointLocation
+from triton_mme.core.errors import quoted
 from triton_mme.core.files import write_atomically
 from triton_mme.core.limits import MAX_CATALOG_BYTES
 from triton_mme.model_build import checkpoint_files
@@ -53,17 +60,18 @@ def _s3_variants(client: Any, folder: CheckpointLocation, suffix: str) -> list[s
 
 def _families(raw: dict[str, Any], base_dir: Path, client_for: Any) -> dict[str, tuple[str, ...]]:
     families = {}
-    for block in raw.get("models") or []:
+    models = raw.get("models") if isinstance(raw, dict) else None
+    for block in models if isinstance(models, list) else []:
         if not is_family(block) or block.get("variants") != LISTED:
             continue
-        location = str(block.get("source", "")).partition(":")[2]
-        before, _, after = location.partition(VARIANT)
+        family = str(block["family"])
+        before, after, _ = source_pattern(family, block)
         folder = CheckpointLocation(before)
         if folder.is_s3:
             listed = _s3_variants(client_for(), folder, after)
         else:
-            listed = list_local_variants((base_dir / before).resolve(), after)
-        families[str(block["family"])] = tuple(listed)
+            listed = list_local_variants((base_dir / before).resolve(), after, family=family)
+        families[family] = tuple(listed)
     return families
 
 
@@ -119,6 +127,19 @@ def _pin(entry: ModelEntry, base_dir: Path, old: CheckpointPin | None, client_fo
         )
 
 
+def _refuse_second_pins(catalog: Catalog, pins: dict[str, CheckpointPin], catalog_path: Path) -> None:
+    """A `sha256:` written in the catalog must be the content the lock pins: otherwise `lock` would record
+    one pin and the build refuse the other, with nothing said about which line to change."""
+    for entry in catalog.models:
+        pin = pins.get(entry.name)
+        if pin is not None and entry.sha256 is not None and entry.sha256 != pin.sha256:
+            raise CatalogError(
+                f"{catalog_path}: model {quoted(entry.name)}: sha256: {entry.sha256[:16]}… in the catalog is "
+                f"not its checkpoint's content ({pin.sha256[:16]}…); delete that sha256: line (the lock file "
+                "pins every checkpoint), or put back the checkpoint it names"
+            )
+
+
 def write_lock(catalog_path: Path, *, check_only: bool = False, s3_client: Any = None) -> LockResult:
     """List, pin and (unless check_only) write the lock file beside the catalog; CatalogError on a bad one."""
     clients: list[Any] = [s3_client]
@@ -137,13 +158,17 @@ def write_lock(catalog_path: Path, *, check_only: bool = False, s3_client: Any =
         raise CatalogError(f"{catalog_path}: cannot read the catalog ({error})") from None
     path = lock_path(catalog_path)
     old = read_lock(path) or CatalogLock()
-    listed = CatalogLock(families=_families(raw or {}, base_dir, client_for))
+    try:
+        listed = CatalogLock(families=_families(raw or {}, base_dir, client_for))
+    except FamilyError as error:
+        raise CatalogError(f"{catalog_path}: {error}") from None
     catalog: Catalog = parse_catalog(raw, origin=str(catalog_path), base_dir=base_dir, lock=listed)
     pins = {
         entry.name: _pin(entry, base_dir, old.checkpoints.get(entry.name), client_for)
         for entry in catalog.models
         if entry.source_kind == CHECKPOINT_KIND
     }
+    _refuse_second_pins(catalog, pins, catalog_path)
     lock = CatalogLock(families=listed.families, checkpoints=pins)
     changed = tuple(sorted(name for name, pin in pins.items() if old.checkpoints.get(name) != pin))
     changed += tuple(sorted(f"{name} (removed)" for name in old.checkpoints if name not in pins))

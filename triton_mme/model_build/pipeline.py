@@ -361,6 +361,9 @@ def build_catalog(
                     plan, out_dir, cache, triton_tag, failures, progress_of, checkpoint
                 ):
                     report(outcome)
+    from triton_mme.model_build.checkpoint_files import SOURCES_DIR_NAME, release_local_copies
+
+    release_local_copies(entries, out_dir / SOURCES_DIR_NAME)
     if failures:
         raise BuildError(f"{len(failures)} of {total} archives failed; first: {failures[0]}")
     rebuilt = {(r.name, r.format) for r in records}

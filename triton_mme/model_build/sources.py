@@ -250,6 +250,7 @@ def _hf_folder(entry: ModelEntry, folder: Path) -> LoadedModel:
     """A Hugging Face folder: safetensors weights only, local files only, no remote code, in fp32."""
     import transformers
 
+    from triton_mme.model_build.checkpoint_contract import config_labels
     from triton_mme.model_build.checkpoint_sources import hf_task
 
     transformers.logging.set_verbosity_error()
@@ -265,7 +266,11 @@ def _hf_folder(entry: ModelEntry, folder: Path) -> LoadedModel:
         attn_implementation=HF_ATTENTION,
     )
     tokenizer = tokenizer_json(str(folder), entry.text_length, local=True)
-    return _text_model(entry, model, tokenizer, classifier=classifier)
+    loaded = _text_model(entry, model, tokenizer, classifier=classifier)
+    names = list(entry.labels) if isinstance(entry.labels, tuple) else config_labels(config)
+    if classifier and names:
+        loaded.companions.files["labels"] = json.dumps(names).encode("utf-8")
+    return loaded
 
 
 def _state_dict(entry: ModelEntry, path: Path) -> LoadedModel:
@@ -286,9 +291,11 @@ def _state_dict(entry: ModelEntry, path: Path) -> LoadedModel:
     except RuntimeError as error:
         raise CatalogError(f"{where}: does not load into {entry.architecture}: {first_line(error)}") from None
     inputs = (TensorSpec(name="input", datatype="FP32", dims=entry.image_shape),)
-    # The architecture's evaluation transform; not its class names, which are the fine-tune's own.
+    # The architecture's evaluation transform; not its class names, which are the fine-tune's own (`labels:`).
     preprocessing = image_companions(entry.architecture_id, entry.image_shape).preprocessing
-    companions = Companions(preprocessing=preprocessing)
+    labels = entry.labels if isinstance(entry.labels, tuple) else None
+    files = {"labels": json.dumps(list(labels)).encode("utf-8")} if labels else {}
+    companions = Companions(preprocessing=preprocessing, files=files)
     return LoadedModel(entry, _ImageClassifier(model).eval(), inputs, ("output",), companions=companions)
 
 

@@ -139,7 +139,13 @@ def register(subparsers: Any) -> None:
         help="look prices up in the AWS Price List API (needs credentials and pricing:GetProducts)",
     )
     plan.add_argument("--json", type=Path, metavar="FILE", help="write the plan (or the comparison) as JSON")
-    plan.add_argument("--chart", type=Path, metavar="FILE.png", help="cost and hit rate per instance type")
+    plan.add_argument(
+        "--chart",
+        type=Path,
+        metavar="FILE.png",
+        help="cost and hit rate per instance type (with --compare: predicted and measured hit rate per "
+        "model)",
+    )
     plan.add_argument(
         "--placement",
         action="store_true",
@@ -225,6 +231,10 @@ def _plan(args: argparse.Namespace) -> int:
             warn=warn,
         )
         print(render_comparison(comparison.predicted, comparison.measured), end="")
+        if args.chart:
+            from triton_mme.planner.report import render_comparison_chart
+
+            render_comparison_chart(comparison.predicted, comparison.measured, args.chart)
         if args.json:
             write_json(
                 args.json, ComparisonDocument(predicted=comparison.predicted, measured=comparison.measured)

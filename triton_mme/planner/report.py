@@ -4,6 +4,7 @@ documents are plan_document.py)."""
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 from triton_mme.core.wording import plural
@@ -139,8 +140,17 @@ def _hit_axis_start(hits: list[float], target: float | None) -> float:
 
 
 def render_chart(plan: Plan, path: Path) -> None:
-    """Monthly cost (multi-model endpoint and one endpoint per model) and predicted hit rate per type, the
-    recommended type marked and the targets drawn."""
+    """Monthly cost (multi-model endpoint and one endpoint per model; instances for a local Triton) and
+    predicted hit rate per type, the recommended type marked, the targets drawn, and in the picture why
+    nothing is recommended when nothing is. matplotlib's warnings stay off the terminal."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _render_chart(plan, path)
+
+
+def _render_chart(plan: Plan, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -149,30 +159,47 @@ def render_chart(plan: Plan, path: Path) -> None:
 
     sized = [c for c in plan.candidates if c.evaluation is not None]
     names = [c.candidate.name for c in sized]
-    best = plan.cheapest()
+    local = bool(plan.candidates)
+    local = local and all(c.candidate.configuration.target == "local" for c in plan.candidates)
+    # A local Triton has no price: the budget that meets the targets is the recommendation.
+    best = plan.cheapest() or (next((c for c in sized if c.feasible), None) if local else None)
+    if not sized:
+        _message_chart(path, "Nothing to draw", plan.recommendation())
+        return
     figure, (cost_axis, hit_axis) = plt.subplots(
         1, 2, figsize=(12, 0.45 * len(names) + 2.6), sharey=True, gridspec_kw={"width_ratios": [3, 2]}
     )
     positions = list(range(len(names)))
     mme = [c.monthly_usd or 0 for c in sized]
     single = [c.single.monthly_usd or 0 for c in sized]
-    cost_axis.barh(
-        [p - 0.2 for p in positions], mme, height=0.4, label="multi-model endpoint", color="#4C72B0"
-    )
-    cost_axis.barh(
-        [p + 0.2 for p in positions], single, height=0.4, label="one endpoint per model", color="#C44E52"
-    )
-    cost_axis.set_xscale("log")
-    cost_axis.xaxis.set_major_formatter(FuncFormatter(_usd))
-    cost_axis.xaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+    priced = not local and any(value > 0 for value in mme + single)
+    if priced:
+        cost_axis.barh(
+            [p - 0.2 for p in positions], mme, height=0.4, label="multi-model endpoint", color="#4C72B0"
+        )
+        cost_axis.barh(
+            [p + 0.2 for p in positions], single, height=0.4, label="one endpoint per model", color="#C44E52"
+        )
+        cost_axis.set_xscale("log")
+        cost_axis.xaxis.set_major_formatter(FuncFormatter(_usd))
+        cost_axis.xaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+        cost_axis.set_xlabel(f"USD per month, log scale ({plan.region})", fontsize=8)
+        cost_axis.set_title("Cost at the instances each needs", fontsize=10, loc="left")
+    else:
+        # A local Triton (or types without a price): what it needs is instances, not dollars.
+        counts = [c.evaluation.instances if c.evaluation else 0 for c in sized]
+        cost_axis.barh(positions, counts, height=0.5, label="instances needed", color="#4C72B0")
+        cost_axis.set_xlim(0, max(counts, default=1) * 1.3 + 0.5)
+        cost_axis.set_xlabel("instances" + (" (local Triton: no price)" if local else " (no known price)"),
+                             fontsize=8)  # fmt: skip
+        cost_axis.set_title("Instances each needs", fontsize=10, loc="left")
     cost_axis.set_yticks(positions, names, fontsize=8)
     cost_axis.invert_yaxis()
-    cost_axis.set_xlabel(f"USD per month, log scale ({plan.region})", fontsize=8)
-    cost_axis.set_title("Cost at the instances each needs", fontsize=10, loc="left")
     for position, c in zip(positions, sized, strict=True):
         assert c.evaluation is not None
         label = f"x{c.evaluation.instances}" + ("" if c.feasible else " misses targets")
-        cost_axis.annotate(label, (max(c.monthly_usd or 1, 1), position - 0.2), fontsize=7, va="center",
+        at = max(c.monthly_usd or 1, 1) if priced else c.evaluation.instances
+        cost_axis.annotate(label, (at, position - (0.2 if priced else 0)), fontsize=7, va="center",
                            xytext=(3, 0), textcoords="offset points")  # fmt: skip
     hits = [100 * c.evaluation.stats.hit_rate for c in sized if c.evaluation is not None]
     target = None if plan.options.min_cache_hit_rate is None else 100 * plan.options.min_cache_hit_rate
@@ -214,10 +241,64 @@ def render_chart(plan: Plan, path: Path) -> None:
         handles.append(Patch(color="#F2C14E", alpha=0.4))
         labels.append(f"★ recommended: {best.candidate.name} x {best.evaluation.instances}")
     figure.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
-    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    top = 1.0
+    if best is None:
+        figure.text(0.01, 0.995, "\n".join(textwrap.wrap(plan.recommendation(), 150)[:3]), fontsize=8,
+                    va="top", ha="left", color="#C44E52")  # fmt: skip
+        top = 0.9
+    figure.tight_layout(rect=(0, 0.06, 1, top))
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def _message_chart(path: Path, title: str, message: str) -> None:
+    """A picture that says why there is no chart, where a chart was asked for."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure = plt.figure(figsize=(10, 2.4))
+    figure.text(0.02, 0.85, title, fontsize=12, weight="bold", va="top")
+    figure.text(0.02, 0.62, "\n".join(textwrap.wrap(message, 120)[:6]), fontsize=9, va="top")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def render_comparison_chart(predicted: Outcome, measured: Outcome, path: Path, *, limit: int = 20) -> None:
+    """Predicted against measured cache-hit rate, overall and for the most requested models."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = sorted(measured.models, key=lambda m: -m.requests)[:limit]
+    rows = [("all models", predicted.cache_hit_rate, measured.cache_hit_rate)]
+    for model in models:
+        guess = predicted.model(model.target_model)
+        rows.append((model.model, guess.cache_hit_rate if guess else None, model.cache_hit_rate))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        figure, axis = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.8))
+        positions = list(range(len(rows)))
+        shown = [100 * (p or 0) for _, p, _ in rows], [100 * (m or 0) for _, _, m in rows]
+        axis.barh([p - 0.2 for p in positions], shown[0], height=0.4, label="predicted", color="#4C72B0")
+        axis.barh([p + 0.2 for p in positions], shown[1], height=0.4, label="measured", color="#DD8452")
+        axis.set_yticks(positions, [name for name, _, _ in rows], fontsize=8)
+        axis.invert_yaxis()
+        axis.set_xlim(0, 100)
+        axis.set_xlabel("cache-hit rate, %", fontsize=8)
+        title = f"Predicted and measured: {measured.configuration.describe()}"
+        axis.set_title(title, fontsize=10, loc="left")
+        axis.legend(fontsize=8, loc="lower right")
+        figure.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=100)
+        plt.close(figure)
 
 
 def render_comparison(predicted: Outcome, measured: Outcome, *, limit: int = 20) -> str:

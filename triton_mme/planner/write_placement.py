@@ -4,8 +4,8 @@ Only the `placement` and `dedicated` keys of the entries whose placement changes
 line where YAML's own parser (`yaml.compose`) says they are, so every other line, comment and blank line
 stays as it was. The result must parse to the old document with exactly those keys changed and must pass
 the catalog's checks before it replaces the file (atomically). Refused in one line, with the file untouched:
-an entry written in flow style, a comment on a line that would be replaced, and a model that comes from a
-family block (its placement is the family's, for every variant; set it there by hand). An entry already
+an entry written in flow style and a comment on a line that would be replaced. A model that comes from a
+family block gets its placement in the family's `overrides:` block, keyed by its variant. An entry already
 dedicated in the recommended format keeps its own copies.
 """
 
@@ -19,7 +19,8 @@ from typing import Any
 import yaml
 
 from triton_mme.core.bounded import DocumentError, read_bytes
-from triton_mme.core.catalog import CatalogError, load_catalog, parse_catalog
+from triton_mme.core.catalog import Catalog, CatalogError, load_catalog, parse_catalog
+from triton_mme.core.catalog_families import OVERRIDES
 from triton_mme.core.catalog_lock import lock_path, read_lock
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.files import write_atomically
@@ -88,11 +89,78 @@ class _Edit:
     start: int  # first line replaced (0-based)
     end: int  # one past the last line replaced
     lines: list[str]
+    overrides: dict[str, Any] | None = None  # a family's overrides block as written (family edits)
+
+
+def _family_edit(
+    item: yaml.MappingNode,
+    lines: list[str],
+    entry: dict[str, Any],
+    members: dict[str, tuple[str, str]],
+    wanted: dict[str, Wanted],
+    origin: str,
+    changes: list[str],
+) -> _Edit | None:
+    """The family's `overrides:` block rewritten so each member is served where the plan wants it."""
+    family = str(entry["family"])
+    current: dict[str, Any] = copy.deepcopy(entry.get(OVERRIDES) or {})
+    shared = "dedicated" if entry.get("placement") == "dedicated" else "mme"
+    overrides = {str(k): v for k, v in current.items()}
+    for name, (owner, key) in sorted(members.items()):
+        if owner != family or name not in wanted:
+            continue
+        want = wanted[name]
+        own = overrides.get(key, {})
+        placement = own.get("placement", shared)
+        dedicated = own.get("dedicated", entry.get("dedicated")) or {}
+        if want.format is None and placement != "dedicated":
+            continue
+        if (
+            want.format is not None
+            and placement == "dedicated"
+            and dedicated.get("format", want.format) == want.format
+        ):
+            changes.append(f"{name}: kept on its inference component ({want.format}, its own copies)")
+            continue
+        rest = {k: v for k, v in own.items() if k not in PLACEMENT_KEYS}
+        block = want.block() if want.format is not None else ({} if shared == "mme" else {"placement": "mme"})
+        if rest or block:
+            overrides[key] = {**rest, **block}
+        else:
+            overrides.pop(key, None)
+        after = f"dedicated ({want.format}, {want.copies} copies)" if want.format else "mme"
+        changes.append(f"{name}: {placement} -> {after} (family {family}: {OVERRIDES}.{key})")
+    if overrides == current:
+        return None
+    if item.flow_style:
+        raise PlacementWriteError(
+            f"{origin}: family {quoted(family)} is written in flow style ({{...}}); allowed: block style "
+            "(edit its overrides by hand)"
+        )
+    column = item.value[0][0].start_mark.column
+    dumped = (
+        yaml.safe_dump({OVERRIDES: overrides}, sort_keys=False, default_flow_style=False) if overrides else ""
+    )
+    new_lines = [" " * column + line + "\n" for line in dumped.splitlines()]
+    edit = _keys_edit(item, lines, (OVERRIDES,), new_lines, origin, family)
+    return _Edit(edit.start, edit.end, edit.lines, overrides)
 
 
 def _entry_edit(item: yaml.MappingNode, lines: list[str], wanted: Wanted, origin: str, name: str) -> _Edit:
+    column = item.value[0][0].start_mark.column
+    return _keys_edit(item, lines, PLACEMENT_KEYS, _lines_of_block(wanted, column), origin, name)
+
+
+def _keys_edit(
+    item: yaml.MappingNode,
+    lines: list[str],
+    keys: tuple[str, ...],
+    new_lines: list[str],
+    origin: str,
+    name: str,
+) -> _Edit:
+    """Replace the lines of `keys` in a block mapping item by `new_lines` (appended where none is)."""
     pairs = item.value
-    column = pairs[0][0].start_mark.column
     # The item ends where the next token starts: the next item's "- " (or the end of the file).
     end_line, end_column = item.end_mark.line, item.end_mark.column
     ends_before = end_line >= len(lines) or lines[end_line][:end_column].strip() in ("", "-")
@@ -105,7 +173,7 @@ def _entry_edit(item: yaml.MappingNode, lines: list[str], wanted: Wanted, origin
         while stop > start + 1 and not _is_content(lines[stop - 1]):
             stop -= 1
         last_content = max(last_content, stop)
-        if key.value in PLACEMENT_KEYS:
+        if key.value in keys:
             spans.append((start, stop))
     for start, stop in spans:
         if any("#" in line for line in lines[start:stop]):
@@ -113,7 +181,6 @@ def _entry_edit(item: yaml.MappingNode, lines: list[str], wanted: Wanted, origin
                 f"{origin}: model {quoted(name)}: line {start + 1} carries a comment that rewriting its "
                 "placement would drop; allowed: placement lines without comments (edit this entry by hand)"
             )
-    new_lines = _lines_of_block(wanted, column)
     if not spans:
         return _Edit(last_content, last_content, new_lines)
     if len(spans) == 2 and spans[0][1] != spans[1][0]:
@@ -133,8 +200,17 @@ def _models_node(root: yaml.Node | None, origin: str) -> yaml.SequenceNode:
     raise PlacementWriteError(f"{origin}: expected a mapping with a 'models' list")
 
 
-def rewrite(text: str, wanted: dict[str, Wanted], *, origin: str) -> tuple[str, list[str], dict[str, Any]]:
-    """The catalog text with the placements changed, the changes in words, and the expected document."""
+def rewrite(
+    text: str,
+    wanted: dict[str, Wanted],
+    *,
+    origin: str,
+    members: dict[str, tuple[str, str]] | None = None,
+) -> tuple[str, list[str], dict[str, Any]]:
+    """The catalog text with the placements changed, the changes in words, and the expected document.
+    `members`: model name -> (family, override key) of the models family blocks expand to; their placement
+    is written into the family's `overrides:` block."""
+    members = members or {}
     raw = yaml.safe_load(text)
     models = _models_node(yaml.compose(text), origin)
     lines = text.splitlines(keepends=True)
@@ -147,6 +223,15 @@ def rewrite(text: str, wanted: dict[str, Wanted], *, origin: str) -> tuple[str, 
     changes: list[str] = []
     for index, item in enumerate(models.value):
         entry = raw_models[index]
+        if isinstance(item, yaml.MappingNode) and isinstance(entry, dict) and "family" in entry and members:
+            edit = _family_edit(item, lines, entry, members, wanted, origin, changes)
+            if edit is not None:
+                edits.append(edit)
+                target = expected_models[index]
+                target.pop(OVERRIDES, None)
+                if edit.overrides:
+                    target[OVERRIDES] = edit.overrides
+            continue
         if not isinstance(item, yaml.MappingNode) or not isinstance(entry, dict) or "family" in entry:
             continue
         name = entry.get("name")
@@ -188,22 +273,11 @@ def write_placement(path: Path, placement: PlacementPlan) -> list[str]:
     origin = str(path)
     catalog = load_catalog(path)
     wanted = wanted_placements(placement)
-    written_names = _plain_entry_names(text)
-    notes = []
-    for name, want in wanted.items():
-        if name in written_names:
-            continue
-        try:
-            entry = catalog.entry(name)
-        except CatalogError:
-            notes.append(f"{name}: not in {origin}; skipped")
-            continue
-        if (want.format is not None) != (entry.placement == "dedicated"):
-            raise PlacementWriteError(
-                f"{origin}: model {quoted(name)} comes from a family block, whose placement is every "
-                "variant's; allowed: placements of single entries (set the family's by hand)"
-            )
-    new_text, changes, expected = rewrite(text, wanted, origin=origin)
+    members = family_members(text, catalog)
+    notes = [
+        f"{name}: not in {origin}; skipped" for name in wanted if name not in {m.name for m in catalog.models}
+    ]
+    new_text, changes, expected = rewrite(text, wanted, origin=origin, members=members)
     if new_text == text:
         return [*changes, *notes]
     if yaml.safe_load(new_text) != expected:
@@ -221,7 +295,17 @@ def write_placement(path: Path, placement: PlacementPlan) -> list[str]:
     return [*changes, *notes]
 
 
-def _plain_entry_names(text: str) -> set[str]:
+def family_members(text: str, catalog: Catalog) -> dict[str, tuple[str, str]]:
+    """Model name -> (family, override key) for every model a family block of the catalog expands to."""
     raw = yaml.safe_load(text)
     models = raw.get("models") if isinstance(raw, dict) else raw
-    return {m["name"] for m in models or [] if isinstance(m, dict) and "family" not in m and "name" in m}
+    families = [str(m["family"]) for m in models or [] if isinstance(m, dict) and "family" in m]
+    plain = {m.get("name") for m in models or [] if isinstance(m, dict) and "family" not in m}
+    members = {}
+    for entry in catalog.models:
+        if entry.name in plain:
+            continue
+        family = max((f for f in families if entry.name.startswith(f + "-")), key=len, default=None)
+        if family is not None:
+            members[entry.name] = (family, entry.name[len(family) + 1 :])
+    return members

@@ -32,6 +32,8 @@ def shipped_checkpoints(catalog: Catalog, catalog_file: Path) -> dict[str, Path]
     lock = lock_path(catalog_file)
     if lock.is_file():
         files[lock.name] = lock
+    for relative_labels in sorted(set(catalog.label_files.values())):
+        files[PurePosixPath(relative_labels).as_posix()] = catalog.base_dir / relative_labels
     for entry in catalog.checkpoints:
         location = entry.checkpoint_location
         if location.is_s3:
