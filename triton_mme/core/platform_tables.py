@@ -14,6 +14,7 @@ from typing import Annotated, Any, Generic, TypeVar
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, model_validator
 
+from triton_mme.core.bounded import UniqueKeys
 from triton_mme.core.errors import describe_validation_error, first_line
 
 DATA_FOLDER = "platform_data"
@@ -346,7 +347,13 @@ class InferenceComponentsTable(Frozen):
 
 # ----- the loader -----------------------------------------------------------------------------------------
 M = TypeVar("M", bound=BaseModel)
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(UniqueKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The C loader where PyYAML has it (the tables are read at every synthesis), refusing repeated keys."""
+
+
+_LOADER: Any = _Loader
 
 
 def parse_table(file_name: str, text: str, model: type[M]) -> M:
