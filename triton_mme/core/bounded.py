@@ -79,9 +79,38 @@ def read_json(path: Path, *, max_bytes: int, where: str | None = None) -> Any:
     return load_json(read_bytes(path, max_bytes=max_bytes, where=where), where=where, max_bytes=max_bytes)
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases (`*name`: an alias bomb expands exponentially) and deep
-    nesting (the composer recurses once per level)."""
+class UniqueKeys:
+    """A PyYAML loader mixin refusing a key given twice in one mapping, which PyYAML would let the last one
+    win silently (two pins for one model, two settings for one entry). `duplicate_key` says how."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            self.flatten_mapping(node)  # type: ignore[attr-defined]
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+                try:
+                    repeated = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key; the base loader says why
+                    continue
+                if repeated:
+                    self.duplicate_key(key, key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+    def duplicate_key(self, key: Any, mark: Any) -> None:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"key {key!r} appears twice in one mapping; allowed once", mark
+        )
+
+
+def duplicate_key_message(key: Any, mark: Any) -> str:
+    return f"line {mark.line + 1}: key {key!r} appears twice in one mapping; allowed once (remove one)"
+
+
+class _BoundedLoader(UniqueKeys, yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases (`*name`: an alias bomb expands exponentially), deep nesting
+    (the composer recurses once per level) and a key given twice in one mapping."""
 
     where = ""
     max_depth = MAX_DOCUMENT_DEPTH
@@ -104,6 +133,9 @@ class _BoundedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def duplicate_key(self, key: Any, mark: Any) -> None:
+        raise _error(self.where, duplicate_key_message(key, mark))
 
 
 def load_yaml(data: str | bytes, *, where: str, max_bytes: int, max_depth: int = MAX_DOCUMENT_DEPTH) -> Any:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from triton_mme.core.bounded import DocumentError, load_yaml
 from triton_mme.core.errors import UserError, describe_validation_error
+from triton_mme.core.limits import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_PARAMETERS
 
 LOCK_SUFFIX = ".lock.yaml"
 LOCK_VERSION = 1
@@ -40,8 +41,8 @@ class CheckpointPin(_Frozen):
 
     source: str
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-    size_bytes: Annotated[int, Field(ge=0)]
-    parameters: Annotated[int, Field(ge=0)]
+    size_bytes: Annotated[int, Field(ge=0, le=MAX_CHECKPOINT_BYTES, strict=True)]
+    parameters: Annotated[int, Field(ge=0, le=MAX_CHECKPOINT_PARAMETERS, strict=True)]
     # S3 checkpoints: each object's ETag when it was hashed, by file name ("" for a single file), so
     # `make preflight` sees an object changed since the lock before any GPU minute, and `lock` skips the
     # download of an unchanged one.

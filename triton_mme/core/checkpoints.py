@@ -37,6 +37,10 @@ S3_SCHEME = "s3://"
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 # An S3 bucket name (S3's naming rules, simplified to the characters they allow) and a key without `..`.
 _S3_URI = re.compile(r"s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>[^\s]{0,1024})")
+# Characters an IAM policy's resource ARN and its StringLike conditions read as wildcards (`*`, `?`) or as the
+# start of a policy variable (`${`) (IAM User Guide, "IAM JSON policy elements: Resource" and "IAM policy
+# elements: Variables and tags"); a key holding one would grant more than the checkpoint.
+IAM_WILDCARDS = ("*", "?", "${")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 SAFETENSORS_SUFFIX = ".safetensors"
 ONNX_SUFFIX = ".onnx"
@@ -104,7 +108,16 @@ class CheckpointLocation:
         return matched
 
     def local_path(self, base_dir: Path) -> Path:
-        return (base_dir / self.text).resolve()
+        """The path, symlinks resolved; CheckpointError when it resolves outside the catalog's folder (it
+        would travel in the build runner's asset and be built from, though no catalog reader can see it)."""
+        root = base_dir.resolve()
+        path = (root / self.text).resolve()
+        if not path.is_relative_to(root):
+            raise CheckpointError(
+                f"{quoted(self.text)} resolves to {path}, outside the catalog's folder {root} (symlinks "
+                "followed); allowed: a file or folder inside the catalog's folder, or s3://<bucket>/<key>"
+            )
+        return path
 
     def joined(self, relative: str) -> CheckpointLocation:
         """The location of a file inside this folder (S3 prefix or local directory)."""
@@ -118,6 +131,12 @@ def location_problem(text: str) -> str | None:
     if text.startswith(S3_SCHEME):
         if _S3_URI.fullmatch(text) is None or ".." in PurePosixPath(text[len(S3_SCHEME) :]).parts:
             return f"{quoted(text)} is not an S3 URI; allowed s3://<bucket>/<key> (no '..', no spaces)"
+        if any(mark in text for mark in IAM_WILDCARDS):
+            return (
+                f"{quoted(text)}: '*', '?' and '${{' are wildcards and variables in the IAM policy that "
+                "grants the build runner this key (it would read more than this checkpoint); allowed: a key "
+                "without them"
+            )
         return None
     if "://" in text:
         return f"{quoted(text)}: only local paths and s3:// locations; allowed a path or s3://<bucket>/<key>"
@@ -179,8 +198,9 @@ class TensorHeader:
 def parse_safetensors_header(prefix: bytes, *, where: str, file_size: int) -> dict[str, TensorHeader]:
     """The tensors a safetensors file declares, from its first bytes (8-byte length, then JSON).
 
-    Checks what safetensors itself checks before trusting the header: its length bound, known dtypes, and
-    that every tensor's byte range matches its shape and lies inside the file.
+    Checks what safetensors itself checks before trusting the header (safetensors/src/tensor.rs, `validate`):
+    its length bound, known dtypes, whole-number shapes and offsets, a string-to-string `__metadata__`, and
+    byte ranges that match their shapes and tile the data exactly (no overlap, no gap, no byte past the end).
     """
     if len(prefix) < 8:
         raise CheckpointError(f"{where}: not a safetensors file (shorter than its 8-byte header length)")
@@ -198,31 +218,68 @@ def parse_safetensors_header(prefix: bytes, *, where: str, file_size: int) -> di
         raise CheckpointError(f"{where}: not a safetensors file (its header is not JSON)") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{where}: not a safetensors file (its header is not a JSON object)")
+    metadata = header.get("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise CheckpointError(
+            f"{where}: its __metadata__ is not a mapping of strings to strings; not a safetensors file"
+        )
     data_size = file_size - 8 - length
     tensors: dict[str, TensorHeader] = {}
+    ranges: list[tuple[int, int, str]] = []
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        tensors[name] = _tensor(name, info, where=where, data_size=data_size)
+        tensor, start, end = _tensor(name, info, where=where, data_size=data_size)
+        tensors[name] = tensor
+        ranges.append((start, end, name))
     if not tensors:
         raise CheckpointError(f"{where}: the safetensors file holds no tensor")
+    _check_tiling(sorted(ranges), where=where, data_size=data_size)
     return tensors
 
 
-def _tensor(name: str, info: Any, *, where: str, data_size: int) -> TensorHeader:
-    try:
-        dtype, shape, (start, end) = info["dtype"], tuple(info["shape"]), info["data_offsets"]
-        width = SAFETENSORS_DTYPES[dtype]
-        tensor = TensorHeader(dtype, tuple(int(d) for d in shape))
-        valid = all(d >= 0 for d in tensor.shape) and 0 <= start <= end <= data_size
-        valid = valid and end - start == tensor.elements * width
-    except (KeyError, TypeError, ValueError):
-        valid = False
-    if not valid:
+def _check_tiling(ranges: list[tuple[int, int, str]], *, where: str, data_size: int) -> None:
+    """safetensors' own rule: sorted by offset, each tensor starts where the one before ends, and the last
+    ends at the end of the data."""
+    position = 0
+    for start, end, name in ranges:
+        if start != position:
+            raise CheckpointError(
+                f"{where}: tensor {quoted(name)} starts at byte {start:,}, not {position:,}: byte ranges "
+                "overlap or leave a gap; not a safetensors file"
+            )
+        position = end
+    if position != data_size:
         raise CheckpointError(
-            f"{where}: tensor {quoted(name)} has no valid dtype, shape and byte range; not a safetensors file"
+            f"{where}: its tensors end at byte {position:,} of {data_size:,} data bytes; not a safetensors "
+            "file"
         )
-    return tensor
+
+
+def _whole(value: Any) -> int | None:
+    """A JSON whole number within an unsigned 64-bit range (safetensors' usize); None for a float, a bool,
+    an infinity, text or a number past it (so no arithmetic ever sees one)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
+        return value
+    return None
+
+
+def _tensor(name: str, info: Any, *, where: str, data_size: int) -> tuple[TensorHeader, int, int]:
+    """A tensor's header and byte range; CheckpointError unless every field is what safetensors allows."""
+    fields = info if isinstance(info, dict) else {}
+    dtype, shape, offsets = fields.get("dtype"), fields.get("shape"), fields.get("data_offsets")
+    width = SAFETENSORS_DTYPES.get(dtype) if isinstance(dtype, str) else None
+    # PyTorch's own bound on a tensor's rank; a longer shape is no tensor it could load.
+    dims = [_whole(d) for d in shape] if isinstance(shape, list) and len(shape) <= 64 else [None]
+    span = [_whole(o) for o in offsets] if isinstance(offsets, list) else []
+    if width is not None and len(span) == 2 and None not in dims and None not in span:
+        tensor = TensorHeader(str(dtype), tuple(d for d in dims if d is not None))
+        start, end = (o or 0 for o in span)
+        if 0 <= start <= end <= data_size and end - start == tensor.elements * width:
+            return tensor, start, end
+    raise CheckpointError(
+        f"{where}: tensor {quoted(name)} has no valid dtype, shape and byte range; not a safetensors file"
+    )
 
 
 def read_safetensors_header(path: Path, *, where: str | None = None) -> dict[str, TensorHeader]:

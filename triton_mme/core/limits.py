@@ -98,6 +98,15 @@ MAX_NUMBER_DIGITS = 18
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 # A Hugging Face config.json or tokenizer_config.json (an id2label of 21,843 classes is under 1 MB).
 MAX_HF_CONFIG_BYTES = 1024 * 1024
+# A Hugging Face folder's model.safetensors.index.json (a tensor name and a shard name per tensor: a
+# 70-billion-parameter model's is under 100 kB) and its tokenizer.json (XLM-RoBERTa's, 250,002 tokens, is
+# 17 MB).
+MAX_HF_INDEX_BYTES = 16 * 1024 * 1024
+MAX_TOKENIZER_BYTES = 64 * 1024 * 1024
+# A checkpoint's locked size and parameter count (models.lock.yaml): far above anything the build runner can
+# hold (a trillion FP32 parameters are 4 TB), and small enough that no arithmetic on them overflows a float.
+MAX_CHECKPOINT_BYTES = 2**50
+MAX_CHECKPOINT_PARAMETERS = 10**12
 # safetensors' own bound on its JSON header (safetensors/src/tensor.rs, MAX_HEADER_SIZE: 100 MB).
 MAX_SAFETENSORS_HEADER_BYTES = 100_000_000
 MAX_PRICE_FILE_BYTES = 1024 * 1024  # a price file of the capacity planner

@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from triton_mme.core.bounded import UniqueKeys
 from triton_mme.core.errors import describe_validation_error, first_line
 
 DATA_FOLDER = "platform_data"
@@ -374,7 +375,13 @@ class InferenceComponentsTable(Frozen):
 
 # ----- the loader -----------------------------------------------------------------------------------------
 M = TypeVar("M", bound=BaseModel)
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(UniqueKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The C loader where PyYAML has it (the tables are read at every synthesis), refusing repeated keys."""
+
+
+_LOADER: Any = _Loader
 
 
 def parse_table(file_name: str, text: str, model: type[M]) -> M:

@@ -18,6 +18,7 @@ from typing import Any
 
 from triton_mme.core.catalog import CatalogError, ModelEntry
 from triton_mme.core.checkpoints import (
+    CheckpointError,
     CheckpointLocation,
     folder_digest,
     hf_folder_files,
@@ -107,6 +108,8 @@ def materialize(entry: ModelEntry, *, base_dir: Path, cache_dir: Path, s3_client
             digest = fetch_into(entry, base_dir, staging, s3_client)
         except OSError as error:
             raise CatalogError(f"{where}: cannot read it ({error.strerror or error})") from None
+        except CheckpointError as error:
+            raise CatalogError(f"model {quoted(entry.name)}: source: {error}") from None
         except Exception as error:
             if type(error).__module__.startswith("botocore"):
                 raise CatalogError(f"{where}: {describe_aws_error(error)}") from None

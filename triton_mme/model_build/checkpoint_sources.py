@@ -15,10 +15,10 @@ from typing import Any
 
 from triton_mme.core.catalog import CatalogError, ModelEntry
 from triton_mme.core.catalog_lock import CheckpointPin
+from triton_mme.core.checkpoint_folder import check_tokenizer_files, inside, weight_files
 from triton_mme.core.checkpoints import (
     HF_CONFIG_FILE,
     HF_TOKENIZER_FILE,
-    HF_WEIGHT_FILE,
     PICKLE_SUFFIXES,
     CheckpointError,
     CheckpointKind,
@@ -31,12 +31,27 @@ from triton_mme.core.checkpoints import (
 from triton_mme.core.errors import quoted
 from triton_mme.core.suggest import did_you_mean
 from triton_mme.model_build.checkpoint_contract import check_image_contract, check_text_contract
+from triton_mme.model_build.checkpoint_parameters import agreed_parameters
 from triton_mme.model_build.state_dict_signatures import body_digest, recorded_signatures
 
 # The Hugging Face encoders the build exports (and whose memory it can estimate, model_build.build_memory),
 # and the heads it serves: the bare encoder (last_hidden_state) or a sequence classifier (logits).
 HF_CHECKPOINT_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
 HF_TASK_SUFFIXES = ("Model", "ForSequenceClassification")
+
+
+def hf_architecture(config: dict[str, Any], *, where: str) -> str | None:
+    """The config's first `architectures` class name (None when it names none); CheckpointError when the
+    field is not a list of class names."""
+    architectures = config.get("architectures")
+    if architectures is None:
+        return None
+    if not isinstance(architectures, list) or not all(isinstance(name, str) for name in architectures):
+        raise CheckpointError(
+            f"{where}: architectures is {type(architectures).__name__} {str(architectures)[:60]!r}; "
+            'allowed: a list of class names (e.g. ["RobertaForSequenceClassification"])'
+        )
+    return architectures[0] if architectures else None
 
 
 def hf_task(config: dict[str, Any]) -> str:
@@ -102,19 +117,19 @@ def _hf_folder(path: Path, entry: ModelEntry, where: str) -> int:
     files = local_folder_files(path)
     if HF_CONFIG_FILE not in files:
         raise CheckpointError(f"{where}: no {HF_CONFIG_FILE}; allowed: a folder saved by save_pretrained")
-    config = read_hf_config(files[HF_CONFIG_FILE], where=f"{where}/{HF_CONFIG_FILE}")
+    config = read_hf_config(files[HF_CONFIG_FILE], where=inside(where, HF_CONFIG_FILE))
     if config.get("model_type") not in HF_CHECKPOINT_TYPES:
         raise CheckpointError(
-            f"{where}/{HF_CONFIG_FILE}: model_type {quoted(config.get('model_type'))} is not built from a "
-            f"checkpoint; allowed: {', '.join(HF_CHECKPOINT_TYPES)}"
+            f"{inside(where, HF_CONFIG_FILE)}: model_type {quoted(config.get('model_type'))} is not built "
+            f"from a checkpoint; allowed: {', '.join(HF_CHECKPOINT_TYPES)}"
         )
-    architectures = config.get("architectures") or []
-    if architectures and not str(architectures[0]).endswith(HF_TASK_SUFFIXES):
+    architecture = hf_architecture(config, where=inside(where, HF_CONFIG_FILE))
+    if architecture is not None and not architecture.endswith(HF_TASK_SUFFIXES):
         raise CheckpointError(
-            f"{where}/{HF_CONFIG_FILE}: architecture {quoted(architectures[0])} is not served; allowed: "
+            f"{inside(where, HF_CONFIG_FILE)}: architecture {quoted(architecture)} is not served; allowed: "
             "the bare encoder (e.g. RobertaModel) or a sequence classifier (RobertaForSequenceClassification)"
         )
-    weights = [name for name in files if HF_WEIGHT_FILE.fullmatch(name)]
+    weights = weight_files(files, where=where)
     if not weights:
         pickles = sorted(p.name for p in path.iterdir() if p.name.endswith(PICKLE_SUFFIXES))
         found = f" (found {pickles[0]}, a pickle checkpoint, which runs code when loaded)" if pickles else ""
@@ -127,13 +142,17 @@ def _hf_folder(path: Path, entry: ModelEntry, where: str) -> int:
             f"{where}: no {HF_TOKENIZER_FILE}; allowed: a folder with its fast tokenizer "
             "(tokenizer.save_pretrained(folder) of a fast tokenizer writes it)"
         )
+    check_tokenizer_files(files, where=where)
     tensors = {
         key: tensor
         for name in weights
-        for key, tensor in read_safetensors_header(files[name], where=f"{where}/{name}").items()
+        for key, tensor in read_safetensors_header(files[name], where=inside(where, name)).items()
     }
     check_text_contract(entry, config, path, tensors, where=where)
-    return sum(t.elements for t in tensors.values())
+    classifier = hf_task(config) == "sequence-classification"
+    return agreed_parameters(
+        config, tensors.values(), classifier=classifier, where=inside(where, HF_CONFIG_FILE)
+    )
 
 
 def inspect_local(entry: ModelEntry, path: Path) -> int:
@@ -152,9 +171,12 @@ def inspect_local(entry: ModelEntry, path: Path) -> int:
 
 def local_pin(entry: ModelEntry, base_dir: Path) -> CheckpointPin:
     """A local checkpoint checked (inspect_local) and pinned as it is now: what `triton-mme lock` records."""
-    path = entry.checkpoint_location.local_path(base_dir)
     kind = entry.checkpoint_kind
     assert kind is not None
+    try:
+        path = entry.checkpoint_location.local_path(base_dir)
+    except CheckpointError as error:
+        raise CatalogError(f"model {quoted(entry.name)}: source: {error}") from None
     parameters = inspect_local(entry, path)
     sha256, size = local_digest(path, kind)
     return CheckpointPin(source=entry.source, sha256=sha256, size_bytes=size, parameters=parameters)

@@ -257,20 +257,43 @@ def _hf_folder(entry: ModelEntry, folder: Path) -> LoadedModel:
     config = read_hf_config(folder / "config.json", where=f"{folder}/config.json")
     classifier = hf_task(config) == "sequence-classification"
     auto = transformers.AutoModelForSequenceClassification if classifier else transformers.AutoModel
-    model = auto.from_pretrained(
-        folder,
-        local_files_only=True,
-        use_safetensors=True,
-        trust_remote_code=False,
-        dtype=torch.float32,
-        attn_implementation=HF_ATTENTION,
-    )
+    where = f"model {quoted(entry.name)}: source: {entry.checkpoint_location.text}"
+    try:
+        model, loading = auto.from_pretrained(
+            folder,
+            local_files_only=True,
+            use_safetensors=True,
+            trust_remote_code=False,
+            dtype=torch.float32,
+            attn_implementation=HF_ATTENTION,
+            output_loading_info=True,
+        )
+    except (OSError, RuntimeError, ValueError) as error:
+        raise CatalogError(f"{where}: does not load: {first_line(error)}") from None
+    refuse_partial_load(loading, where=where)
     tokenizer = tokenizer_json(str(folder), entry.text_length, local=True)
     loaded = _text_model(entry, model, tokenizer, classifier=classifier)
     names = list(entry.labels) if isinstance(entry.labels, tuple) else config_labels(config)
     if classifier and names:
         loaded.companions.files["labels"] = json.dumps(names).encode("utf-8")
     return loaded
+
+
+def refuse_partial_load(loading: dict[str, Any], *, where: str) -> None:
+    """Strict loading: from_pretrained fills a tensor the weights lack with random values and drops one the
+    model lacks (saying so only in a log line), so its loading info must list nothing."""
+    for info, wording in (
+        ("missing_keys", "the model has tensors the weights lack"),
+        ("unexpected_keys", "the weights have tensors the model lacks"),
+        ("mismatched_keys", "tensors of another shape than the model's"),
+        ("error_msgs", "errors"),
+    ):
+        found = sorted(str(item) for item in loading.get(info) or ())
+        if found:
+            raise CatalogError(
+                f"{where}: does not load strictly: {wording} ({len(found)}, first {found[0]!r}); "
+                "allowed: the weights save_pretrained wrote for this config's model"
+            )
 
 
 def _state_dict(entry: ModelEntry, path: Path) -> LoadedModel:

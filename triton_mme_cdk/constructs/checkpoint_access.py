@@ -22,7 +22,7 @@ from aws_cdk import aws_iam as iam
 
 from triton_mme.core.catalog import Catalog, CatalogError
 from triton_mme.core.catalog_lock import lock_path
-from triton_mme.core.checkpoints import CheckpointKind, local_folder_files
+from triton_mme.core.checkpoints import CheckpointError, CheckpointKind, local_folder_files
 from triton_mme.core.errors import quoted
 
 
@@ -44,7 +44,10 @@ def shipped_checkpoints(catalog: Catalog, catalog_file: Path) -> dict[str, Path]
                 f"model {quoted(entry.name)}: source: {location.text} lies outside the catalog's folder, so "
                 "it cannot travel to the build runner; allowed: a path inside that folder, or s3://..."
             )
-        path = location.local_path(catalog.base_dir)
+        try:
+            path = location.local_path(catalog.base_dir)
+        except CheckpointError as error:
+            raise CatalogError(f"model {quoted(entry.name)}: source: {error}") from None
         kind = entry.checkpoint_kind
         if kind is not None and kind.is_file:
             files[relative.as_posix()] = path
