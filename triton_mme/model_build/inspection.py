@@ -7,8 +7,8 @@ child process (model_build.sandbox), the same files are checked again with the l
 
 - TorchScript: after loading, the graph of every method of every submodule and of every function and class
   method the archive compiled (blocks included) may use only the operators the project's own exporters
-  produce for the catalog's models (`TORCHSCRIPT_OPERATORS`; a file-mapping `aten::from_file`, a
-  `aten::save` or any custom `torch.ops` namespace is refused by name).
+  produce for every architecture the catalog accepts (`TORCHSCRIPT_OPERATORS`; a file-mapping
+  `aten::from_file`, a `aten::save` or any custom `torch.ops` namespace is refused by name).
 - ONNX: every node, in every subgraph, must be in a standard domain ONNX Runtime implements itself, and no
   initializer may live in an external file (ONNX Runtime would open any path it names), read by `onnx`.
 """
