@@ -93,6 +93,9 @@ def test_releases_from_25_xx_dropped_pascal_and_volta() -> None:
     assert {tag for tag, image in TRITON_IMAGES.items() if image.min_compute_capability == 7.5} == {
         "25.04-py3",
         "25.09-py3",
+        "25.12-py3",
+        "26.03-py3",
+        "26.04-py3",
         "26.05-py3",
     }
 

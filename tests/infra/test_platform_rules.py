@@ -116,12 +116,22 @@ def test_a_tag_no_ami_runs_natively_is_refused_naming_the_tags_that_work() -> No
     )
 
 
-def test_a_tag_whose_driver_is_unknown_is_refused_everywhere() -> None:
+def test_a_tag_whose_driver_is_unknown_is_refused_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    unknown = TRITON_IMAGES["26.05-py3"].model_copy(update={"min_driver": None})
+    monkeypatch.setitem(TRITON_IMAGES, "26.05-py3", unknown)
     problem = inference_ami_problem("26.05-py3", "ml.g5.xlarge", "auto")
     assert problem is not None
     assert "tritonImageTag=26.05-py3 natively (CUDA 13.2, whose driver is not known to ship" in problem
     with pytest.raises(ValueError, match=r"no SageMaker inference AMI runs tritonImageTag=26\.05-py3"):
         resolve_inference_ami("26.05-py3", "ml.g5.xlarge", "auto")
+
+
+@pytest.mark.parametrize("tag", ["25.12-py3", "26.03-py3", "26.04-py3", "26.05-py3"])
+def test_the_cuda_13_tags_run_on_the_al2023_ami_through_minor_version_compatibility(tag: str) -> None:
+    # CUDA 13.x needs R580 or later (CUDA Compatibility, "Minor Version Compatibility"): gpu-4-1's 580.
+    assert TRITON_IMAGES[tag].min_driver == 580
+    assert resolve_inference_ami(tag, "ml.g5.xlarge", "auto") == "al2023-ami-sagemaker-inference-gpu-4-1"
+    assert inference_ami_problem(tag, "ml.g4dn.xlarge", "auto") is None
 
 
 def test_forward_compatibility_is_never_counted_as_serving() -> None:
@@ -201,7 +211,10 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     ),
     ({"inferenceAmiVersion": GPU_2}, rf"^inferenceAmiVersion={GPU_2} has NVIDIA driver 535"),
     ({"inferenceAmiVersion": "latest"}, r"^inferenceAmiVersion=latest is not a SageMaker GPU inference AMI"),
-    ({"tritonImageTag": "26.05-py3"}, r"^no SageMaker inference AMI runs tritonImageTag=26\.05-py3"),
+    (
+        {"tritonImageTag": "26.03-py3", "instanceType": "ml.p3.2xlarge"},
+        r"^tritonImageTag=26\.03-py3 needs a GPU of compute capability 7\.5",
+    ),
     ({"region": "sa-east-1"}, r"^region=sa-east-1 has no CodeBuild GPU runners; allowed with"),
     ({"region": "mars-north"}, r"^region=mars-north is not an AWS region name"),
 ]
@@ -232,3 +245,9 @@ def test_the_v100_runner_is_refused_with_every_build_image(tag: str) -> None:
         f"tritonImageTag={tag} does not support (7.5+); allowed: builderComputeType=SMALL"
     )
     assert build_gpu_problem("SMALL", tag) is None
+
+
+def test_settings_accept_the_tag_with_the_sagemaker_path_traversal_fix() -> None:
+    settings = Settings(triton_image_tag="26.03-py3")
+    assert settings.endpoint.triton_image_tag == "26.03-py3"
+    assert Settings(triton_image_tag="26.03-py3", region="eu-west-1").region == "eu-west-1"

@@ -326,6 +326,23 @@ def expect_events(logs: Stubber, stages: list[tuple[str, str]]) -> None:
     )
 
 
+# What NVIDIA's entry point prints at the container's start when the host's driver is new enough.
+DRIVER_BANNER = "This container image and its contents are built for NVIDIA Driver Release 575.51 or later."
+
+
+def expect_driver_banner(logs: Stubber, messages: tuple[str, ...] = (DRIVER_BANNER,)) -> None:
+    """FilterLogEvents on the endpoint's log group, answering the NVIDIA driver lines."""
+    logs.add_response(
+        "filter_log_events",
+        {"events": [{"message": message, "timestamp": 0} for message in messages]},
+        {
+            "logGroupName": f"/aws/sagemaker/Endpoints/{ENDPOINT}",
+            "filterPattern": '"NVIDIA Driver"',
+            "limit": 50,
+        },
+    )
+
+
 def metric_results(names: set[str]) -> dict[str, Any]:
     """GetMetricData's answer: one datapoint for each metric in `names`, none for the others."""
     from triton_mme.acceptance.metrics import REQUIRED_METRICS
@@ -484,6 +501,7 @@ def healthy_stack(s3: Any, *, not_ready: int = 2, events: list[tuple[str, str]] 
     expect_describe(sagemaker_stub)
     logs, logs_stub = stubbed("logs")
     expect_events(logs_stub, CANARY_EVENTS if events is None else events)
+    expect_driver_banner(logs_stub)
     cloudwatch, cloudwatch_stub = stubbed("cloudwatch")
     query = {"MetricDataQueries": ANY, "StartTime": ANY, "EndTime": ANY}
     cloudwatch_stub.add_response("get_metric_data", metric_results(EVERY_METRIC), query)

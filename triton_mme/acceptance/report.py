@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict
 ACCEPTANCE_REPORT_SCHEMA_VERSION = 1
 # The check groups, in the order the run takes them (docs/acceptance.md has a section per group).
 SERVING, TEMPLATE, STRATEGY, MANIFEST, METRICS = "serving", "template", "strategy", "manifest", "metrics"
-GROUPS = (SERVING, TEMPLATE, STRATEGY, MANIFEST, METRICS)
+# Facts no document settles, answered by this deployment (triton_mme/acceptance/verdicts.py).
+FIRST_DEPLOY = "first-deploy"
+GROUPS = (SERVING, TEMPLATE, STRATEGY, MANIFEST, METRICS, FIRST_DEPLOY)
 
 
 class _Frozen(BaseModel):

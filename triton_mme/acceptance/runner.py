@@ -16,6 +16,7 @@ from triton_mme.acceptance.build import check_build
 from triton_mme.acceptance.live import LiveEndpoint, describe_live
 from triton_mme.acceptance.metrics import check_alarms, check_metrics_arrive, check_scaling
 from triton_mme.acceptance.report import (
+    FIRST_DEPLOY,
     MANIFEST,
     METRICS,
     SERVING,
@@ -25,11 +26,18 @@ from triton_mme.acceptance.report import (
     Check,
     failed,
 )
-from triton_mme.acceptance.serving import check_serving
+from triton_mme.acceptance.serving import check_isolation, check_serving
 from triton_mme.acceptance.stack import StackFacts
 from triton_mme.acceptance.strategy import check_strategy
 from triton_mme.acceptance.template import check_template
 from triton_mme.acceptance.timing import DEFAULT_SERVING_SAMPLE, SYSTEM_TIMING, Timing
+from triton_mme.acceptance.verdicts import (
+    check_ami_honoured,
+    check_component_endpoint_update,
+    check_component_metrics,
+    check_components_run,
+    check_no_capacity_error,
+)
 from triton_mme.client.manifest_source import ManifestSource
 from triton_mme.core.errors import UserError, describe_aws_error, first_line
 
@@ -137,6 +145,10 @@ def run_acceptance(
                 component_endpoint=components.endpoint_name if components else None,
             ),
         )
+        record(
+            SERVING,
+            lambda: [check_isolation(facts.endpoint_name, manifest, source, report, clients.runtime, timing)],
+        )
     described: list[LiveEndpoint] = []
 
     def template() -> list[Check]:
@@ -153,6 +165,16 @@ def run_acceptance(
     )
     record(METRICS, lambda: check_alarms(settings, clients.cloudwatch))
     record(METRICS, lambda: check_scaling(settings, clients.autoscaling))
+    record(
+        FIRST_DEPLOY,
+        lambda: [check_ami_honoured(clients.logs, facts.endpoint_name, settings.inference_ami_version)],
+    )
+    if components is not None:
+        deployed = components
+        record(FIRST_DEPLOY, lambda: check_components_run(clients.sagemaker, deployed))
+        record(FIRST_DEPLOY, lambda: [check_component_metrics(clients.cloudwatch, deployed)])
+        record(FIRST_DEPLOY, lambda: [check_component_endpoint_update(clients.sagemaker, deployed)])
+        record(FIRST_DEPLOY, lambda: [check_no_capacity_error(clients.sagemaker, clients.runtime, deployed)])
     return AcceptanceReport(
         stack=stack_name,
         endpoint=facts.endpoint_name,

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from triton_mme.acceptance.report import SERVING, Check, failed, passed
+from triton_mme.acceptance.report import SERVING, Check, cannot_tell, failed, passed
 from triton_mme.acceptance.timing import DEFAULT_SERVING_SAMPLE, Timing
 from triton_mme.client.manifest_source import ManifestSource
 from triton_mme.client.payloads import EncodedRequest, PayloadError, decode_response, encode_binary_request
@@ -259,3 +259,89 @@ def _compare(
                 "(docs/acceptance.md#serving)",
             )
     return worst
+
+
+ISOLATION_EXPECTED = (
+    "on the multi-model endpoint, a request naming model A answers with A's model, never B's, and a load "
+    "of A "
+    "leaves B serving (an unload cannot be caused through the runtime API: SageMaker unloads under memory "
+    "pressure)"
+)
+
+
+def isolation_pair(manifest: Manifest) -> tuple[ArchiveRecord, ArchiveRecord] | None:
+    """Two multi-model archives of different models (the first by content hash, then the next model), or
+    None."""
+    shared = sorted((r for r in manifest.archives if not r.is_dedicated), key=lambda r: r.sha256)
+    first = next(iter(shared), None)
+    other = next((r for r in shared if first is not None and r.name != first.name), None)
+    return (first, other) if first is not None and other is not None else None
+
+
+def check_isolation(
+    endpoint: str,
+    manifest: Manifest,
+    source: ManifestSource,
+    report: ServingReport | None,
+    runtime: Any,
+    timing: Timing,
+    *,
+    loading_window_s: float = MODEL_LOADING_LIMIT_S,
+) -> Check:
+    """Models A and B called B, A, B, A, each with its own golden inputs: each answer must be its own model's
+    within the serving tolerance (so never the other's), and B's call right after A's (which may load A) must
+    still answer. On an image without Triton's SageMaker fixes (docs/platform.md, "The default tag") this says
+    what that image does; on a fixed one it must hold."""
+    pair = isolation_pair(manifest)
+    if pair is None:
+        models = {record.name for record in manifest.archives if not record.is_dedicated}
+        if len(models) == 1:
+            return passed(
+                SERVING,
+                "isolation",
+                expected=ISOLATION_EXPECTED,
+                seen=f"one model ({models.pop()}) on the multi-model endpoint: no other model's answer to "
+                "get",
+            )
+        return cannot_tell(
+            SERVING,
+            "isolation",
+            expected=ISOLATION_EXPECTED,
+            seen="the live manifest has no archive on the multi-model endpoint",
+            why="isolation needs models on the multi-model endpoint: deploy a catalog with two",
+        )
+    where = _Where(endpoint, None)
+    calls = []
+    for record in pair:
+        inputs, outputs = _golden(record, source).batch(1)
+        request = encode_binary_request(inputs, [spec.name for spec in record.outputs])
+        calls.append((record, request, outputs, tolerance_for(record, report)))
+    b_call, a_call = calls[1], calls[0]
+    try:
+        for step, (record, request, outputs, tolerance) in enumerate((b_call, a_call, b_call, a_call)):
+            try:
+                served, _ = _call_while_loading(where, record, request, runtime, timing, loading_window_s)
+                _compare(served, outputs, tolerance)
+            except _Refused as refusal:
+                after = (
+                    "" if step == 0 else f" (call {step + 1} of 4, right after {calls[step % 2][0].name}'s)"
+                )
+                raise _Refused(f"{record.target_model}{after}: {refusal}", refusal.fix) from None
+    except _Refused as refusal:
+        return failed(
+            SERVING,
+            "isolation",
+            expected=ISOLATION_EXPECTED,
+            seen=str(refusal),
+            fix="a wrong model's answer or a model taken down by another's load is a serving defect: compare "
+            'the image tag with docs/platform.md ("The default tag": the fixes each tag has) and read the '
+            "endpoint's log group (docs/acceptance.md#cross-model-isolation)",
+        )
+    a, b = pair
+    return passed(
+        SERVING,
+        "isolation",
+        expected=ISOLATION_EXPECTED,
+        seen=f"{b.target_model}, {a.target_model}, {b.target_model}, {a.target_model}: each answered its own "
+        "golden data",
+    )

@@ -74,7 +74,7 @@ class TritonImage(Sourced):
 
     tag: str
     server: str
-    onnxruntime: str
+    onnxruntime: str | None
     cuda: str
     # The NVIDIA driver branch that runs this CUDA natively; None: not known, so no driver counts.
     min_driver: int | None
