@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -381,13 +383,7 @@ def test_the_default_update_is_a_one_instance_canary_baking_ten_minutes(default_
     ("overrides", "policy", "expected"),
     [
         (
-            {
-                "deployment_strategy": "linear",
-                "deployment_linear_step_size": "50%",
-                "deployment_wait_seconds": 300,
-                "deployment_termination_wait_seconds": 120,
-                "deployment_timeout_seconds": 3600,
-            },
+            VARIANTS["linear-update"],
             "BlueGreenUpdatePolicy",
             {
                 "TrafficRoutingConfiguration": {
@@ -409,7 +405,7 @@ def test_the_default_update_is_a_one_instance_canary_baking_ten_minutes(default_
             },
         ),
         (
-            {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "2"},
+            VARIANTS["rolling-update"],
             "RollingUpdatePolicy",
             {
                 "MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1},
@@ -780,7 +776,7 @@ def test_every_checkov_skip_names_a_known_check_and_gives_its_reason(
     synth_with: SynthWith, variant: str
 ) -> None:
     """Each skip in the template's Metadata names a check of CHECKS that applies to its resource's type, once,
-    with a reason (checkov itself runs below, on two variants)."""
+    with a reason (checkov itself runs below, on CHECKOV_VARIANTS)."""
     resources = synth_with(**VARIANTS[variant]).resources
     assert checkov_scan.skip_problems(resources) == []
     assert any("checkov" in resource.get("Metadata", {}) for resource in resources.values())
@@ -805,18 +801,32 @@ def test_a_skip_without_reason_or_of_an_unknown_check_is_reported() -> None:
 
 # kms-on-p3 adds the key to the bucket, the runners and the endpoint config; no-scaling-no-isolation turns the
 # Model's network isolation off: what checkov checks changes most with those.
-@pytest.mark.parametrize("variant", ["defaults", "kms-on-p3", "no-scaling-no-isolation", "hybrid-placement"])
-def test_checkov_finds_nothing_unjustified_and_every_skip_is_applied(
-    synth_with: SynthWith, variant: str, tmp_path: Path
-) -> None:
-    """checkov (requirements-scan.txt's pin, in .venv-scan) on the variant's templates and, as a negative
-    control in the same run, on a probe template holding one unjustified bucket and one skip that matches
-    nothing: the only problems are the probe's."""
+CHECKOV_VARIANTS = ["defaults", "kms-on-p3", "no-scaling-no-isolation", "hybrid-placement"]
+
+
+@dataclass(frozen=True)
+class CheckovRun:
+    report: dict[str, Any]
+    skips: dict[checkov_scan.Skip, str]
+    problems: list[str]
+
+
+@pytest.fixture(scope="module")
+def checkov_run(synth_with: SynthWith, tmp_path_factory: pytest.TempPathFactory) -> CheckovRun:
+    """checkov (requirements-scan.txt's pin, in .venv-scan) once on the templates of every CHECKOV_VARIANTS
+    variant, each copied under its variant's name (`<variant>--<template>`), and, as a negative control in the
+    same run, on a probe template holding one unjustified bucket and one skip that matches nothing. One run,
+    not one per variant: most of checkov's time is loading its checks."""
     assert SCAN_CHECKOV.exists(), (
         "checkov is missing: `make install` installs requirements-scan.txt into .venv-scan"
     )
-    templates = sorted(synth_with(**VARIANTS[variant]).assembly_dir.glob("*.template.json"))
-    probe = tmp_path / "Probe.template.json"
+    folder = tmp_path_factory.mktemp("checkov")
+    templates = []
+    for variant in CHECKOV_VARIANTS:
+        for template in sorted(synth_with(**VARIANTS[variant]).assembly_dir.glob("*.template.json")):
+            templates.append(folder / f"{variant}--{template.name}")
+            shutil.copyfile(template, templates[-1])
+    probe = folder / "Probe.template.json"
     stray = {"checkov": {"skip": [{"id": "CKV_AWS_117", "comment": "a function that is not there"}]}}
     probe.write_text(
         json.dumps(
@@ -832,11 +842,38 @@ def test_checkov_finds_nothing_unjustified_and_every_skip_is_applied(
     for template in [*templates, probe]:
         skips.update(checkov_scan.template_skips(template))
     report = checkov_scan.run_checkov(str(SCAN_CHECKOV), [*templates, probe])
-    problems = checkov_scan.problems(report, skips)
+    return CheckovRun(report, skips, checkov_scan.problems(report, skips))
+
+
+@pytest.mark.parametrize("variant", CHECKOV_VARIANTS)
+def test_checkov_finds_nothing_unjustified_and_every_skip_is_applied(
+    checkov_run: CheckovRun, variant: str
+) -> None:
+    """The variant's templates were scanned, none has a problem, and checkov applied each of their skips."""
+    mine = f"{variant}--"
+    scanned = {
+        Path(check["file_path"]).name
+        for kind in ("passed_checks", "failed_checks", "skipped_checks")
+        for check in checkov_run.report["results"][kind]
+    }
+    assert any(name.startswith(mine) for name in scanned), sorted(scanned)
+    assert [problem for problem in checkov_run.problems if mine in problem] == []
+    skips = {skip for skip in checkov_run.skips if skip[0].startswith(mine)}
+    applied = {
+        (Path(check["file_path"]).name, check["resource"].split(".", 1)[1], check["check_id"])
+        for check in checkov_run.report["results"]["skipped_checks"]
+    }
+    assert skips and skips <= applied, sorted(skips - applied)
+
+
+def test_checkov_reports_the_probes_problems_and_nothing_else(checkov_run: CheckovRun) -> None:
+    """The negative control: the probe's unjustified bucket and stray skip are found in the same run, and
+    every other problem (one naming no template, such as a check checkov renamed) fails here."""
+    problems = checkov_run.problems
     assert [p for p in problems if "Probe.template.json" not in p] == []
     assert any(p.startswith("failed: CKV_AWS_18 ") for p in problems), problems
     assert "skip matches nothing: CKV_AWS_117 on Topic in Probe.template.json" in problems
-    assert report["summary"]["skipped"] == len(skips) - 1 > 0
+    assert checkov_run.report["summary"]["skipped"] == len(checkov_run.skips) - 1 > 0
 
 
 @pytest.fixture(scope="module")

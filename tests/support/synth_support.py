@@ -103,8 +103,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "pinned-region": {"region": "ap-northeast-1", "triton_image_tag": "25.09-py3"},
     "unconfirmed-build-region": {"region": "ap-northeast-2", "allow_unconfirmed_build_region": True},
     "no-scaling-no-isolation": {"autoscaling": False, "network_isolation": False},
-    "rolling-update": {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "1"},
-    "linear-update": {"deployment_strategy": "linear", "deployment_linear_step_size": "50%"},
+    # Each update strategy with its own settings away from their defaults (test_app.py checks they reach the
+    # endpoint's DeploymentConfig on these same syntheses).
+    "rolling-update": {"deployment_strategy": "rolling", "deployment_rollback_batch_size": "2"},
+    "linear-update": {
+        "deployment_strategy": "linear",
+        "deployment_linear_step_size": "50%",
+        "deployment_wait_seconds": 300,
+        "deployment_termination_wait_seconds": 120,
+        "deployment_timeout_seconds": 3600,
+    },
     "hybrid-placement": {"model_catalog": HYBRID},
 }
 
