@@ -182,7 +182,7 @@ def test_a_failed_batch_names_its_first_failed_shard_and_its_error_line(
     codebuild: Stubber, logs: Stubber
 ) -> None:
     cause = {"BuildBatch": {"BuildGroups": [
-        {"Identifier": "shard_0", "CurrentBuildSummary": {"Arn": "arn:x:build/p:0", "BuildStatus": "SUCCEEDED"}},
+        {"Identifier": "shard_0", "CurrentBuildSummary": {"Arn": "arn:x:build/p:0", "BuildStatus": "SUCCEEDED"}},  # noqa: E501
         {"Identifier": "shard_1", "CurrentBuildSummary": {"Arn": "arn:x:build/p:1", "BuildStatus": "FAILED"}},
     ]}}  # fmt: skip
     build = {
