@@ -17,7 +17,9 @@ from botocore.stub import Stubber
 from store_support import BUCKET, write_build
 from synth_support import LOG_WRITE_ACTIONS, bare_stack, checkov_skips, function_logging, with_nag
 
+from triton_mme.core.locations import CANDIDATE_PREFIX, SERVING_REPORT_SUFFIX, serving_report_key
 from triton_mme.core.manifest import Manifest
+from triton_mme.core.serving_report import ArchiveServing, ServingReport
 from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import publish_build_manifest, read_published_manifest, upload_build
 from triton_mme_cdk.constructs.manifest_promotion import ManifestPromotion
@@ -43,14 +45,48 @@ def sagemaker(s3: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
         stubber.assert_no_pending_responses()
 
 
-def published_build(s3: Any, tmp_path: Path, fingerprint: str, archive: bytes) -> Manifest:
-    """A build as the runner leaves it: archives uploaded, its manifest under its fingerprint, none live."""
+def published_build(
+    s3: Any, tmp_path: Path, fingerprint: str, archive: bytes, *, checked: bool = True
+) -> Manifest:
+    """A build as the stages leave it: archives uploaded, with `checked` its passing serving report, its
+    manifest under its fingerprint, none live."""
     directory = tmp_path / fingerprint[:8]
     manifest = write_build(directory, {f"resnet-onnx-{fingerprint[:16]}.tar.gz": archive})
     store = ModelStoreClient(s3, BUCKET)
     upload_build(store, directory, make_live=False)
+    if checked:
+        archives = tuple(
+            ArchiveServing(target_model=r.target_model, name=r.name, format=r.format, passed=True)
+            for r in manifest.archives
+        )
+        report = ServingReport(manifest_sha256=manifest.sha256, server="test", archives=archives)
+        s3.put_object(Bucket=BUCKET, Key=serving_report_key(manifest.sha256), Body=report.to_json().encode())
     publish_build_manifest(store, manifest, fingerprint)
     return manifest
+
+
+def test_a_forged_success_cannot_make_an_unchecked_archive_live(
+    s3: Any, sagemaker: Stubber, tmp_path: Path
+) -> None:
+    # The wait condition signalled SUCCESS by someone who read the handle's URL, before (or without) the
+    # serving check: the build manifest has no passing report, so the promotion refuses and nothing moves.
+    published_build(s3, tmp_path, FIRST, b"unchecked", checked=False)
+    endpoint_is(sagemaker, "InService", "config-1")
+    with pytest.raises(promotion.PromotionRefused, match=r"1 archive\(s\) without a passing serving report"):
+        promotion.is_complete(request("Create", props(FIRST, "config-1")))
+    assert live(s3) is None
+    # A report that failed the archive is no better.
+    manifest = published_build(s3, tmp_path / "again", SECOND, b"failed", checked=False)
+    (record,) = manifest.archives
+    failed = ArchiveServing(target_model=record.target_model, name=record.name, format=record.format,
+                            passed=False, error="Triton did not load it")  # fmt: skip
+    report = ServingReport(manifest_sha256=manifest.sha256, server="test", archives=(failed,))
+    s3.put_object(Bucket=BUCKET, Key=serving_report_key(manifest.sha256), Body=report.to_json().encode())
+    endpoint_is(sagemaker, "InService", "config-2")
+    with pytest.raises(promotion.PromotionRefused, match="without a passing serving report"):
+        promotion.is_complete(request("Create", props(SECOND, "config-2")))
+    assert live(s3) is None
+    assert (promotion.CANDIDATE_PREFIX, promotion.REPORT_SUFFIX) == (CANDIDATE_PREFIX, SERVING_REPORT_SUFFIX)
 
 
 def props(fingerprint: str, config: str) -> dict[str, str]:

@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 
 # The runner runs the project's one command line from its source (core, model_build, store).
 COMMAND = "python -m triton_mme"
-# Set by the build trigger on every build it starts (model_build_trigger_handler/handler.py, which cannot
-# import it: it ships alone; a test checks that both name the same variable).
+# Set by the build state machine on every build it starts (model_build_engine.py imports it).
 FINGERPRINT_VARIABLE = FINGERPRINT_ENV
 # Set on both stages' projects: the Triton image tag the archives are built for and checked in (the command
 # line's --triton-tag default reads the same variable).

@@ -164,13 +164,8 @@ class ModelBuildEngine(Construct):
 
         def report(stage: BuildStage) -> sfn.IChainable:
             if stage.name not in reports:
-                payload = {
-                    "Entry": "signal",
-                    "Handle.$": "$.Handle",
-                    "Status": "FAILURE",
-                    "Stage": stage.name,
-                }
-                payload |= {"Minutes": stage.minutes, "Failure.$": "$.Failure"}
+                payload: dict[str, Any] = {"Entry": "signal", "Handle.$": "$.Handle", "Status": "FAILURE"}
+                payload |= {"Stage": stage.name, "Minutes": stage.minutes, "Failure.$": "$.Failure"}
                 reports[stage.name] = invoke(f"Report{_id(stage)}Failure", payload).next(failed)
             return reports[stage.name]
 

@@ -25,8 +25,8 @@ from triton_mme_cdk.constructs.build_spec import (
     shard_tasks,
 )
 
-# Set by the build trigger on a fanned-out check: every build shard's candidate digest, in shard order
-# (model_build_trigger_handler, which names the same variable; a test checks it).
+# Set by the build state machine on a fanned-out check: every build shard's candidate digest, in shard order
+# (model_build_engine_handler.candidates reads them).
 SHARD_CANDIDATES_VARIABLE = "CANDIDATE_SHARDS"
 # The fanned-out check's last task, after every shard's: it publishes the union of the checked candidates.
 PUBLISH_TASK = "publish"

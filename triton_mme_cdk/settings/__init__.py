@@ -16,7 +16,6 @@ from triton_mme_cdk.settings.alarms import AlarmThresholds
 from triton_mme_cdk.settings.app_settings import CONTEXT_KEYS, Settings
 from triton_mme_cdk.settings.base import (
     BUILD_DEADLINE_MARGIN_MINUTES,
-    BUILD_DEADLINE_MINUTES,
     LOG_RETENTION_DAYS,
     LONG_BUILD_DEADLINE_MINUTES,
     MAX_INSTANCES,
@@ -30,7 +29,6 @@ from triton_mme_cdk.settings.updates import UpdatePolicy
 
 __all__ = [
     "BUILD_DEADLINE_MARGIN_MINUTES",
-    "BUILD_DEADLINE_MINUTES",
     "CONTEXT_KEYS",
     "GPU_MME_INSTANCE_TYPES",
     "LOG_RETENTION_DAYS",

@@ -13,7 +13,6 @@ from triton_mme.core.errors import describe_validation_error
 from triton_mme.core.limits import MAX_NUMBER_DIGITS
 from triton_mme.core.numbers import finite_number, whole_number
 from triton_mme.core.platform import (
-    CUSTOM_RESOURCE_TIMEOUT_MINUTES,
     WAIT_CONDITION_TIMEOUT_MINUTES,
 )
 
@@ -37,14 +36,10 @@ MAX_ALARM_EVALUATION_MINUTES = 1440
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
                       2922, 3288, 3653)  # fmt: skip
 
-# The build and its serving check run inside a custom resource, which CloudFormation waits on for at most one
-# hour: queueing for a GPU runner twice, the build and the check must end this many minutes before that,
-# which covers the provider's polling interval (one minute), CodeBuild's own finalizing and the handlers'
-# start-up.
+# cdk deploy waits for the build and its serving check on a wait condition (model_build_engine), whose own
+# limit is 12 hours: both stages, their queueing and this margin (the stages' start retries, each task's
+# backstop minute and the signal) must fit in it.
 BUILD_DEADLINE_MARGIN_MINUTES = 5
-BUILD_DEADLINE_MINUTES = CUSTOM_RESOURCE_TIMEOUT_MINUTES - BUILD_DEADLINE_MARGIN_MINUTES
-# Stages that need longer are waited for with a wait condition instead (model_build_trigger), whose own limit
-# is 12 hours; the same margin applies.
 LONG_BUILD_DEADLINE_MINUTES = WAIT_CONDITION_TIMEOUT_MINUTES - BUILD_DEADLINE_MARGIN_MINUTES
 
 # A step size may be written as a JSON number in cdk.json: 2 means "2" (instances).

@@ -11,6 +11,8 @@ The resource depends on the endpoint, so CloudFormation calls it after the endpo
 - CloudFormation's rollback is an Update back to the previous properties: the previous fingerprint's
   manifest is promoted back, after the same check against the previous endpoint config.
 - Delete leaves the pointer: the store outlives the stack.
+- Only a build every archive of which a passing serving report of this fingerprint's candidates (or of the
+  manifest itself) names is promoted: a forged SUCCESS on the build's wait condition moves nothing unchecked.
 
 The physical id is the pointer's location and never changes, so CloudFormation never sends the Delete that
 follows a replacement.
@@ -31,6 +33,10 @@ MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
 # S3's answers to a conditional write that lost (412), raced another (409) or found the pointer deleted.
 LOST = frozenset({"PreconditionFailed", "ConditionalRequestConflict", *MISSING})
 POINTER_ATTEMPTS = 5
+# Where the serving check publishes (triton_mme.core.locations, which this handler cannot import: it ships
+# alone; a test checks both name the same).
+CANDIDATE_PREFIX = "candidate-"
+REPORT_SUFFIX = ".serving-report.json"
 
 _clients: dict[str, Any] = {}
 
@@ -91,6 +97,12 @@ def promote(properties: dict[str, str]) -> str:
                 "manifest stays as it was"
             )
     digest = hashlib.sha256(body).hexdigest()
+    unchecked = _unchecked(s3, bucket, source, properties["ManifestPrefix"], json.loads(body), digest)
+    if unchecked:
+        raise PromotionRefused(
+            f"s3://{bucket}/{source}: {len(unchecked)} archive(s) without a passing serving report (first: "
+            f"{unchecked[0]}); only a checked build is promoted; the live manifest stays as it was"
+        )
     for _ in range(POINTER_ATTEMPTS):
         current = _read_with_etag(s3, bucket, pointer)
         if current is not None and current[0] == body:
@@ -113,6 +125,22 @@ def promote(properties: dict[str, str]) -> str:
     raise PromotionRefused(
         f"s3://{bucket}/{pointer} kept changing while it was promoted ({POINTER_ATTEMPTS} tries)"
     )
+
+
+def _unchecked(
+    s3: Any, bucket: str, source: str, prefix: str, manifest: dict[str, Any], digest: str
+) -> list[str]:
+    """The manifest's archives that no passing report of it, or of a candidate of its build, names."""
+    folder = source.rsplit("/", 1)[0] + f"/{CANDIDATE_PREFIX}"
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=folder).get("Contents", [])
+    digests = {digest, *(item["Key"].removeprefix(folder).removesuffix(".json") for item in listed)}
+    passed: set[str] = set()
+    for checked in sorted(digests):
+        report = _read(s3, bucket, f"{prefix}{checked}{REPORT_SUFFIX}")
+        document = json.loads(report) if report is not None else {}
+        if document.get("manifest_sha256") == checked:
+            passed |= {a["target_model"] for a in document.get("archives", []) if a.get("passed") is True}
+    return sorted({archive["target_model"] for archive in manifest.get("archives", [])} - passed)
 
 
 def _named_keys(manifest: dict[str, Any], model_prefix: str, manifest_prefix: str) -> list[str]:

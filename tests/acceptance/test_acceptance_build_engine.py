@@ -1,0 +1,68 @@
+"""The build engine's first-deploy verdicts, read from a stubbed execution history (botocore's Stubber)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+from botocore.stub import Stubber
+
+from triton_mme.acceptance.build_engine import build_engine_verdicts
+
+MACHINE = "arn:aws:states:eu-west-1:123456789012:stateMachine:Engine"
+RUN = "arn:aws:states:eu-west-1:123456789012:execution:Engine:run"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def history(resource: str, exits: dict[str, Any]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [
+        {"timestamp": NOW, "type": "TaskScheduled", "id": 1, "taskScheduledEventDetails": {
+            "resourceType": "codebuild", "resource": resource, "region": "eu-west-1", "parameters": "{}"}},
+    ]  # fmt: skip
+    for index, (name, output) in enumerate(exits.items(), start=2):
+        events.append({"timestamp": NOW, "type": "TaskStateExited", "id": index,
+                       "stateExitedEventDetails": {"name": name, "output": json.dumps(output)}})  # fmt: skip
+    return events
+
+
+def verdicts(resource: str | None, exits: dict[str, Any]) -> list[str]:
+    client = boto3.client(
+        "stepfunctions", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    with Stubber(client) as stubber:
+        executions = [] if resource is None else [
+            {"executionArn": RUN, "stateMachineArn": MACHINE, "name": "r", "status": "SUCCEEDED",
+             "startDate": NOW}
+        ]  # fmt: skip
+        expected = {"stateMachineArn": MACHINE, "statusFilter": "SUCCEEDED", "maxResults": 1}
+        stubber.add_response("list_executions", {"executions": executions}, expected)
+        if resource is not None:
+            stubber.add_response("get_execution_history", {"events": history(resource, exits)})
+        return [check.line() for check in build_engine_verdicts(client, MACHINE)]
+
+
+def test_a_batch_that_handed_its_digests_settles_both_verdicts() -> None:
+    lines = verdicts(
+        "arn:aws:states:::codebuild:startBuildBatch.sync",
+        {"ShardCandidates": {"Candidates": "d0,d1"}, "ModelBuild": {}},
+    )
+    assert [line.split(":")[0] for line in lines] == [
+        "PASS manifest/batch-on-gpu",
+        "PASS manifest/exported-candidate",
+    ]
+
+
+def test_a_single_build_leaves_the_batch_undecided_and_a_missing_digest_fails() -> None:
+    lines = verdicts("arn:aws:states:::codebuild:startBuild.sync", {"ModelBuild": {"Built": {}}})
+    assert lines[0].startswith("CANNOT TELL manifest/batch-on-gpu") and "buildRunners=1" in lines[0]
+    assert lines[1].startswith("FAIL manifest/exported-candidate")
+    passed = verdicts(
+        "arn:aws:states:::codebuild:startBuild.sync", {"ModelBuild": {"Built": {"Candidate": "c" * 64}}}
+    )
+    assert passed[1].startswith("PASS manifest/exported-candidate")
+
+
+def test_no_execution_yet_cannot_tell() -> None:
+    assert all(line.startswith("CANNOT TELL") for line in verdicts(None, {}))
