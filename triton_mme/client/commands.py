@@ -216,7 +216,7 @@ def _print_reply(
     from triton_mme.client.labels import top_k
 
     raw = getattr(args, "raw", False)
-    rows = args.image or args.text
+    rows = args.image or getattr(args, "text", None)
     classifier = args.image or names is not None or set(outputs) == {"logits"}
     if rows and classifier and not raw and target.record is not None and len(outputs) == 1:
         (scores,) = outputs.values()
