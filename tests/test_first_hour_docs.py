@@ -87,7 +87,7 @@ def test_the_first_hour_runs_as_written_and_answers_in_class_names(
         )
         assert done.returncode == 0, done.stdout + done.stderr
         answers.append(done.stdout)
-    image, text = answers
+    image, text, found = answers
     assert "part-1.jpg:\n  1. " in image and "part-2.jpg:\n  1. " in image
     ranked = [line.split()[2] for line in image.splitlines() if line.startswith("  1. ")]
     assert len(ranked) == 2 and set(ranked) <= {"scratch", "dent", "crack", "stain", "ok"}
@@ -96,3 +96,4 @@ def test_the_first_hour_runs_as_written_and_answers_in_class_names(
     assert len(rows) == 6  # three classes for each of the two texts, each named by id2label
     assert all(any(name in row for name in ("billing", "refund", "bug report")) for row in rows)
     assert "logits: shape" not in text
+    assert found.count("\n  ") == 2 and "part-2.jpg:" in found  # its manifest found through the endpoint

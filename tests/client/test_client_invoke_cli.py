@@ -408,3 +408,15 @@ def test_the_module_runs_as_a_command(tmp_path: Path) -> None:
     )
     assert result.returncode == 0
     assert "--target-model" in result.stdout and "--dry-run" in result.stdout
+
+
+def test_text_for_an_image_model_points_to_image(
+    manifest_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--dry-run", str(tmp_path), "--model", "resnet50", "--manifest", str(manifest_path)]
+    assert main([*argv, "--text", "a cat"]) == 1
+    assert _error_line(capsys) == (
+        "error: --text: model 'resnet50' is an image model; pass --image FILE... instead"
+    )
+    assert main([*argv[:3], "resnet5", *argv[4:], "--text", "a cat"]) == 1
+    assert "did you mean resnet50?" in _error_line(capsys)

@@ -261,3 +261,16 @@ def test_a_family_member_can_be_dedicated_by_an_override_keyed_by_its_variant(
     )
     with pytest.raises(CatalogError, match=re.escape("overrides: no variant 'c0011'; did you mean c0001?")):
         load_catalog(catalog_file)
+
+
+def test_a_changed_checkpoint_pinned_in_the_catalog_names_that_line(
+    checkpoints: Path, tmp_path: Path
+) -> None:
+    digest = file_sha256(checkpoints / "checkpoints/vision/c0000.safetensors")
+    own = {**VISION, "variants": ["c0000"], "sha256": digest}
+    catalog_file = project(checkpoints, tmp_path, own)
+    shutil.copy(
+        tmp_path / "checkpoints/vision/c0001.safetensors", tmp_path / "checkpoints/vision/c0000.safetensors"
+    )
+    with pytest.raises(CatalogError, match="delete the entry's sha256: line and run `triton-mme lock`"):
+        check_sources(load_catalog(catalog_file))

@@ -127,6 +127,13 @@ def invoke(args: argparse.Namespace, runtime: Any = None) -> int:
             "(--component-endpoint NAME for a model on an inference component)"
         )
     if args.model and args.manifest == DEFAULT_MANIFEST and not Path(DEFAULT_MANIFEST).is_file():
+        from triton_mme.client.local_manifest import served_manifest
+
+        served = served_manifest(args.local) if args.local is not None else None
+        if served is not None:
+            print(f"note: --manifest {served} (the folder {args.local} serves)", file=sys.stderr)
+            args.manifest = str(served)
+    if args.model and args.manifest == DEFAULT_MANIFEST and not Path(DEFAULT_MANIFEST).is_file():
         raise calls.UsageError(
             f"no {DEFAULT_MANIFEST} here; pass --manifest DIR/manifest.json for the build folder you built "
             "(`triton-mme build --out DIR`) or serve (`serve-local --models DIR`)"
@@ -209,7 +216,7 @@ def _print_reply(
     from triton_mme.client.labels import top_k
 
     raw = getattr(args, "raw", False)
-    rows = args.image or args.text
+    rows = args.image or getattr(args, "text", None)
     classifier = args.image or names is not None or set(outputs) == {"logits"}
     if rows and classifier and not raw and target.record is not None and len(outputs) == 1:
         (scores,) = outputs.values()

@@ -277,9 +277,11 @@ class _Handler(BaseHTTPRequestHandler):
             models = [{"targetModel": n, "loaded": n in loaded} for n in list_archives(cache.models_dir)]
             counts = {"cacheHits": cache.hits, "cacheMisses": cache.misses}
             instances = {"instances": cache.instances, "instanceBudget": cache.instance_budget}
+            # The folder served, so `invoke --local` finds its manifest without --manifest.
+            served = {"modelsDir": str(cache.models_dir.resolve())}
             self._send_json(
                 HTTPStatus.OK,
-                {"models": models, "loaded": loaded, "budget": cache.budget, **instances, **counts},
+                {"models": models, "loaded": loaded, "budget": cache.budget, **instances, **counts, **served},
             )
         else:
             self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no route GET {self.path}"})

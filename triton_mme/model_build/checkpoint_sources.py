@@ -202,8 +202,14 @@ def resolve_checkpoint(entry: ModelEntry, base_dir: Path) -> CheckpointPin:
             f"{found.sha256}"
         )
     if found.sha256 != entry.sha256:
+        # The one edit that resolves it depends on where the pin is written.
+        fix = (
+            "if the change is intended, run `triton-mme lock`"
+            if entry.pin is not None
+            else "if the change is intended, delete the entry's sha256: line and run `triton-mme lock`"
+        )
         raise CatalogError(
             f"{where}: its content's sha256 is {found.sha256[:16]}…, the pin says {entry.sha256[:16]}…; "
-            "allowed: the pinned checkpoint (if the change is intended, run `triton-mme lock`)"
+            f"allowed: the pinned checkpoint ({fix})"
         )
     return found
