@@ -295,3 +295,72 @@ def test_the_store_grants_follow_its_key_layout() -> None:
     assert policy_of("Live") == [
         {"Action": "s3:PutObject", "Effect": "Allow", "Resource": objects(store.live_manifest_key)}
     ]
+
+
+def _runner_policies() -> dict[str, list[dict[str, Any]]]:
+    stack = bare_stack()
+    store = ModelStore(stack, "Store")
+    roles = {
+        name: iam.Role(stack, name, assumed_by=iam.AccountRootPrincipal()) for name in ("Build", "Check")
+    }
+    store.grant_publish_archives(roles["Build"])
+    store.grant_publish_builds(roles["Check"])
+    template = Template.from_stack(stack)
+    policies: dict[str, list[dict[str, Any]]] = {}
+    for name, role in roles.items():
+        role_ref = {"Ref": stack.get_logical_id(role.node.default_child)}  # type: ignore[arg-type]
+        policies[name] = [
+            statement
+            for p in template.find_resources("AWS::IAM::Policy").values()
+            if p["Properties"]["Roles"] == [role_ref]
+            for statement in p["Properties"]["PolicyDocument"]["Statement"]
+        ]
+    return policies
+
+
+def _keys_of(statement: dict[str, Any]) -> list[str]:
+    resources = statement["Resource"]
+    return [
+        r["Fn::Join"][1][-1].lstrip("/") for r in (resources if isinstance(resources, list) else [resources])
+    ]
+
+
+def may_write(statements: list[dict[str, Any]], key: str) -> bool:
+    """IAM's evaluation of PutObject on `key`: an explicit Deny wins, then any Allow (`*` and `?` match any
+    characters, `/` included, as fnmatch's do)."""
+    puts = [
+        s
+        for s in statements
+        if "s3:PutObject" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    ]
+    if any(s["Effect"] == "Deny" and any(fnmatch.fnmatchcase(key, k) for k in _keys_of(s)) for s in puts):
+        return False
+    return any(s["Effect"] == "Allow" and any(fnmatch.fnmatchcase(key, k) for k in _keys_of(s)) for s in puts)
+
+
+@pytest.mark.parametrize("role", ["Build", "Check"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "manifests/intents/m-onnx-0123456789abcdef.tar.gz/add-0123456789abcdef.json",
+        "manifests/intents/m/x-0123456789abcdef.json",
+        "manifests/intents/m/x.serving-report.json",
+        "manifests/manifest.json",
+    ],
+)
+def test_no_runner_may_write_an_operators_key(role: str, key: str) -> None:
+    assert not may_write(_runner_policies()[role], key)
+
+
+@pytest.mark.parametrize(
+    ("role", "key"),
+    [
+        ("Build", "manifests/labels-0123456789abcdef.json"),
+        ("Build", "models/m-onnx-0123456789abcdef.tar.gz"),
+        ("Build", "manifests/build-cache/" + "a" * 64 + ".json"),
+        ("Check", f"manifests/builds/{'a' * 64}/manifest.json"),
+        ("Check", "manifests/" + "a" * 64 + ".serving-report.json"),
+    ],
+)
+def test_each_runner_still_writes_its_own_keys(role: str, key: str) -> None:
+    assert may_write(_runner_policies()[role], key)

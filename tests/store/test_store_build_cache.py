@@ -141,3 +141,21 @@ def test_records_of_archives_not_in_the_bucket_are_not_published(
     assert main(["publish-cache", "--from", str(built[0]), *STORE]) == 0
     assert capsys.readouterr().out == "build cache: 0 records written, 0 already there\n"
     assert _record_keys(s3) == []
+
+
+def test_a_record_of_another_model_under_a_key_is_not_fetched(
+    s3: Any, published: Manifest, tiny_catalog: Catalog, catalog_file: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    keys = catalog_cache_keys(tiny_catalog)
+    other = s3.get_object(
+        Bucket=BUCKET, Key=f"manifests/{BUILD_CACHE_FOLDER}{keys['tiny-roberta/onnx']}.json"
+    )
+    s3.put_object(
+        Bucket=BUCKET,
+        Key=f"manifests/{BUILD_CACHE_FOLDER}{keys['tiny-cnn/onnx']}.json",
+        Body=other["Body"].read(),
+    )
+    lines = _fetch(catalog_file, tmp_path / "runner", capsys)
+    assert "rebuild  tiny-cnn/onnx: its record names tiny-roberta/onnx, not tiny-cnn/onnx" in lines
+    assert not (tmp_path / "runner" / CACHE_DIR_NAME / f"{keys['tiny-cnn/onnx']}.json").exists()

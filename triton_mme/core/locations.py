@@ -33,6 +33,10 @@ CANDIDATE_PREFIX = "candidate-"
 BUILDS_FOLDER = "builds/"
 # Under the manifest prefix: the build cache records runners share (store.build_cache), `<key>.json` each.
 BUILD_CACHE_FOLDER = "build-cache/"
+# Under the manifest prefix: the operators' intents of `add`, `upload` and `remove` (store.intents). No
+# runner may write here: IAM's `*` matches `/`, so the runners' write patterns under the manifest prefix
+# reach it, and their roles deny it explicitly (triton_mme_cdk/constructs/model_store.py).
+INTENTS_FOLDER = "intents/"
 # A build's fingerprint: the sha256 (hex) of all the build depends on
 # (triton_mme_cdk/constructs/build_runner.py and
 # serving_check.py); a manifest's digest: the sha256 (hex) of its bytes (Manifest.sha256).

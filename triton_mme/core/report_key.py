@@ -9,6 +9,7 @@ here.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -21,6 +22,8 @@ from triton_mme.core.errors import UserError
 REPORT_KEY_ENV = "TRITON_MME_REPORT_KEY_FILE"
 REPORT_KEY_FILE = Path("triton-mme") / "report-key"
 _KEY_BYTES = 32
+# The file holds 64 hex digits and a newline; more is read only to refuse it.
+_MAX_KEY_FILE_BYTES = 4096
 
 
 class ReportKeyError(UserError):
@@ -38,19 +41,26 @@ def signing_key(path: Path) -> bytes:
 
 
 def report_key(path: Path) -> bytes | None:
-    """The key in `path`, None when there is none."""
+    """The key in `path`, None when there is none.
+
+    The file is opened once, without following a link (O_NOFOLLOW), and everything after (its kind, owner
+    and mode, its bytes) is read from that open file: a link swapped in after a check is never read. Its
+    directory must be this user's and writable by no one else, or another user could swap the file itself.
+    """
+    _check_directory(path.parent)
     try:
-        status = path.lstat()
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None
     except OSError as error:
+        if error.errno == errno.ELOOP:  # the name is a symbolic link
+            raise _not_private(path, "a symbolic link") from None
         raise ReportKeyError(f"{path}: cannot read the report key ({error.strerror})") from None
-    if not stat.S_ISREG(status.st_mode) or status.st_mode & 0o077 or status.st_uid != os.getuid():
-        raise ReportKeyError(
-            f"{path}: the report key must be a regular file of this user that only they may read "
-            f"(mode {stat.S_IMODE(status.st_mode):04o}); allowed mode 0600, or delete it to make a new one"
-        )
-    text = path.read_text(encoding="ascii", errors="replace").strip()
+    with os.fdopen(handle, "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_mode & 0o077 or status.st_uid != os.getuid():
+            raise _not_private(path, f"mode {stat.S_IMODE(status.st_mode):04o}")
+        text = file.read(_MAX_KEY_FILE_BYTES).decode("ascii", errors="replace").strip()
     try:
         key = bytes.fromhex(text)
     except ValueError:
@@ -58,6 +68,29 @@ def report_key(path: Path) -> bytes | None:
     if len(key) != _KEY_BYTES:
         raise ReportKeyError(f"{path}: not a report key; allowed {2 * _KEY_BYTES} hex digits")
     return key
+
+
+def _not_private(path: Path, found: str) -> ReportKeyError:
+    return ReportKeyError(
+        f"{path}: the report key must be a regular file of this user that only they may read ({found}); "
+        "allowed mode 0600, or delete it to make a new one"
+    )
+
+
+def _check_directory(directory: Path) -> None:
+    try:
+        status = directory.stat()
+    except FileNotFoundError:
+        return  # no directory, so no key yet
+    except OSError as error:
+        raise ReportKeyError(
+            f"{directory}: cannot read the report key's directory ({error.strerror})"
+        ) from None
+    if status.st_uid != os.getuid() or status.st_mode & 0o022:
+        raise ReportKeyError(
+            f"{directory}: the report key's directory must be this user's and writable by no one else (owner "
+            f"uid {status.st_uid}, mode {stat.S_IMODE(status.st_mode):04o}); allowed mode 0700 (chmod 700 it)"
+        )
 
 
 def _create(path: Path) -> None:

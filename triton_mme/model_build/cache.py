@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from triton_mme.core.catalog import Format, ModelEntry
+from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256, write_atomically
 from triton_mme.core.manifest import ArchiveRecord
 from triton_mme.core.naming import COMPANION_NAME
+from triton_mme.core.record_check import check_record_archive
 
 CACHE_DIR_NAME = ".cache"
 # Everything the build imports of this project: the shared core and the build package itself (its
@@ -88,29 +90,63 @@ def cache_key(entry: ModelEntry, fmt: Format, *, extra: dict[str, Any] | None = 
 
 
 class BuildCache:
+    """Records of archives built before, by cache key. A record is a hit only when it is earned (`lookup`):
+    records come from the store's shared cache too (store.build_cache), written by other runners."""
+
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
         self.directory = out_dir / CACHE_DIR_NAME
 
-    def lookup(self, key: str) -> ArchiveRecord | None:
-        """The cached record, only when its archive is still in out_dir with the recorded content."""
+    def lookup(self, key: str, entry: ModelEntry, fmt: Format) -> ArchiveRecord | str | None:
+        """The cached record of (entry, fmt) under `key`: None when there is none, and why it is a miss (one
+        line) when it is not this entry's archive in this format from this source, pin and build code, or its
+        archive is not in out_dir with the recorded content and passing the model check of `add`."""
         path = self.directory / f"{key}.json"
         if not path.is_file():
             return None
         try:
             record = ArchiveRecord.model_validate_json(path.read_text(encoding="utf-8"))
         except ValueError:
-            return None
+            return "its record is not an archive record"
+        problem = record_problem(record, entry, fmt)
+        if problem:
+            return problem
         archive = self.out_dir / record.target_model
         if not archive.is_file() or archive.stat().st_size != record.size_bytes:
-            return None
+            return f"its archive {record.target_model} is not here with the recorded size"
         if not companions_in_place(self.out_dir, record):
-            return None
-        return record if file_sha256(archive) == record.sha256 else None
+            return "a companion file of its record is not here with its content"
+        if file_sha256(archive) != record.sha256:
+            return f"its archive {record.target_model} holds other bytes than the record states"
+        try:
+            check_record_archive(archive, record)
+        except UserError as error:
+            return f"its archive fails the model check: {first_line(error)}"
+        return record
 
     def store(self, key: str, record: ArchiveRecord) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         write_atomically(self.directory / f"{key}.json", record.model_dump_json(indent=2))
+
+
+def record_problem(record: ArchiveRecord, entry: ModelEntry, fmt: Format) -> str | None:
+    """Why a cache record is not (entry, fmt) built by this build code from the entry's source and pin; None
+    when it is. The key alone proves nothing: a record is stored under whatever key its writer chose."""
+    provenance = record.provenance
+    expected = (entry.name, fmt.value, entry.source, entry.sha256, builder_version())
+    found = (
+        record.name,
+        record.format,
+        provenance.source if provenance else None,
+        provenance.sha256 if provenance else None,
+        provenance.builder if provenance else None,
+    )
+    for what, want, have in zip(
+        ("model", "format", "source", "pin", "builder"), expected, found, strict=True
+    ):
+        if want != have:
+            return f"its record names {what} {str(have)[:80]!r}, not {str(want)[:80]!r}"
+    return None
 
 
 def companions_in_place(out_dir: Path, record: ArchiveRecord) -> bool:

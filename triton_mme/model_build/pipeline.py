@@ -290,6 +290,10 @@ def _remove_leftovers(out_dir: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
+def cache_miss_line(name: str, fmt: Format, why: str) -> str:
+    return f"{name}/{fmt.value}: build cache record not used ({why}); building it"
+
+
 def report_line(outcome: ArchiveOutcome) -> str:
     record = outcome.record
     how = "cached" if outcome.cached else f"built in {outcome.seconds:.1f} s"
@@ -344,6 +348,8 @@ def build_catalog(
             skipped = sorted(f.value for f in skip & set(plan.entry.formats))
             if skipped:
                 bar.write(f"{plan.entry.name}: skipping {', '.join(skipped)} (asked to)", file=sys.stderr)
+            for fmt, why in plan.misses.items():
+                bar.write(cache_miss_line(plan.entry.name, fmt, why), file=sys.stderr)
 
         def report(outcome: ArchiveOutcome) -> None:
             records.append(outcome.record)
@@ -380,6 +386,8 @@ class _Plan:
     entry: ModelEntry
     keys: dict[Format, str]
     hits: dict[Format, ArchiveRecord]
+    # A record found under the key but not earned (BuildCache.lookup): why, per format. Built again.
+    misses: dict[Format, str] = dataclasses.field(default_factory=dict)
 
     @property
     def pending(self) -> list[Format]:
@@ -415,8 +423,10 @@ def catalog_cache_keys(
 
 def _plan(entry: ModelEntry, formats: list[Format], cache: BuildCache, triton_tag: str) -> _Plan:
     keys = _keys(entry, formats, triton_tag)
-    hits = {fmt: hit for fmt, key in keys.items() if (hit := cache.lookup(key)) is not None}
-    return _Plan(entry, keys, hits)
+    found = {fmt: cache.lookup(key, entry, fmt) for fmt, key in keys.items()}
+    hits = {fmt: hit for fmt, hit in found.items() if isinstance(hit, ArchiveRecord)}
+    misses = {fmt: why for fmt, why in found.items() if isinstance(why, str)}
+    return _Plan(entry, keys, hits, misses)
 
 
 def _fail(failures: list[str], progress: BuildProgress, where: str, error: BaseException, steps: int) -> None:

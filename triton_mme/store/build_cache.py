@@ -93,10 +93,14 @@ def _download_checked(store: ModelStoreClient, key: str, path: Path, expected: s
         partial.unlink(missing_ok=True)
 
 
-def _fetch_one(store: ModelStoreClient, key: str, out_dir: Path) -> ArchiveRecord | str | None:
+def _fetch_one(store: ModelStoreClient, archive: str, key: str, out_dir: Path) -> ArchiveRecord | str | None:
     record = _get_record(store, key)
     if not isinstance(record, ArchiveRecord):
         return record
+    # The build earns a hit only with the whole provenance and the model check (model_build.cache); a record
+    # of another model or format is not even downloaded.
+    if f"{record.name}/{record.format}" != archive:
+        return f"its record names {record.name}/{record.format}, not {archive}"
     problem = _download_checked(
         store, store.prefixes.models + record.target_model, out_dir / record.target_model, record.sha256
     )
@@ -119,7 +123,11 @@ def fetch_cached(store: ModelStoreClient, keys: Mapping[str, str], out_dir: Path
     (out_dir / CACHE_DIR_NAME).mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=FETCH_THREADS) as pool:
         results = dict(
-            zip(keys, pool.map(lambda key: _fetch_one(store, key, out_dir), keys.values()), strict=True)
+            zip(
+                keys,
+                pool.map(lambda item: _fetch_one(store, item[0], item[1], out_dir), keys.items()),
+                strict=True,
+            )
         )
     hits = tuple(archive for archive, found in results.items() if isinstance(found, ArchiveRecord))
     unusable = {archive: found for archive, found in results.items() if isinstance(found, str)}

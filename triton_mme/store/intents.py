@@ -35,12 +35,12 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
+from triton_mme.core.locations import INTENTS_FOLDER
 from triton_mme.store.errors import PublishError
 from triton_mme.store.location import ModelStoreClient
 
 ADD = "add"
 REMOVE = "remove"
-INTENTS_FOLDER = "intents/"
 # Called with the name of each step of add, upload and remove as it completes: the tests interleave the
 # other command at every one of them.
 Step = Callable[[str], None]

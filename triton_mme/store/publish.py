@@ -29,13 +29,12 @@ from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
-from triton_mme.core.archive_policy import check_identity
 from triton_mme.core.errors import UserError, aws_error_code, first_line
 from triton_mme.core.files import file_sha256, private_copy, private_directory
 from triton_mme.core.locations import build_manifest_key, live_manifest_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
-from triton_mme.core.model_check import check_archive_file
-from triton_mme.core.naming import COMPANION_NAME, model_directory
+from triton_mme.core.naming import COMPANION_NAME
+from triton_mme.core.record_check import check_record_archive
 from triton_mme.core.runner_environment import FINGERPRINT_ENV
 from triton_mme.store.errors import DifferentContentError, PublishError
 from triton_mme.store.intents import ADD, REMOVE, Step, intents, no_step
@@ -105,21 +104,11 @@ def _copied(path: Path, private: Path | None, what: str) -> Path:
 def check_archive_contents(path: Path, record: ArchiveRecord) -> None:
     """The model check of `add`, `serve-local` and `serving-check` (core.model_check: layout, config policy,
     the model file inspected) on a build's archive, and a name, model directory and format that match the
-    record."""
+    record (core.record_check, which a build-cache hit passes too)."""
     try:
-        contents = check_archive_file(path)
-        check_identity(
-            str(path.name), path.name, fmt=contents.format, model_dir=contents.model_dir, sha256=record.sha256
-        )
+        check_record_archive(path, record)
     except UserError as error:
         raise PublishError(str(error)) from None
-    if contents.format.value != record.format or contents.model_dir != model_directory(
-        record.name, contents.format
-    ):
-        raise PublishError(
-            f"{path.name}: the manifest records model {record.name!r} in format {record.format} but the "
-            f"archive holds {contents.model_dir!r} ({contents.format.value})"
-        )
 
 
 def check_local_archives(

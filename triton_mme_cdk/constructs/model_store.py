@@ -15,6 +15,7 @@ from triton_mme.core.locations import (
     BUILD_CACHE_FOLDER,
     BUILDS_FOLDER,
     CANDIDATE_PREFIX,
+    INTENTS_FOLDER,
     MANIFEST_FILE_NAME,
     MANIFEST_PREFIX,
     MODEL_PREFIX,
@@ -216,25 +217,26 @@ class ModelStore(Construct):
 
     def grant_publish_archives(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let `grantee` (the build) write archives, content-addressed files and candidate manifests, and
-        deny it the live manifest (stated although nothing allows it: a build must never move it)."""
+        deny it the live manifest (stated although nothing allows it: a build must never move it) and the
+        operators' intents."""
         return self._grant(
             grantee,
             [
                 iam.PolicyStatement(
                     actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=self.archive_write_arns
                 ),
-                self._deny_live_manifest(),
+                self._deny_operator_keys(),
             ],
         )
 
     def grant_publish_builds(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let `grantee` (the serving check) write serving reports and build manifests, never the live
-        manifest."""
+        manifest nor an operator's intent."""
         return self._grant(
             grantee,
             [
                 iam.PolicyStatement(actions=["s3:PutObject"], resources=self.build_write_arns),
-                self._deny_live_manifest(),
+                self._deny_operator_keys(),
             ],
         )
 
@@ -252,11 +254,19 @@ class ModelStore(Construct):
     def _list_statement(self) -> iam.PolicyStatement:
         return iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn])
 
-    def _deny_live_manifest(self) -> iam.PolicyStatement:
+    def _deny_operator_keys(self) -> iam.PolicyStatement:
+        """The keys only operators and the deployment write: the live manifest, and the intents of `add`,
+        `upload` and `remove` (store.intents), which the runners' patterns under the manifest prefix would
+        otherwise reach (IAM's `*` matches `/`: `manifests/*-????????????????.json` matches
+        `manifests/intents/<model>/x-<16 characters>.json`, which the intent check counts as an intent),
+        letting a runner block every operator's `add`, `upload` and `remove`."""
         return iam.PolicyStatement(
             effect=iam.Effect.DENY,
             actions=["s3:PutObject"],
-            resources=[self.bucket.arn_for_objects(self.live_manifest_key)],
+            resources=[
+                self.bucket.arn_for_objects(self.live_manifest_key),
+                self.bucket.arn_for_objects(f"{MANIFEST_PREFIX}{INTENTS_FOLDER}*"),
+            ],
         )
 
     @staticmethod
