@@ -99,7 +99,11 @@ def _load(model: str, image_size: int, workdir: Path) -> Any:
     common: dict[str, Any] = {"formats": ["torchscript"], "max_batch_size": MAX_BATCH_SIZE}
     if ":" not in model:
         size = image_size_for(model, image_size)
-        raw: dict[str, Any] = {"source": f"torchvision:{model}", "weights": "random", "input_shape": [3, size, size]}
+        raw: dict[str, Any] = {
+            "source": f"torchvision:{model}",
+            "weights": "random",
+            "input_shape": [3, size, size],
+        }
         return load_model(parse_catalog([{"name": "m", **common, **raw}]).models[0])
     model_type, head = model.split(":")
     text = {"sequence_length": SEQUENCE_LENGTH}

@@ -213,6 +213,8 @@ def components() -> tuple[Template, InferenceComponentEndpoint, iam.Role]:
     )
     caller = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     endpoint.grant_invoke(caller)
+    reader = iam.Role(stack, "Reader", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    endpoint.grant_describe(reader)
     return Template.from_stack(stack), endpoint, caller
 
 
@@ -403,6 +405,30 @@ def test_grant_invoke_is_invoke_endpoint_on_this_endpoint_and_its_components_onl
             },
         },
     )
+
+
+def test_grant_describe_reads_this_endpoint_and_its_components_only(
+    components: tuple[Template, InferenceComponentEndpoint, iam.Role],
+) -> None:
+    template, endpoint, _ = components
+    stack = endpoint.endpoint.stack
+    reader = stack.node.find_child("Reader")
+    (policy,) = [
+        p
+        for p in template.find_resources("AWS::IAM::Policy").values()
+        if p["Properties"]["Roles"] == [{"Ref": stack.get_logical_id(reader.node.default_child)}]
+    ]
+    granted = {
+        s["Action"]: s["Resource"] for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    }
+    component_arns = [
+        {"Fn::GetAtt": [stack.get_logical_id(endpoint.models[name].component), "InferenceComponentArn"]}
+        for name in ("hot", "warm")
+    ]
+    assert granted == {
+        "sagemaker:DescribeEndpoint": {"Ref": stack.get_logical_id(endpoint.endpoint)},
+        "sagemaker:DescribeInferenceComponent": component_arns,
+    }
 
 
 def test_with_autoscaling_off_the_components_keep_their_copies_unscaled() -> None:

@@ -17,17 +17,27 @@ import boto3
 import pytest
 from acceptance_support import (
     ALARMS,
+    DEPLOYED_COMPONENTS,
     EVERY_METRIC,
     STACK,
     expect_alarms,
+    expect_component,
+    expect_component_endpoint,
+    expect_component_endpoint_config,
     healthy_stack,
     metric_results,
     stubbed,
 )
 from botocore.stub import Stubber
-from synth_support import KEY_ARN, Synthesized
+from synth_support import KEY_ARN, VARIANTS, Synthesized
 
 from triton_mme.acceptance.runner import AcceptanceClients, run_acceptance
+from triton_mme.acceptance.verdicts import (
+    check_component_endpoint_update,
+    check_component_metrics,
+    check_components_run,
+    check_no_capacity_error,
+)
 from triton_mme.core.model_metrics import INSIGHT_RULES
 from triton_mme.observability.cloudwatch import stack_figures
 from triton_mme_cdk.stack import ACCEPTANCE_ROLE_OUTPUT, ENDPOINT_NAME_OUTPUT
@@ -101,6 +111,32 @@ def acceptance_calls(s3: Any) -> CallRecorder:
     return recorder
 
 
+def component_calls() -> CallRecorder:
+    """The first-deploy verdicts on the inference component endpoint (a hybrid catalog's acceptance run)."""
+    recorder = CallRecorder()
+    sagemaker, sagemaker_stub = stubbed("sagemaker")
+    cloudwatch, cloudwatch_stub = stubbed("cloudwatch")
+    runtime, runtime_stub = stubbed("sagemaker-runtime")
+    sagemaker, cloudwatch, runtime = (recorder.watch(c) for c in (sagemaker, cloudwatch, runtime))
+    components = [c.name for c in DEPLOYED_COMPONENTS.components.values()]
+    expect_component_endpoint(sagemaker_stub)
+    expect_component_endpoint_config(sagemaker_stub)
+    for name in components:
+        expect_component(sagemaker_stub, name)
+    for _ in components:
+        cloudwatch_stub.add_response("list_metrics", {"Metrics": []})
+    expect_component_endpoint(sagemaker_stub)
+    expect_component(sagemaker_stub, components[0], copies=0)
+    runtime_stub.add_client_error("invoke_endpoint", service_error_code="ValidationError")
+    check_components_run(sagemaker, DEPLOYED_COMPONENTS)
+    check_component_metrics(cloudwatch, DEPLOYED_COMPONENTS)
+    check_component_endpoint_update(sagemaker, DEPLOYED_COMPONENTS)
+    check_no_capacity_error(sagemaker, runtime, DEPLOYED_COMPONENTS)
+    for stub in (sagemaker_stub, cloudwatch_stub, runtime_stub):
+        stub.assert_no_pending_responses()
+    return recorder
+
+
 def models_calls() -> CallRecorder:
     recorder = CallRecorder()
     cloudformation = boto3.client("cloudformation", region_name="us-east-1")
@@ -168,7 +204,7 @@ def test_every_call_site_of_the_commands_is_in_the_recorded_runs(s3: Any) -> Non
     # The acceptance package, and the client modules it calls AWS through (the manifest, InvokeEndpoint).
     used = [package / "client" / "manifest_source.py", package / "client" / "transport.py"]
     acceptance = call_sites(*sorted((package / "acceptance").glob("*.py")), *used)
-    assert acceptance and acceptance <= acceptance_calls(s3).methods
+    assert acceptance and acceptance <= acceptance_calls(s3).methods | component_calls().methods
     models = call_sites(REPO_ROOT / "triton_mme" / "observability" / "cloudwatch.py")
     assert models and models <= models_calls().methods
 
@@ -232,3 +268,19 @@ def test_invocations_and_event_reads_are_confined_to_this_endpoint(default_synth
 @pytest.mark.parametrize("page", ["acceptance.md", "first-deploy.md"])
 def test_the_docs_name_the_role_the_acceptance_needs(page: str) -> None:
     assert ACCEPTANCE_ROLE_OUTPUT in (REPO_ROOT / "docs" / page).read_text()
+
+
+def test_with_dedicated_models_the_acceptance_role_may_make_the_component_verdicts_calls(
+    s3: Any, synth_with: Any
+) -> None:
+    hybrid = synth_with(**VARIANTS["hybrid-placement"])
+    role = hybrid.stack.get_logical_id(hybrid.stack.mme.operators.acceptance_role.node.default_child)
+    attached = [
+        resource["Properties"]["PolicyDocument"]["Statement"]
+        for resource in hybrid.resources.values()
+        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role} in resource["Properties"]["Roles"]
+    ]
+    managed = policy_statements(hybrid, hybrid.stack.mme.operators.acceptance_policy)
+    granted = allowed_actions([*managed, *(s for statements in attached for s in statements)])
+    needed = component_calls().actions | acceptance_calls(s3).actions
+    assert needed <= granted, needed - granted

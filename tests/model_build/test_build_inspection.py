@@ -33,6 +33,6 @@ def test_torchscript_is_loaded_only_after_its_code_check_and_class_methods_are_w
     )
     module = wrap_cpp_module(imported)
     check_torchscript_operators("m", module)  # the submodules' methods alone look harmless
-    with pytest.raises(ArchiveError, match=r"model\.pt uses operator aten::fill_, aten::from_file"):
+    with pytest.raises(ArchiveError, match=r"model\.pt uses operator (.*, )?aten::from_file\b"):
         check_torchscript_operators("m", module, unit.get_functions())  # type: ignore[func-returns-value]
     assert victim.read_bytes() == b"original contents"

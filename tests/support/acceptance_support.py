@@ -18,7 +18,13 @@ from botocore.stub import ANY, Stubber
 from client_support import triton_binary_reply
 from store_support import BUCKET
 
-from triton_mme.acceptance.stack import ACCEPTANCE_SETTINGS_OUTPUT, DeployedSettings
+from triton_mme.acceptance.report import Check
+from triton_mme.acceptance.stack import (
+    ACCEPTANCE_SETTINGS_OUTPUT,
+    DeployedComponent,
+    DeployedComponents,
+    DeployedSettings,
+)
 from triton_mme.acceptance.timing import Timing
 from triton_mme.core.golden import GoldenData
 from triton_mme.core.locations import build_manifest_key, live_manifest_key, serving_report_key
@@ -517,3 +523,75 @@ def healthy_stack(s3: Any, *, not_ready: int = 2, events: list[tuple[str, str]] 
         autoscaling=autoscaling,
         logs=logs,
     )
+
+
+# ----- the inference component endpoint's first-deploy verdicts ----------------------------------------
+DEPLOYED_COMPONENTS = DeployedComponents(
+    endpoint_name="team-ic",
+    endpoint_config_name="team-ic-config",
+    variant_name="AllTraffic",
+    instance_type="ml.g5.xlarge",
+    instance_counts={"min": 0, "initial": 3, "max": 14},
+    components={
+        "resnet50": DeployedComponent(name="team-ic-resnet50", copy_count=1, copy_range=(0, 3), scaled=True),
+        "mobilenet": DeployedComponent(
+            name="team-ic-mobilenet", copy_count=2, copy_range=(1, 4), scaled=True
+        ),
+    },
+)
+COMPONENTS_CREATED = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+
+
+def verdict(check: Check) -> str:
+    """PASS, FAIL or CANNOT TELL, as the report's line starts."""
+    return check.line().split(f" {check.group}/")[0]
+
+
+def expect_component_endpoint(stub: Stubber, status: str = "InService", *, updated: bool = False) -> None:
+    stub.add_response(
+        "describe_endpoint",
+        {
+            "EndpointName": DEPLOYED_COMPONENTS.endpoint_name,
+            "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/team-ic",
+            "EndpointConfigName": DEPLOYED_COMPONENTS.endpoint_config_name,
+            "EndpointStatus": status,
+            "CreationTime": COMPONENTS_CREATED,
+            "LastModifiedTime": COMPONENTS_CREATED + dt.timedelta(hours=1) if updated else COMPONENTS_CREATED,
+        },
+        {"EndpointName": DEPLOYED_COMPONENTS.endpoint_name},
+    )
+
+
+def expect_component_endpoint_config(stub: Stubber) -> None:
+    variant = {
+        "VariantName": "AllTraffic",
+        "InstanceType": "ml.g5.xlarge",
+        "InitialInstanceCount": 3,
+        "InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1",
+        "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 0, "MaxInstanceCount": 14},
+    }
+    stub.add_response(
+        "describe_endpoint_config",
+        {
+            "EndpointConfigName": DEPLOYED_COMPONENTS.endpoint_config_name,
+            "EndpointConfigArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint-config/team-ic-config",
+            "ProductionVariants": [variant],
+            "CreationTime": COMPONENTS_CREATED,
+        },
+        {"EndpointConfigName": DEPLOYED_COMPONENTS.endpoint_config_name},
+    )
+
+
+def expect_component(stub: Stubber, name: str, state: str = "InService", copies: int | None = None) -> None:
+    described: dict[str, Any] = {
+        "InferenceComponentName": name,
+        "InferenceComponentArn": f"arn:aws:sagemaker:us-east-1:123456789012:inference-component/{name}",
+        "EndpointName": DEPLOYED_COMPONENTS.endpoint_name,
+        "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/team-ic",
+        "CreationTime": COMPONENTS_CREATED,
+        "LastModifiedTime": COMPONENTS_CREATED,
+        "InferenceComponentStatus": state,
+    }
+    if copies is not None:
+        described["RuntimeConfig"] = {"DesiredCopyCount": copies, "CurrentCopyCount": copies}
+    stub.add_response("describe_inference_component", described, {"InferenceComponentName": name})

@@ -59,7 +59,7 @@ class GpuRunnerProps:
 
     batch_timeout_minutes: int | None = None
     """How long a whole batch may take from submission: every level's queueing and timeout
-    (`BuildBatchConfig.TimeoutInMins` bounds the batch, not one build). @default - `timeout_minutes`"""
+    (`BuildBatchConfig.TimeoutInMins` bounds the batch, not one build). @default - timeout_minutes"""
 
 
 class GpuRunner(Construct):

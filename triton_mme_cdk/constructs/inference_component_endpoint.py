@@ -131,6 +131,20 @@ class InferenceComponentEndpoint(Construct):
             resource_arns=[self.endpoint_arn, *self.component_arns],
         )
 
+    def grant_describe(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let `grantee` read this endpoint's and its components' status (DescribeEndpoint,
+        DescribeInferenceComponent): what the acceptance run's component verdicts read
+        (triton_mme/acceptance/verdicts.py)."""
+        endpoint = iam.Grant.add_to_principal(
+            grantee=grantee, actions=["sagemaker:DescribeEndpoint"], resource_arns=[self.endpoint_arn]
+        )
+        components = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:DescribeInferenceComponent"],
+            resource_arns=self.component_arns,
+        )
+        return endpoint.combine(components)
+
     def guard_updates(
         self, policy: UpdatePolicy, *, thresholds: AlarmThresholds, alarm_topic: sns.ITopic
     ) -> list[cloudwatch.Alarm]:

@@ -337,8 +337,9 @@ class TritonMultiModelEndpoint(Construct):
         self.archive_locations: ArchiveLocations | None = None
         self.dedicated = self._dedicated_models(catalog) if dedicated_entries(catalog) else None
         if self.dedicated is not None:
-            # The acceptance run calls the dedicated models on their endpoint too.
+            # The acceptance run calls the dedicated models on their endpoint too, and reads its status.
             self.dedicated.grant_invoke(self.operators.acceptance_role)
+            self.dedicated.grant_describe(self.operators.acceptance_role)
 
     def _dedicated_models(self, catalog: Catalog) -> InferenceComponentEndpoint:
         """The inference component endpoint of the catalog's dedicated entries, after the same build."""
