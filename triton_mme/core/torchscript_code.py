@@ -134,6 +134,7 @@ TORCHSCRIPT_OPERATORS = frozenset(
         "aten::relu",
         "aten::relu6",
         "aten::relu_",
+        "aten::remainder",
         "aten::repeat",
         "aten::reshape",
         "aten::roll",

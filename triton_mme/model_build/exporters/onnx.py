@@ -82,11 +82,28 @@ def frozen_parameters(module: torch.nn.Module) -> Iterator[None]:
             parameter.requires_grad_(flag)
 
 
+@contextmanager
+def attention_fastpath_off() -> Iterator[None]:
+    """nn.MultiheadAttention's fused inference path off for the duration, then as it was.
+
+    In eval mode with no parameter requiring grad (frozen_parameters), nn.MultiheadAttention and
+    nn.TransformerEncoderLayer call aten::_native_multi_head_attention, which the TorchScript-based ONNX
+    exporter cannot export ("not supported" at every opset): torchvision's ViT failed so. The plain path
+    is the same computation in exportable operators.
+    """
+    enabled = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(enabled)
+
+
 def export_plain(loaded: LoadedModel, path: Path) -> Path:
     """torch.onnx.export with the TorchScript-based exporter: its graphs are what ONNX Runtime's
     transformer optimizer fuses (the dynamo exporter's attention is left unfused)."""
     names = [s.name for s in loaded.inputs]
-    with warnings.catch_warnings(), frozen_parameters(loaded.module):
+    with warnings.catch_warnings(), frozen_parameters(loaded.module), attention_fastpath_off():
         warnings.simplefilter("ignore")
         torch.onnx.export(
             loaded.module,
