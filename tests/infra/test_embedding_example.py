@@ -72,3 +72,34 @@ def test_the_catalog_and_the_runner_files_reach_the_build_source(example: tuple[
     staged = Path(stack.node.root.outdir) / f"asset.{build.source.asset_hash}"
     assert (staged / "models.yaml").read_text() == (REPO_ROOT / "models.yaml").read_text()
     assert (staged / "requirements-build.txt").is_file() and (staged / "triton_mme" / "cli.py").is_file()
+
+
+def test_an_embedders_bad_scaling_is_named_as_the_props_name_it(tmp_path: Path) -> None:
+    from triton_mme_cdk import ScalingSettings, TritonMultiModelEndpoint, TritonMultiModelEndpointProps
+    from triton_mme_cdk.settings import SettingsError
+
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "Team")
+    scaling = ScalingSettings(min_instance_count=1, initial_instance_count=1, max_instance_count=3)
+    props = TritonMultiModelEndpointProps(catalog=REPO_ROOT / "models.yaml", scaling=scaling)
+    with pytest.raises(ValueError, match=r"allowed: scaling\.min_instance_count >= 2") as raised:
+        TritonMultiModelEndpoint(stack, "Mme", props)
+    assert isinstance(raised.value, SettingsError)
+    assert "updates.strategy=canary" in str(raised.value)
+    assert not re.search(r"minInstanceCount|deploymentStrategy", str(raised.value))
+
+
+def test_the_apps_props_keep_the_cdk_json_keys(tmp_path: Path) -> None:
+    from triton_mme_cdk import TritonMultiModelEndpoint, TritonMultiModelEndpointProps
+    from triton_mme_cdk.settings import BuildRunnerSettings, Settings, SettingsError
+
+    short = BuildRunnerSettings(timeout_minutes=6)  # the default catalog needs longer
+    app_props = TritonMultiModelEndpointProps.from_settings(
+        Settings(model_catalog=str(REPO_ROOT / "models.yaml"), build=short)
+    )
+    own_props = TritonMultiModelEndpointProps(catalog=REPO_ROOT / "models.yaml", build=short)
+    app = cdk.App(outdir=str(tmp_path))
+    with pytest.raises(SettingsError, match=r"more than buildTimeoutMinutes=6 "):
+        TritonMultiModelEndpoint(cdk.Stack(app, "App"), "Mme", app_props)
+    with pytest.raises(SettingsError, match=r"more than build\.timeout_minutes=6 "):
+        TritonMultiModelEndpoint(cdk.Stack(app, "Embedder"), "Mme", own_props)

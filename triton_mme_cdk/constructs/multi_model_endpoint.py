@@ -8,7 +8,10 @@ deployment policy and events, and the manifest promotion (docs/embedding.md, doc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from aws_cdk import CfnResource, Stack
@@ -129,8 +132,9 @@ class TritonMultiModelEndpointProps:
     def from_settings(
         cls, settings: Settings, *, encryption_key: kms.IKey | None = None
     ) -> TritonMultiModelEndpointProps:
-        """The props of the app's settings (its catalog, endpoint name and groups as they are)."""
-        return cls(
+        """The props of the app's settings (its catalog, endpoint name and groups as they are); the
+        construct's errors then name the settings' cdk.json keys, as the app's own do."""
+        props = cls(
             catalog=Path(settings.model_catalog),
             endpoint_name=settings.endpoint_name,
             endpoint=settings.endpoint,
@@ -140,6 +144,8 @@ class TritonMultiModelEndpointProps:
             build=settings.build,
             encryption_key=encryption_key,
         )
+        object.__setattr__(props, "_messages_in_settings_keys", True)
+        return props
 
     def settings(self, endpoint_name: str) -> Settings:
         """The groups checked together (SettingsError, one line, on a combination that cannot deploy)."""
@@ -152,6 +158,32 @@ class TritonMultiModelEndpointProps:
             updates=self.updates,
             build=self.build,
         )
+
+
+def _prop_names() -> dict[str, str]:
+    """Each cdk.json key a settings message may name -> the prop path an embedder wrote instead
+    (`minInstanceCount` -> `scaling.min_instance_count`)."""
+    names = {"modelCatalog": "catalog", "endpointName": "endpoint_name"}
+    for prop in fields(TritonMultiModelEndpointProps):
+        group = prop.default_factory() if callable(prop.default_factory) else None
+        for name, setting in getattr(type(group), "model_fields", {}).items():
+            names[setting.alias or name] = f"{prop.name}.{name}"
+    return names
+
+
+@contextmanager
+def in_prop_names(props: TritonMultiModelEndpointProps) -> Iterator[None]:
+    """A SettingsError raised inside, its cdk.json keys replaced by the props' own names: an embedder never
+    wrote `minInstanceCount`, but `scaling=ScalingSettings(min_instance_count=...)`. Props of the app's
+    settings (from_settings) keep the keys its cdk.json and `-c` options use."""
+    try:
+        yield
+    except SettingsError as error:
+        if getattr(props, "_messages_in_settings_keys", False):
+            raise
+        names = _prop_names()
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b")
+        raise SettingsError(pattern.sub(lambda key: names[key.group(1)], str(error))) from None
 
 
 class TritonMultiModelEndpoint(Construct):
@@ -170,14 +202,15 @@ class TritonMultiModelEndpoint(Construct):
     def __init__(self, scope: Construct, construct_id: str, props: TritonMultiModelEndpointProps) -> None:
         super().__init__(scope, construct_id)
         self.props = props
-        self.settings = settings = props.settings(props.endpoint_name or Stack.of(scope).stack_name)
-        # Every source resolves offline (torchvision's registry, the shipped configs, each checkpoint's
-        # headers and pinned content), so a typo, a changed checkpoint or a pickle stops here.
-        catalog = check_sources(load_catalog(props.catalog), origin=str(props.catalog))
-        check_build_target(settings, catalog)
-        problem = dedicated_problem(settings, catalog)
-        if problem:
-            raise SettingsError(problem)
+        with in_prop_names(props):
+            self.settings = settings = props.settings(props.endpoint_name or Stack.of(scope).stack_name)
+            # Every source resolves offline (torchvision's registry, the shipped configs, each checkpoint's
+            # headers and pinned content), so a typo, a changed checkpoint or a pickle stops here.
+            catalog = check_sources(load_catalog(props.catalog), origin=str(props.catalog))
+            check_build_target(settings, catalog)
+            problem = dedicated_problem(settings, catalog)
+            if problem:
+                raise SettingsError(problem)
         self.encryption_key = props.encryption_key
         self.store = ModelStore(self, "ModelStore", ModelStoreProps(encryption_key=self.encryption_key))
         self.image = TritonImage(self, "TritonImage", tag=settings.endpoint.triton_image_tag)
