@@ -212,7 +212,9 @@ def _report(rows: list[dict[str, Any]], argv: list[str], image_size: int, second
         "models": len(rows),
         "passed": sum(row["passed"] for row in rows),
         "failed": [row["model"] for row in rows if not row["passed"]],
+        # This run's wall time (rows kept by --resume cost none of it), and each model's own time summed.
         "seconds": round(seconds, 1),
+        "seconds_of_every_model": round(sum(row.get("seconds", 0) for row in rows), 1),
         "operators": operators,
         "operators_outside_allowlist": sorted(set(operators) - TORCHSCRIPT_OPERATORS),
         "allowlist_unused": sorted(TORCHSCRIPT_OPERATORS - set(operators)),
