@@ -418,9 +418,7 @@ def test_grant_describe_reads_this_endpoint_and_its_components_only(
         for p in template.find_resources("AWS::IAM::Policy").values()
         if p["Properties"]["Roles"] == [{"Ref": stack.get_logical_id(reader.node.default_child)}]
     ]
-    granted = {
-        s["Action"]: s["Resource"] for s in policy["Properties"]["PolicyDocument"]["Statement"]
-    }
+    granted = {s["Action"]: s["Resource"] for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     component_arns = [
         {"Fn::GetAtt": [stack.get_logical_id(endpoint.models[name].component), "InferenceComponentArn"]}
         for name in ("hot", "warm")
