@@ -495,7 +495,7 @@ def test_the_construct_refuses_what_cannot_deploy_before_it_adds_anything(tmp_pa
     stack = bare_stack()
     on_p3 = EndpointSettings(instance_type="ml.p3.2xlarge", triton_image_tag="24.05-py3")
     with pytest.raises(
-        SettingsError, match=r"^models 'hot' have placement: dedicated, but instanceType=ml\.p3"
+        SettingsError, match=r"^models 'hot' have placement: dedicated, but endpoint\.instance_type=ml\.p3"
     ):
         TritonMultiModelEndpoint(stack, "Models", Props(catalog=path, endpoint=on_p3))
     assert not [child for child in stack.node.find_all() if isinstance(child, cdk.CfnResource)]
