@@ -903,3 +903,13 @@ def test_cfn_lint_is_clean_on_every_template(synth_with: SynthWith, variant: str
         assert errors == [] and decoded is not None, errors
         matches = run_template_by_data(decoded, ConfigMixIn(regions=regions), lint_rules)
         assert [str(m) for m in matches] == []
+
+
+def test_synthesis_says_what_a_new_image_tag_would_rebuild(synth_with: SynthWith) -> None:
+    def notes(synth: Synthesized) -> list[str]:
+        found = Annotations.from_stack(synth.stack).find_info("*", Match.string_like_regexp("TensorRT plan"))
+        return [str(message.entry.data) for message in found]
+
+    (note,) = notes(synth_with())
+    assert note.startswith("image 25.04-py3: the catalog's 1 TensorRT plan is built for its TensorRT")
+    assert notes(synth_with(model_catalog=WITHOUT_TENSORRT)) == []

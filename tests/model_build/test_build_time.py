@@ -42,3 +42,24 @@ def test_a_catalogs_shards_keep_each_model_whole_and_never_exceed_its_models() -
     assert len(catalog_shards(catalog, 8)) == 2 and catalog_shards(catalog, 1) == [
         ["resnet50", "roberta-large"]
     ]
+
+
+def test_an_image_change_note_counts_the_plans_it_rebuilds_and_the_archives_it_checks() -> None:
+    from build_support import catalog_of, tiny_cnn
+
+    from triton_mme.model_build.build_time import archive_seconds, image_change_note
+
+    default = load_catalog("models.yaml")
+    note = image_change_note(default, "25.04-py3")
+    (resnet50,) = [e for e in default.models if e.name == "resnet50"]
+    minutes = archive_seconds(resnet50, Format.TENSORRT) / 60
+    assert note is not None and note.startswith("image 25.04-py3: the catalog's 1 TensorRT plan is built")
+    assert f"rebuilds it (about {minutes:.0f} min" in note
+    assert "the other 3 archives from the build cache, and serving-checks all 4 again" in note
+    two = catalog_of(
+        tiny_cnn(name="a", formats=["onnx", "tensorrt"]), tiny_cnn(name="b", formats=["tensorrt"])
+    )
+    assert "2 TensorRT plans are built for its TensorRT; another tag rebuilds them" in str(
+        image_change_note(two, "25.04-py3")
+    )
+    assert image_change_note(catalog_of(tiny_cnn()), "25.04-py3") is None

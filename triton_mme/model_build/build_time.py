@@ -86,6 +86,24 @@ def estimate(catalog: Catalog, *, skip: Iterable[Format] = ()) -> TimeEstimate:
     return TimeEstimate(build, check)
 
 
+def image_change_note(catalog: Catalog, triton_tag: str) -> str | None:
+    """What a change of the serving image's tag rebuilds, estimated (None when the catalog has no TensorRT
+    plan): a plan loads only with the TensorRT it was built with, and the build cache keys plans by the tag
+    (pipeline._keys), while the ONNX and TorchScript archives stay cache hits; the serving check loads every
+    archive again in the new image."""
+    plans = [archive_seconds(e, Format.TENSORRT) for e in catalog.models if Format.TENSORRT in e.formats]
+    if not plans:
+        return None
+    archives = sum(len(entry.formats) for entry in catalog.models)
+    check_minutes = sum(check_seconds(e) * len(e.formats) for e in catalog.models) / 60
+    return (
+        f"image {triton_tag}: the catalog's {len(plans)} TensorRT plan{'s are' if len(plans) > 1 else ' is'} "
+        f"built for its TensorRT; another tag rebuilds {'them' if len(plans) > 1 else 'it'} (about {sum(plans) / 60:.0f} min of GPU runner time, "
+        f"docs/deploy.md#build-time), takes the other {archives - len(plans)} archives from the build cache, "
+        f"and serving-checks all {archives} again (about {check_minutes:.0f} min)"
+    )
+
+
 def model_seconds(seconds: dict[str, float]) -> dict[str, float]:
     """Per-archive seconds (`<model>/<format>`) summed per model: a shard builds all of a model's formats."""
     totals: dict[str, float] = {}

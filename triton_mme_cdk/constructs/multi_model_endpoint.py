@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from aws_cdk import CfnResource, Stack
+from aws_cdk import Annotations, CfnResource, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
@@ -24,7 +24,7 @@ from triton_mme.core.catalog import Catalog, Format, load_catalog
 from triton_mme.core.locations import build_manifest_key
 from triton_mme.core.naming import bounded_name
 from triton_mme.core.triton_container import COMPONENT_ENVIRONMENT
-from triton_mme.model_build.build_time import catalog_shards
+from triton_mme.model_build.build_time import catalog_shards, image_change_note
 from triton_mme.model_build.offline_sources import check_sources
 from triton_mme_cdk.build_target import check_build_target
 from triton_mme_cdk.constructs.archive_locations import ArchiveLocations
@@ -214,6 +214,9 @@ class TritonMultiModelEndpoint(Construct):
         self.encryption_key = props.encryption_key
         self.store = ModelStore(self, "ModelStore", ModelStoreProps(encryption_key=self.encryption_key))
         self.image = TritonImage(self, "TritonImage", tag=settings.endpoint.triton_image_tag)
+        rebuilds = image_change_note(catalog, settings.endpoint.triton_image_tag)
+        if rebuilds:  # printed by `cdk synth` and `cdk diff`, before any change of tag is deployed
+            Annotations.of(self.image).add_info(rebuilds)
         self.endpoint = TritonEndpoint(
             self,
             "Triton",
