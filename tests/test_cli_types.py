@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from triton_mme.cli import number_in
+from triton_mme.arguments import number_in
 
 
 def test_a_number_within_its_bounds_is_read_as_a_float() -> None:

@@ -318,6 +318,7 @@ def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(de
         "models.yaml",
         "requirements-build.txt",
         "triton_mme/cli.py",
+        "triton_mme/arguments.py",
         "triton_mme/core/catalog.py",
     } <= files
     packages = {f.split("/")[1] for f in files if f.count("/") >= 2 and f.startswith("triton_mme/")}

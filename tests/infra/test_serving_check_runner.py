@@ -120,7 +120,7 @@ def test_the_buildspec_sets_up_cuda_then_fetches_checks_reports_and_publishes_th
 def test_the_report_key_lives_in_the_build_folder_not_the_image_users_home(
     default: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from triton_mme.cli import report_key_file
+    from triton_mme.arguments import report_key_file
     from triton_mme.core.report_key import REPORT_KEY_ENV, signing_key
 
     variables = spec_of(default[0])["env"]["variables"]
@@ -186,7 +186,12 @@ def test_the_source_holds_the_check_and_not_the_build_or_the_local_triton(
     files = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
     packages = {f.split("/")[1] for f in files if f.count("/") >= 2 and f.startswith("triton_mme/")}
     assert packages == {"core", "client", "serving_check", "store"}
-    assert {"requirements-check.txt", "requirements-uv.txt", "triton_mme/cli.py"} <= files
+    assert {
+        "requirements-check.txt",
+        "requirements-uv.txt",
+        "triton_mme/cli.py",
+        "triton_mme/arguments.py",
+    } <= files
 
 
 def test_the_fingerprint_follows_the_build_and_the_check(tmp_path: Path) -> None:

@@ -168,7 +168,7 @@ def _tensorrt_archive(directory: Path) -> Path:
 def _report_for(path: Path, directory: Path, **served: Any) -> Path:
     """A report of `path` signed with this user's key, as `serving-check` writes it
     (tests/store/test_store_tensorrt_gate.py runs the command itself)."""
-    from triton_mme.cli import report_key_file
+    from triton_mme.arguments import report_key_file
     from triton_mme.core.report_key import signing_key
 
     archive = ArchiveServing(

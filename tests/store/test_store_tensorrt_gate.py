@@ -221,7 +221,7 @@ def test_the_key_is_made_once_readable_only_by_its_owner(tmp_path: Path) -> None
 def test_the_key_file_follows_the_environment_variable_then_xdg_config_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from triton_mme.cli import report_key_file
+    from triton_mme.arguments import report_key_file
 
     monkeypatch.setenv("TRITON_MME_REPORT_KEY_FILE", str(tmp_path / "k"))
     assert report_key_file() == tmp_path / "k"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from triton_mme.acceptance.timing import DEFAULT_SERVING_SAMPLE
-from triton_mme.cli import non_negative_int, number_in
+from triton_mme.arguments import non_negative_int, number_in
 
 DEFAULT_STACK = "TritonMultiModelEndpoint"
 DEFAULT_REPORT = Path("acceptance-report.json")

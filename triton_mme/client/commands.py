@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import number_in, positive_int
+from triton_mme.arguments import number_in, positive_int
 from triton_mme.core.errors import printable, quoted
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 

@@ -3,8 +3,8 @@
 The serving check creates it on first use (mode 0600, in a directory of mode 0700) and signs every report
 it writes with it; `add` of a TensorRT plan verifies the report's signature with the same file. A report
 signed elsewhere (another machine, another user, the deployment's GPU runner) does not verify here, nor does
-one written or edited by hand. Where the file lives is decided by the command line (`triton_mme.cli`), never
-here.
+one written or edited by hand. Where the file lives is decided by the command line
+(`triton_mme.arguments.report_key_file`), never here.
 """
 
 from __future__ import annotations

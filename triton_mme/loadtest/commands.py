@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import number_in, positive_int
+from triton_mme.arguments import number_in, positive_int
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 
 MAX_USERS = 1000

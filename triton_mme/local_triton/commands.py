@@ -10,7 +10,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from triton_mme.cli import add_unpacked_limit, port_number, positive_int, print_error
+from triton_mme.arguments import add_unpacked_limit, port_number, positive_int, print_error
 from triton_mme.core.errors import printable
 from triton_mme.core.locations import BUILD_DIR, LOCAL_TRITON_LOG
 from triton_mme.local_triton import DEFAULT_INSTANCE_BUDGET, DEFAULT_MODEL_BUDGET

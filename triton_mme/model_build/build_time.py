@@ -96,11 +96,13 @@ def image_change_note(catalog: Catalog, triton_tag: str) -> str | None:
         return None
     archives = sum(len(entry.formats) for entry in catalog.models)
     check_minutes = sum(check_seconds(e) * len(e.formats) for e in catalog.models) / 60
+    plural = len(plans) > 1
     return (
-        f"image {triton_tag}: the catalog's {len(plans)} TensorRT plan{'s are' if len(plans) > 1 else ' is'} "
-        f"built for its TensorRT; another tag rebuilds {'them' if len(plans) > 1 else 'it'} (about {sum(plans) / 60:.0f} min of GPU runner time, "
-        f"docs/deploy.md#build-time), takes the other {archives - len(plans)} archives from the build cache, "
-        f"and serving-checks all {archives} again (about {check_minutes:.0f} min)"
+        f"image {triton_tag}: the catalog's {len(plans)} TensorRT plan{'s are' if plural else ' is'} built "
+        f"for its TensorRT; another tag rebuilds {'them' if plural else 'it'} (about {sum(plans) / 60:.0f} "
+        f"min of GPU runner time, docs/deploy.md#build-time), takes the other {archives - len(plans)} "
+        f"archives from the build cache, and serving-checks all {archives} again (about {check_minutes:.0f} "
+        "min)"
     )
 
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import add_allow_field, non_negative_int, number_in, positive_int
+from triton_mme.arguments import add_allow_field, non_negative_int, number_in, positive_int
 from triton_mme.core.formats import Format, Weights
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import positive_int
+from triton_mme.arguments import positive_int
 from triton_mme.core.errors import quoted
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.numbers import finite_number

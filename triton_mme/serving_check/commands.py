@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from triton_mme.cli import non_negative_int, positive_int, report_key_file
+from triton_mme.arguments import non_negative_int, positive_int, report_key_file
 from triton_mme.core.errors import printable
 from triton_mme.core.locations import BUILD_DIR, SERVING_REPORT_FILE_NAME
 from triton_mme.core.platform import DEFAULT_TRITON_TAG

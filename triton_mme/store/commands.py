@@ -11,7 +11,7 @@ from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triton_mme.cli import add_allow_field, add_unpacked_limit, non_negative_int, report_key_file
+from triton_mme.arguments import add_allow_field, add_unpacked_limit, non_negative_int, report_key_file
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
 from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV

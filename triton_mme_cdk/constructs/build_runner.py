@@ -26,6 +26,7 @@ SOURCE_FILES = (
     "triton_mme/__init__.py",
     "triton_mme/__main__.py",
     "triton_mme/cli.py",
+    "triton_mme/arguments.py",
     "triton_mme/core",
     "triton_mme/model_build",
     "triton_mme/store",

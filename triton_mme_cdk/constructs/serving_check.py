@@ -27,6 +27,7 @@ SOURCE_FILES = (
     "triton_mme/__init__.py",
     "triton_mme/__main__.py",
     "triton_mme/cli.py",
+    "triton_mme/arguments.py",
     "triton_mme/core",
     "triton_mme/client",
     "triton_mme/serving_check",
