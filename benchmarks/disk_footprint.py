@@ -5,7 +5,9 @@
 Run from a checkout (its app.py and build code are measured): writes `count` state dicts into
 <work>/own/checkpoints/fleet, a family catalog and its lock, synthesizes into <work>/cdk.out, changes
 max_batch_size, synthesizes again, builds into <work>/build (under `flock /tmp/model-build.lock`), and prints
-the bytes in each place as one JSON line. The checkpoints are written once and reused by later runs.
+the bytes in each place as one JSON line: what `cdk.out` and the build folder add to the checkpoints'
+folder (a hard-linked file counts once, as it takes disk once). The checkpoints are written once and reused
+by later runs.
 """
 
 from __future__ import annotations
@@ -28,13 +30,18 @@ CATALOG = """models:
 """
 
 
-def size_of(path: Path) -> int:
-    """Bytes on disk (du), so hard links are counted once."""
-    if not path.exists():
+def size_of(*paths: Path) -> int:
+    """Bytes of `paths` together (one `du -scb`: a file hard-linked in two of them is counted once)."""
+    present = [str(path) for path in paths if path.exists()]
+    if not present:
         return 0
-    return int(
-        subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, check=True).stdout.split()[0]
-    )
+    done = subprocess.run(["du", "-scb", *present], capture_output=True, text=True, check=True)
+    return int(done.stdout.splitlines()[-1].split()[0])
+
+
+def added_to(base: Path, path: Path) -> int:
+    """The bytes `path` adds to `base`: what it takes beyond files it shares with it (hard links)."""
+    return size_of(base, path) - size_of(base)
 
 
 def run(command: list[str]) -> None:
@@ -75,18 +82,18 @@ def main() -> int:
     catalog.write_text(CATALOG.format(architecture=args.architecture, batch=4))
     run([python, "-m", "triton_mme", "lock", "--catalog", str(catalog)])
     run([*cdk, *context])
-    first = size_of(out)
+    first = added_to(folder, out)
     catalog.write_text(CATALOG.format(architecture=args.architecture, batch=8))
     run([*cdk, *context])
-    second = size_of(out)
+    second = added_to(folder, out)
     build_command = [python, "-m", "triton_mme", "build", "--catalog", str(catalog), "--out", str(build)]
     run(["flock", "/tmp/model-build.lock", *build_command, "--no-progress"])
     figures = {
         "checkpoints": size_of(folder),
         "cdk_out_after_first_synth": first,
         "cdk_out_after_second_synth": second,
-        "build_sources": size_of(build / ".sources"),
-        "build_total": size_of(build),
+        "build_sources": added_to(folder, build / ".sources"),
+        "build_total": added_to(folder, build),
     }
     figures["total_besides_checkpoints"] = second + figures["build_total"]
     print(json.dumps(figures))

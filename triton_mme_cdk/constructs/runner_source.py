@@ -1,13 +1,16 @@
-"""The source asset of a CodeBuild runner: exactly the files it runs, copied into a folder of their own.
+"""The source asset of a CodeBuild runner: exactly the files it runs, in a folder of their own.
 
-The files are copied into `<cloud assembly>/runner-sources/<construct id>/` and that folder becomes the asset,
-with no exclude patterns. CDK's own route (the project root with `*` excluded and the shipped paths
-re-included) stages an empty asset when the project's folder name has a dot in it (`git clone` into
-`mktemp -d`'s `tmp.XXXX`) while hashing the files it should hold, so a build would start with no code.
+The files are hard-linked (copied where a link cannot be made, e.g. across file systems) into
+`<cloud assembly>/runner-sources/<construct id>/` and that folder becomes the asset, with no exclude patterns:
+CDK copies it into the asset's own folder, so a local checkpoint takes its size once in `cdk.out`, not twice.
+CDK's own route (the project root with `*` excluded and the shipped paths re-included) stages an empty asset
+when the project's folder name has a dot in it (`git clone` into `mktemp -d`'s `tmp.XXXX`) while hashing the
+files it should hold, so a build would start with no code.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,6 +21,14 @@ from constructs import Construct
 
 # Never shipped: byte code and tests inside a shipped package.
 LEFT_OUT = ("__pycache__", "*.pyc", "tests")
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    """A hard link to `source` at `target` (no bytes written), else a copy with its metadata."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def runner_source(
@@ -42,7 +53,9 @@ def runner_source(
             raise ValueError(f"runner source {relative} is not a file or folder: {source} does not exist")
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
-            shutil.copytree(source, target, ignore=shutil.ignore_patterns(*LEFT_OUT))
+            shutil.copytree(
+                source, target, ignore=shutil.ignore_patterns(*LEFT_OUT), copy_function=_link_or_copy
+            )
         else:
-            shutil.copy2(source, target)
+            _link_or_copy(str(source), str(target))
     return s3_assets.Asset(scope, construct_id, path=str(folder))
