@@ -25,9 +25,10 @@ def test_serve_local_invoke_and_the_per_model_table(
 ) -> None:
     models_dir, archives = built
     cnn = archives["tiny-cnn/onnx"].record
-    port, log, records = free_port(), tmp_path / "triton.log", tmp_path / "callers.jsonl"
+    port, records = free_port(), tmp_path / "callers.jsonl"
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 64, 64), dtype=np.float32))
-    serve = ["serve-local", "--models", str(models_dir), "--port", str(port), "--triton-log", str(log)]
+    # Its Triton's log goes into the folder it serves, where `models --local FOLDER` finds it.
+    serve = ["serve-local", "--models", str(models_dir), "--port", str(port)]
     server = subprocess.Popen(
         [sys.executable, "-m", "triton_mme", *serve, "--scratch", str(tmp_path / "scratch")],
         cwd=REPO_ROOT,
@@ -57,7 +58,8 @@ def test_serve_local_invoke_and_the_per_model_table(
         server.communicate(timeout=60)
     written = [json.loads(line) for line in records.read_text().splitlines()]
     assert [r["ColdStarts"] for r in written] == [1, 0, 0], "the first call loaded the model"
-    table = _cli("models", "--local", str(log), "--records", str(records))
+    assert (models_dir / "local-triton.log").is_file()
+    table = _cli("models", "--local", str(models_dir), "--records", str(records))
     assert table.returncode == 0, table.stderr
     header, *rows = table.stdout.splitlines()
     assert header.split()[:3] == ["TargetModel", "requests", "cold"]

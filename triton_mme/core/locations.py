@@ -21,8 +21,16 @@ import re
 from pathlib import Path
 
 BUILD_DIR = Path("build/models")
-# Where `serve-local` writes its Triton's log, which `triton-mme models --local` reads.
-LOCAL_TRITON_LOG = Path("build/local-triton.log")
+# Where `serve-local` writes its Triton's log: in the folder it serves (the loader reads only archive names
+# there), so `triton-mme models --local FOLDER` reads the log of that folder's server and no other.
+LOCAL_TRITON_LOG_NAME = "local-triton.log"
+
+
+def local_triton_log(path: Path) -> Path:
+    """The Triton log of a served folder (`<folder>/local-triton.log`), or `path` itself when it is a file."""
+    return path / LOCAL_TRITON_LOG_NAME if path.is_dir() else path
+
+
 MODEL_PREFIX = "models/"
 MANIFEST_PREFIX = "manifests/"
 MANIFEST_FILE_NAME = "manifest.json"

@@ -12,7 +12,7 @@ from typing import Any
 
 from triton_mme.arguments import add_unpacked_limit, port_number, positive_int, print_error
 from triton_mme.core.errors import printable
-from triton_mme.core.locations import BUILD_DIR, LOCAL_TRITON_LOG
+from triton_mme.core.locations import BUILD_DIR, LOCAL_TRITON_LOG_NAME
 from triton_mme.local_triton import DEFAULT_INSTANCE_BUDGET, DEFAULT_MODEL_BUDGET
 
 DEFAULT_PORT = 8080
@@ -51,9 +51,8 @@ def register(subparsers: Any) -> None:
     serve.add_argument(
         "--triton-log",
         type=Path,
-        default=LOCAL_TRITON_LOG,
-        help="where Triton's log goes, started afresh each run; `triton-mme models --local` reads it "
-        "(default %(default)s)",
+        help="where Triton's log goes, started afresh each run; `triton-mme models --local FOLDER` reads it "
+        f"(default: {LOCAL_TRITON_LOG_NAME} in the --models folder)",
     )
     add_unpacked_limit(serve)
     serve.set_defaults(handler=_serve)
@@ -78,6 +77,7 @@ def _stop_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from triton_mme.local_triton.runner import LocalTriton
 
+    triton_log = args.triton_log or args.models / LOCAL_TRITON_LOG_NAME
     local = LocalTriton(
         models_dir=args.models,
         port=args.port,
@@ -86,9 +86,9 @@ def _serve(args: argparse.Namespace) -> int:
         scratch_dir=args.scratch,
         access_log=args.access_log,
         max_unpacked_bytes=args.max_unpacked_bytes,
-        triton_log=args.triton_log,
+        triton_log=triton_log,
     )
-    args.triton_log.unlink(missing_ok=True)
+    triton_log.unlink(missing_ok=True)
     # Ctrl-C and `kill` both stop cleanly, even where the shell started us with SIGINT ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _stop_on_sigterm)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from triton_mme.core.errors import UserError
-from triton_mme.core.locations import LOCAL_TRITON_LOG
+from triton_mme.core.locations import BUILD_DIR, local_triton_log
 
 SINCE = re.compile(r"^(?P<amount>\d+)(?P<unit>[mhd])$")
 UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
@@ -35,10 +35,11 @@ def register(subparsers: Any) -> None:
     where.add_argument(
         "--local",
         nargs="?",
-        const=LOCAL_TRITON_LOG,
+        const=BUILD_DIR,
         type=Path,
-        metavar="TRITON_LOG",
-        help=f"a local Triton's log, as serve-local writes it (default {LOCAL_TRITON_LOG})",
+        metavar="FOLDER_OR_LOG",
+        help="the folder serve-local served (its Triton's log in it) or a log file "
+        f"(default: the log in {BUILD_DIR})",
     )
     models.add_argument(
         "--since", type=since_seconds, default=3600, help="window, e.g. 30m, 1h, 7d (default 1h)"
@@ -59,9 +60,10 @@ def _models(args: argparse.Namespace, cloudformation: Any = None, cloudwatch: An
     if args.local is not None:
         from triton_mme.observability.local import local_figures
 
-        rows, malformed = local_figures(args.local, args.records)
+        log = local_triton_log(args.local)
+        rows, malformed = local_figures(log, args.records)
         if malformed:
-            print(f"warning: {malformed} malformed Triton line(s) in {args.local}")
+            print(f"warning: {malformed} malformed Triton line(s) in {log}")
     else:
         if args.records is not None:
             raise UserError("--records goes with --local; a stack's callers publish to CloudWatch")
