@@ -50,6 +50,6 @@ def test_a_key_in_a_directory_others_may_write_is_refused(tmp_path: Path) -> Non
         report_key(path)
     assert "\n" not in str(error.value)
     assert "directory must be this user's and writable by no one else" in str(error.value)
-    assert "mode 0777); allowed mode 0700" in str(error.value)
+    assert "mode 0777); allowed: no write permission for group or others" in str(error.value)
     os.chmod(path.parent, 0o755)
     assert report_key(path) is not None

@@ -43,6 +43,10 @@ def another_source(runner: Path, catalog: Catalog, record: dict[str, Any]) -> di
     return {**record, "provenance": {**record["provenance"], "source": "torchvision:resnet18"}}
 
 
+def another_format(runner: Path, catalog: Catalog, record: dict[str, Any]) -> dict[str, Any]:
+    return {**record, "format": "torchscript"}
+
+
 def refused_archive(runner: Path, catalog: Catalog, record: dict[str, Any]) -> dict[str, Any]:
     """An archive of the entry's name and format, named by its content, that the model check refuses."""
     with tarfile.open(runner / record["target_model"]) as tar:
@@ -64,6 +68,7 @@ def refused_archive(runner: Path, catalog: Catalog, record: dict[str, Any]) -> d
         (another_pin, "its record names pin 'ffff"),
         (another_builder, "its record names builder 'triton-mme 0.0 build-code 0'"),
         (another_source, "its record names source 'torchvision:resnet18', not 'torchvision:squeezenet1_1'"),
+        (another_format, "its record names format 'torchscript', not 'onnx'"),
         (refused_archive, "its archive fails the model check:"),
     ],
 )

@@ -89,7 +89,8 @@ def _check_directory(directory: Path) -> None:
     if status.st_uid != os.getuid() or status.st_mode & 0o022:
         raise ReportKeyError(
             f"{directory}: the report key's directory must be this user's and writable by no one else (owner "
-            f"uid {status.st_uid}, mode {stat.S_IMODE(status.st_mode):04o}); allowed mode 0700 (chmod 700 it)"
+            f"uid {status.st_uid}, mode {stat.S_IMODE(status.st_mode):04o}); allowed: no write permission "
+            "for group or others, e.g. mode 0700 (chmod go-w it)"
         )
 
 
