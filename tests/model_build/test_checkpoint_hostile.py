@@ -238,6 +238,17 @@ def test_a_folder_that_links_outside_the_catalogs_folder_is_refused_and_never_sh
         shipped_checkpoints(load_catalog(catalog_file), catalog_file)
 
 
+def test_a_file_of_a_folder_that_is_a_link_is_refused_in_one_line(made: Path, tmp_path: Path) -> None:
+    catalog_file = project(made, tmp_path, FOLDER)
+    config = catalog_file.parent / "checkpoints/intent/config.json"
+    config.rename(config.with_name("elsewhere.json"))
+    os.symlink("elsewhere.json", config)
+    with pytest.raises(CatalogError) as error:
+        write_lock(catalog_file)
+    assert "checkpoints/intent/config.json: a symbolic link; allowed: the file itself" in str(error.value)
+    assert "\n" not in str(error.value)
+
+
 def test_a_listed_family_variant_that_links_outside_is_refused(made: Path, tmp_path: Path) -> None:
     catalog_file = project(made, tmp_path, STATE_DICT)
     family = catalog_file.parent / "checkpoints/family"

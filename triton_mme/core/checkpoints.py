@@ -314,8 +314,16 @@ def hf_folder_files(names: list[str]) -> list[str]:
 
 
 def local_folder_files(directory: Path) -> dict[str, Path]:
-    """The files the build reads of a local Hugging Face folder, by name (regular files only)."""
-    present = [p.name for p in directory.iterdir() if p.is_file() and not p.is_symlink()]
+    """The files the build reads of a local Hugging Face folder, by name; CheckpointError (one line) when one
+    of them is a symbolic link (the pin and the shipped copy are of the folder's own files, never of what a
+    link points to)."""
+    entries = list(directory.iterdir())
+    linked = hf_folder_files([p.name for p in entries if p.is_symlink()])
+    if linked:
+        raise CheckpointError(
+            f"{directory / linked[0]}: a symbolic link; allowed: the file itself in the checkpoint's folder"
+        )
+    present = [p.name for p in entries if p.is_file()]
     return {name: directory / name for name in hf_folder_files(present)}
 
 
