@@ -42,7 +42,6 @@ def acceptance_settings(
     autoscaling: EndpointAutoscaling | None,
     deployment_events: DeploymentEvents,
     dedicated: InferenceComponentEndpoint | None = None,
-    build_state_machine_arn: str | None = None,
 ) -> str:
     """The output's value: a JSON document, with the references CloudFormation resolves."""
     scaling: dict[str, Any] | None = None
@@ -77,8 +76,6 @@ def acceptance_settings(
         "scaling": scaling,
         "deploymentEventLogGroup": deployment_events.log_group_name,
     }
-    if build_state_machine_arn is not None:  # the build engine's first-deploy verdicts read its executions
-        document["buildStateMachineArn"] = build_state_machine_arn
     # Only with dedicated entries, so a stack without them promises what it always did.
     if dedicated is not None:
         document["inferenceComponents"] = inference_components(dedicated)

@@ -92,6 +92,5 @@ class TritonMmeStack(Stack):
                 autoscaling=mme.autoscaling,
                 deployment_events=mme.deployment_events,
                 dedicated=mme.dedicated,
-                build_state_machine_arn=mme.build.state_machine.state_machine_arn,
             ),
         )

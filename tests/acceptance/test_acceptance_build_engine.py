@@ -49,28 +49,20 @@ def test_a_batch_that_handed_its_digests_settles_both_verdicts() -> None:
         {"ShardCandidates": {"Candidates": "d0,d1"}, "ModelBuild": {}},
     )
     assert [line.split(":")[0] for line in lines] == [
-        "PASS first-deploy/batch-on-gpu",
-        "PASS first-deploy/exported-candidate",
+        "PASS manifest/batch-on-gpu",
+        "PASS manifest/exported-candidate",
     ]
 
 
 def test_a_single_build_leaves_the_batch_undecided_and_a_missing_digest_fails() -> None:
     lines = verdicts("arn:aws:states:::codebuild:startBuild.sync", {"ModelBuild": {"Built": {}}})
-    assert lines[0].startswith("CANNOT TELL first-deploy/batch-on-gpu") and "buildRunners=1" in lines[0]
-    assert lines[1].startswith("FAIL first-deploy/exported-candidate")
+    assert lines[0].startswith("CANNOT TELL manifest/batch-on-gpu") and "buildRunners=1" in lines[0]
+    assert lines[1].startswith("FAIL manifest/exported-candidate")
     passed = verdicts(
         "arn:aws:states:::codebuild:startBuild.sync", {"ModelBuild": {"Built": {"Candidate": "c" * 64}}}
     )
-    assert passed[1].startswith("PASS first-deploy/exported-candidate")
+    assert passed[1].startswith("PASS manifest/exported-candidate")
 
 
 def test_no_execution_yet_cannot_tell() -> None:
     assert all(line.startswith("CANNOT TELL") for line in verdicts(None, {}))
-
-
-def test_a_fingerprint_built_before_decides_neither() -> None:
-    lines = verdicts("arn:aws:states:::s3:headObject", {"BuiltBefore": {}})
-    assert [line.split(":")[0] for line in lines] == [
-        "CANNOT TELL first-deploy/batch-on-gpu",
-        "CANNOT TELL first-deploy/exported-candidate",
-    ]

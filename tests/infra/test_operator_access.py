@@ -52,7 +52,6 @@ IAM_PREFIX = {
     "cloudwatch": "cloudwatch",
     "application-autoscaling": "application-autoscaling",
     "logs": "logs",
-    "stepfunctions": "states",
 }
 # Operations IAM authorizes under another action's name (S3: "HeadObject ... requires s3:GetObject").
 AUTHORIZED_AS = {"s3:HeadObject": "s3:GetObject"}

@@ -67,33 +67,6 @@ def deployment_config(strategy: str = "CANARY", bake_s: int = 600) -> dict[str, 
     }
 
 
-BUILD_STATE_MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:ModelBuildEngine"
-BUILD_EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:ModelBuildEngine:run"
-
-
-def expect_build_execution(stepfunctions: Stubber) -> None:
-    """The newest successful execution of the build state machine: a build batch that handed its shards'
-    candidates to the serving check."""
-    stepfunctions.add_response(
-        "list_executions",
-        {"executions": [{"executionArn": BUILD_EXECUTION, "stateMachineArn": BUILD_STATE_MACHINE,
-                         "name": "run", "status": "SUCCEEDED", "startDate": CREATED}]},
-        {"stateMachineArn": BUILD_STATE_MACHINE, "statusFilter": "SUCCEEDED", "maxResults": 1},
-    )  # fmt: skip
-    scheduled = {"resourceType": "codebuild", "resource": "arn:aws:states:::codebuild:startBuildBatch.sync",
-                 "region": REGION, "parameters": "{}"}  # fmt: skip
-    built = {"name": "ModelBuild", "output": json.dumps({"Built": {"Groups": []}})}
-    handed = {"name": "ShardCandidates", "output": json.dumps({"Candidates": "c" * 64 + "," + "d" * 64})}
-    stepfunctions.add_response(
-        "get_execution_history",
-        {"events": [
-            {"timestamp": CREATED, "type": "TaskScheduled", "id": 1, "taskScheduledEventDetails": scheduled},
-            {"timestamp": CREATED, "type": "TaskStateExited", "id": 2, "stateExitedEventDetails": built},
-            {"timestamp": CREATED, "type": "TaskStateExited", "id": 3, "stateExitedEventDetails": handed},
-        ]},
-    )  # fmt: skip
-
-
 def settings_output(**overrides: Any) -> dict[str, Any]:
     """The AcceptanceSettings output of a deployed default stack."""
     output: dict[str, Any] = {
@@ -121,7 +94,6 @@ def settings_output(**overrides: Any) -> dict[str, Any]:
             "policyCount": 1,
         },
         "deploymentEventLogGroup": EVENT_LOG_GROUP,
-        "buildStateMachineArn": BUILD_STATE_MACHINE,
     }
     output.update(overrides)
     return output
@@ -542,8 +514,6 @@ def healthy_stack(s3: Any, *, not_ready: int = 2, events: list[tuple[str, str]] 
     expect_alarms(cloudwatch_stub, [alarm(name) for name in ALARMS])
     autoscaling, autoscaling_stub = stubbed("application-autoscaling")
     expect_scaling(autoscaling_stub)
-    stepfunctions, stepfunctions_stub = stubbed("stepfunctions")
-    expect_build_execution(stepfunctions_stub)
     return AcceptanceClients(
         cloudformation=cloudformation,
         sagemaker=sagemaker,
@@ -552,7 +522,6 @@ def healthy_stack(s3: Any, *, not_ready: int = 2, events: list[tuple[str, str]] 
         cloudwatch=cloudwatch,
         autoscaling=autoscaling,
         logs=logs,
-        stepfunctions=stepfunctions,
     )
 
 

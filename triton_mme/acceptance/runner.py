@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from triton_mme.acceptance.build import check_build
-from triton_mme.acceptance.build_engine import build_engine_verdicts
 from triton_mme.acceptance.live import LiveEndpoint, describe_live
 from triton_mme.acceptance.metrics import check_alarms, check_metrics_arrive, check_scaling
 from triton_mme.acceptance.report import (
@@ -52,8 +51,6 @@ class AcceptanceClients:
     cloudwatch: Any
     autoscaling: Any
     logs: Any
-    # Only read where the stack names its build state machine (the build engine's verdicts).
-    stepfunctions: Any = None
 
     @classmethod
     def from_session(cls, session: Any) -> AcceptanceClients:
@@ -67,7 +64,6 @@ class AcceptanceClients:
             cloudwatch=session.client("cloudwatch"),
             autoscaling=session.client("application-autoscaling"),
             logs=session.client("logs"),
-            stepfunctions=session.client("stepfunctions"),
         )
 
 
@@ -173,9 +169,6 @@ def run_acceptance(
         FIRST_DEPLOY,
         lambda: [check_ami_honoured(clients.logs, facts.endpoint_name, settings.inference_ami_version)],
     )
-    if settings.build_state_machine_arn is not None and clients.stepfunctions is not None:
-        machine = settings.build_state_machine_arn
-        record(FIRST_DEPLOY, lambda: build_engine_verdicts(clients.stepfunctions, machine))
     if components is not None:
         deployed = components
         record(FIRST_DEPLOY, lambda: check_components_run(clients.sagemaker, deployed))

@@ -82,8 +82,6 @@ class DeployedSettings(_Settings):
     deployment_event_log_group: str
     # Absent without dedicated entries (and in stacks deployed before inference components).
     inference_components: DeployedComponents | None = None
-    # The build engine's state machine (absent in stacks deployed before it).
-    build_state_machine_arn: str | None = None
 
     @property
     def api_deployment_config(self) -> dict[str, Any] | None:

@@ -356,7 +356,6 @@ class TritonMultiModelEndpoint(Construct):
             deployment_events=self.deployment_events,
             alarms=list(self.monitoring.alarms.values()),
             encryption_key=self.encryption_key,
-            build_state_machine=self.build.state_machine,
         )
         # The live manifest moves to this build only once the endpoint serves this deployment's config.
         self.promotion = ManifestPromotion(

@@ -23,7 +23,6 @@ from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from triton_mme.core.model_metrics import INSIGHT_RULES, insight_rule_name
@@ -41,8 +40,7 @@ class OperatorAccess(Construct):
     """`acceptance_role` (with `acceptance_policy`) and `models_policy`, for one endpoint of one stack.
 
     `endpoint`, `store`, `deployment_events` and `alarms` (the stack's alarms, as the acceptance output names
-    them) are required; `encryption_key` (default none) adds kms:Decrypt on the key of the model bucket, and
-    `build_state_machine` (default none) the reads of its executions the build engine's verdicts make.
+    them) are required; `encryption_key` (default none) adds kms:Decrypt on the key of the model bucket.
     """
 
     def __init__(
@@ -55,7 +53,6 @@ class OperatorAccess(Construct):
         deployment_events: DeploymentEvents,
         alarms: Sequence[cloudwatch.IAlarm],
         encryption_key: kms.IKey | None = None,
-        build_state_machine: sfn.IStateMachine | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -125,21 +122,6 @@ class OperatorAccess(Construct):
         if encryption_key is not None:
             decrypt = iam.PolicyStatement(actions=["kms:Decrypt"], resources=[encryption_key.key_arn])
             statements.append(decrypt)
-        build_executions = []
-        if build_state_machine is not None:
-            executions = stack.format_arn(
-                service="states",
-                resource="execution",
-                resource_name=f"{build_state_machine.state_machine_name}:*",
-                arn_format=ArnFormat.COLON_RESOURCE_NAME,
-            )
-            statements += [
-                iam.PolicyStatement(
-                    actions=["states:ListExecutions"], resources=[build_state_machine.state_machine_arn]
-                ),
-                iam.PolicyStatement(actions=["states:GetExecutionHistory"], resources=[executions]),
-            ]
-            build_executions.append(executions)
         self.acceptance_policy = iam.ManagedPolicy(
             self,
             "AcceptancePolicy",
@@ -178,19 +160,10 @@ class OperatorAccess(Construct):
         store_objects = [statement.resources for statement in store.read_statements()]
         acknowledge_wildcard_resources(
             self.acceptance_policy,
-            [
-                this_stack,
-                configs,
-                models,
-                *store_objects[0],
-                log_groups,
-                *build_executions,
-                NO_RESOURCE_LEVEL,
-            ],
+            [this_stack, configs, models, *store_objects[0], log_groups, NO_RESOURCE_LEVEL],
             reason="Read-only and confined: this stack (its id is not known before it exists), the account's "
             "endpoint configs and models in this region (generated names; after a rollback the endpoint "
-            "serves another), the store's model and manifest prefixes, the build state machine's "
-            "executions (named at deployment), the region's log groups for "
+            "serves another), the store's model and manifest prefixes, the region's log groups for "
             "DescribeLogGroups alone (which lists names and settings; scoping it to one group is not "
             "confirmed), and '*' only for CloudWatch metric reads and Application Auto Scaling's Describe "
             "calls, which have no resource-level permissions.",
