@@ -145,14 +145,13 @@ class ModelBuildEngine(Construct):
         failed = sfn.Fail(
             self, "Failed", error="ModelBuildFailed", cause="the wait condition was signalled FAILURE"
         )
-        reports: dict[str, sfn.IChainable] = {}
 
         def report(stage: BuildStage) -> sfn.IChainable:
-            if stage.name not in reports:
-                payload: dict[str, Any] = {"Entry": "signal", "Handle.$": "$.Handle", "Status": "FAILURE"}
-                payload |= {"Stage": stage.name, "Minutes": stage.minutes, "Failure.$": "$.Failure"}
-                reports[stage.name] = invoke(f"Report{_id(stage)}Failure", payload).next(failed)
-            return reports[stage.name]
+            payload: dict[str, Any] = {"Entry": "signal", "Handle.$": "$.Handle", "Status": "FAILURE"}
+            payload |= {"Stage": stage.name, "Minutes": stage.minutes, "Failure.$": "$.Failure"}
+            return invoke(f"Report{_id(stage)}Failure", payload).next(failed)
+
+        reports = {stage.name: report(stage) for stage in (build, check)}
 
         def run(stage: BuildStage, variables: dict[str, str], **options: Any) -> sfn.TaskStateBase:
             start = tasks.CodeBuildStartBuildBatch if stage.batch else tasks.CodeBuildStartBuild
@@ -167,24 +166,20 @@ class ModelBuildEngine(Construct):
                 **options,
             )
             task.add_retry(errors=[REFUSED_START], **RETRY)
-            task.add_catch(report(stage), result_path="$.Failure")
+            task.add_catch(reports[stage.name], result_path="$.Failure")
             return task
 
         fingerprint = {FINGERPRINT_VARIABLE: sfn.JsonPath.string_at("$.Fingerprint")}
         if build.batch:
-            built = run(
-                build,
-                fingerprint,
-                result_selector={"Groups.$": "$.BuildBatch.BuildGroups"},
-                result_path="$.Built",
-            )
+            groups = {"Groups.$": "$.BuildBatch.BuildGroups"}
+            built = run(build, fingerprint, result_selector=groups, result_path="$.Built")
             # Every shard's exported digest, comma-separated in shard order, for the check's shards.
             handed = invoke(
                 "ShardCandidates",
                 {"Entry": "candidates", "Groups.$": "$.Built.Groups"},
                 result_path="$.Candidates",
             )
-            handed.add_catch(report(build), result_path="$.Failure")
+            handed.add_catch(reports[build.name], result_path="$.Failure")
             built.next(handed)
             candidate = {SHARD_CANDIDATES_VARIABLE: sfn.JsonPath.string_at("$.Candidates")}
         else:
