@@ -63,6 +63,12 @@ class TritonMmeStack(Stack):
         CfnOutput(self, "EndpointLogGroup", value=mme.endpoint_logs.log_group_name)
         CfnOutput(
             self,
+            "BuildStateMachineArn",
+            description="The deploy's model build engine: one execution per build (docs/deploy.md)",
+            value=mme.build.state_machine.state_machine_arn,
+        )
+        CfnOutput(
+            self,
             ACCEPTANCE_ROLE_OUTPUT,
             description="The role the deploy workflow assumes for `make acceptance` (docs/first-deploy.md)",
             value=mme.operators.acceptance_role.role_arn,
@@ -88,6 +94,7 @@ class TritonMmeStack(Stack):
                 image_uri=mme.image.image_uri,
                 image_tag=mme.image.tag,
                 build_fingerprint=mme.serving_check.fingerprint,
+                build_state_machine_arn=mme.build.state_machine.state_machine_arn,
                 alarms=list(mme.monitoring.alarms.values()),
                 autoscaling=mme.autoscaling,
                 deployment_events=mme.deployment_events,

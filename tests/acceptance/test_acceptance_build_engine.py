@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -66,3 +67,26 @@ def test_a_single_build_leaves_the_batch_undecided_and_a_missing_digest_fails() 
 
 def test_no_execution_yet_cannot_tell() -> None:
     assert all(line.startswith("CANNOT TELL") for line in verdicts(None, {}))
+
+
+def test_the_run_reads_the_verdicts_from_the_stacks_state_machine_and_skips_them_without_one(s3: Any) -> None:
+    """`triton-mme acceptance` takes the machine from the settings output; a stack deployed before it names
+    none, and the run then asks Step Functions nothing."""
+    from acceptance_support import STACK, expect_stack, healthy_stack, stubbed
+
+    from triton_mme.acceptance.runner import run_acceptance
+
+    report = run_acceptance(STACK, healthy_stack(s3, not_ready=0), metrics_wait_s=0)
+    lines = [c.line() for c in report.checks if c.name in ("batch-on-gpu", "exported-candidate")]
+    assert [line.split(":")[0] for line in lines] == [
+        "PASS manifest/batch-on-gpu",
+        "PASS manifest/exported-candidate",
+    ]
+    older = healthy_stack(s3, not_ready=0)
+    cloudformation, stub = stubbed("cloudformation")
+    expect_stack(stub, buildStateMachineArn=None)
+    stepfunctions, _ = stubbed("stepfunctions")
+    clients = dataclasses.replace(older, cloudformation=cloudformation, stepfunctions=stepfunctions)
+    report = run_acceptance(STACK, clients, metrics_wait_s=0)
+    assert not {"batch-on-gpu", "exported-candidate"} & {check.name for check in report.checks}
+    assert not report.failures  # a call to the unanswering stub would have failed a group in one line

@@ -34,6 +34,7 @@ class _Session:
             "cloudwatch": clients.cloudwatch,
             "application-autoscaling": clients.autoscaling,
             "logs": clients.logs,
+            "stepfunctions": clients.stepfunctions,
         }
 
     def client(self, service: str, **_: Any) -> Any:

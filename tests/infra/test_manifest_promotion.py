@@ -40,6 +40,7 @@ def sagemaker(s3: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
         "sagemaker", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     monkeypatch.setattr(promotion, "_clients", {"s3": s3, "sagemaker": client})
+    monkeypatch.setattr(promotion, "SETTLED", {"Delay": 0, "MaxAttempts": 3})
     with Stubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
@@ -73,7 +74,7 @@ def test_a_forged_success_cannot_make_an_unchecked_archive_live(
     published_build(s3, tmp_path, FIRST, b"unchecked", checked=False)
     endpoint_is(sagemaker, "InService", "config-1")
     with pytest.raises(promotion.PromotionRefused, match=r"1 archive\(s\) without a passing serving report"):
-        promotion.is_complete(request("Create", props(FIRST, "config-1")))
+        promotion.on_event(request("Create", props(FIRST, "config-1")))
     assert live(s3) is None
     # A report that failed the archive is no better.
     manifest = published_build(s3, tmp_path / "again", SECOND, b"failed", checked=False)
@@ -84,7 +85,7 @@ def test_a_forged_success_cannot_make_an_unchecked_archive_live(
     s3.put_object(Bucket=BUCKET, Key=serving_report_key(manifest.sha256), Body=report.to_json().encode())
     endpoint_is(sagemaker, "InService", "config-2")
     with pytest.raises(promotion.PromotionRefused, match="without a passing serving report"):
-        promotion.is_complete(request("Create", props(SECOND, "config-2")))
+        promotion.on_event(request("Create", props(SECOND, "config-2")))
     assert live(s3) is None
     assert (promotion.CANDIDATE_PREFIX, promotion.REPORT_SUFFIX) == (CANDIDATE_PREFIX, SERVING_REPORT_SUFFIX)
 
@@ -124,13 +125,13 @@ def request(
     old: dict[str, str] | None = None,
     physical_id: str | None = None,
 ) -> dict[str, Any]:
-    """What the provider framework gives is-complete: the request merged with on-event's answer."""
+    """What the provider framework gives the on-event handler."""
     event: dict[str, Any] = {"RequestType": kind, "ResourceProperties": properties}
     if old is not None:
         event["OldResourceProperties"] = old
     if physical_id is not None:
         event["PhysicalResourceId"] = physical_id
-    return {**event, **promotion.on_event(event)}
+    return event
 
 
 def live(s3: Any) -> Manifest | None:
@@ -142,25 +143,24 @@ def test_create_update_failed_update_rollback_and_delete(s3: Any, sagemaker: Stu
     second = published_build(s3, tmp_path, SECOND, b"second model")
     published_build(s3, tmp_path, THIRD, b"third model")
 
-    # Create: the endpoint is still settling, then serves the first config; the first build goes live.
+    # Create: the endpoint is still settling (SageMaker's waiter reads it until InService), then serves the
+    # first config; the first build goes live.
     create = request("Create", props(FIRST, "config-1"))
-    physical_id = create["PhysicalResourceId"]
+    for status in ("Creating", "Creating", "InService", "InService"):
+        endpoint_is(sagemaker, status, "config-1")
+    created = promotion.on_event(create)
+    physical_id = created["PhysicalResourceId"]
     assert physical_id == f"s3://{BUCKET}/{LIVE}"
-    endpoint_is(sagemaker, "Creating", "config-1")
-    assert promotion.is_complete(create) == {"IsComplete": False}
-    endpoint_is(sagemaker, "InService", "config-1")
-    assert promotion.is_complete(create)["IsComplete"] is True
+    assert created["Data"] == {"Outcome": f"promoted manifests/builds/{FIRST}/manifest.json"}
     assert live(s3) == first
 
     # Update: a new build and endpoint config; a scaling activity keeps the endpoint Updating for a while.
     update = request(
         "Update", props(SECOND, "config-2"), old=props(FIRST, "config-1"), physical_id=physical_id
     )
-    assert update["PhysicalResourceId"] == physical_id
-    endpoint_is(sagemaker, "Updating", "config-2")
-    assert promotion.is_complete(update) == {"IsComplete": False}
-    endpoint_is(sagemaker, "InService", "config-2")
-    assert promotion.is_complete(update)["IsComplete"] is True
+    for status in ("Updating", "InService", "InService"):
+        endpoint_is(sagemaker, status, "config-2")
+    assert promotion.on_event(update)["PhysicalResourceId"] == physical_id
     assert live(s3) == second
 
     # A failed update: SageMaker rolled the third config back (an alarm fired) and answers InService on the
@@ -170,7 +170,7 @@ def test_create_update_failed_update_rollback_and_delete(s3: Any, sagemaker: Stu
     )
     endpoint_is(sagemaker, "InService", "config-2", reason="Alarm TritonMultiModelEndpoint-Errors5xx fired")
     with pytest.raises(promotion.PromotionRefused) as refused:
-        promotion.is_complete(failed)
+        promotion.on_event(failed)
     assert str(refused.value) == (
         f"endpoint {ENDPOINT} is InService on endpoint config config-2, not on config-3, which this "
         f"deployment created (Alarm TritonMultiModelEndpoint-Errors5xx fired); the live manifest "
@@ -182,19 +182,17 @@ def test_create_update_failed_update_rollback_and_delete(s3: Any, sagemaker: Stu
     rollback = request(
         "Update", props(SECOND, "config-2"), old=props(THIRD, "config-3"), physical_id=physical_id
     )
-    assert rollback["PhysicalResourceId"] == physical_id
     endpoint_is(sagemaker, "InService", "config-2")
-    outcome = promotion.is_complete(rollback)
+    outcome = promotion.on_event(rollback)
     assert outcome == {
-        "IsComplete": True,
+        "PhysicalResourceId": physical_id,
         "Data": {"Outcome": f"already manifests/builds/{SECOND}/manifest.json"},
     }
     assert live(s3) == second
 
     # Delete: the store outlives the stack, and so does the live manifest.
     delete = request("Delete", props(SECOND, "config-2"), physical_id=physical_id)
-    assert delete["PhysicalResourceId"] == physical_id
-    assert promotion.is_complete(delete) == {"IsComplete": True}
+    assert promotion.on_event(delete) == {"PhysicalResourceId": physical_id}
     assert live(s3) == second
 
 
@@ -204,16 +202,16 @@ def test_a_rollback_after_a_successful_promotion_promotes_the_previous_build_bac
     first = published_build(s3, tmp_path, FIRST, b"first model")
     second = published_build(s3, tmp_path, SECOND, b"second model")
     endpoint_is(sagemaker, "InService", "config-1")
-    promotion.is_complete(request("Create", props(FIRST, "config-1")))
+    promotion.on_event(request("Create", props(FIRST, "config-1")))
     endpoint_is(sagemaker, "InService", "config-2")
-    promotion.is_complete(
+    promotion.on_event(
         request("Update", props(SECOND, "config-2"), old=props(FIRST, "config-1"), physical_id="p")
     )
     assert live(s3) == second
 
     # A resource after the promotion failed: CloudFormation puts the endpoint back on config-1, then this.
     endpoint_is(sagemaker, "InService", "config-1")
-    back = promotion.is_complete(
+    back = promotion.on_event(
         request("Update", props(FIRST, "config-1"), old=props(SECOND, "config-2"), physical_id="p")
     )
 
@@ -226,7 +224,7 @@ def test_the_live_manifest_is_the_build_manifest_byte_for_byte(
 ) -> None:
     published_build(s3, tmp_path, FIRST, b"first model")
     endpoint_is(sagemaker, "InService", "config-1")
-    promotion.is_complete(request("Create", props(FIRST, "config-1")))
+    promotion.on_event(request("Create", props(FIRST, "config-1")))
 
     source = s3.get_object(Bucket=BUCKET, Key=f"manifests/builds/{FIRST}/manifest.json")["Body"].read()
     pointer = s3.get_object(Bucket=BUCKET, Key=LIVE)
@@ -243,7 +241,7 @@ def test_an_endpoint_that_does_not_serve_fails_the_promotion(
     endpoint_is(sagemaker, status, "config-1")
 
     with pytest.raises(promotion.PromotionRefused, match=f"is {status} on endpoint config config-1"):
-        promotion.is_complete(request("Create", props(FIRST, "config-1")))
+        promotion.on_event(request("Create", props(FIRST, "config-1")))
     assert live(s3) is None
 
 
@@ -254,7 +252,7 @@ def test_a_missing_build_manifest_or_archive_moves_nothing(
     with pytest.raises(
         promotion.PromotionRefused, match=f"no build manifest at s3://{BUCKET}/manifests/builds/"
     ):
-        promotion.is_complete(request("Create", props(FIRST, "config-1")))
+        promotion.on_event(request("Create", props(FIRST, "config-1")))
 
     manifest = published_build(s3, tmp_path, SECOND, b"second model")
     (archive,) = manifest.target_models
@@ -263,7 +261,7 @@ def test_a_missing_build_manifest_or_archive_moves_nothing(
     with pytest.raises(
         promotion.PromotionRefused, match=f"names s3://{BUCKET}/models/{archive}, which is not"
     ):
-        promotion.is_complete(request("Create", props(SECOND, "config-1")))
+        promotion.on_event(request("Create", props(SECOND, "config-1")))
     assert live(s3) is None
 
 
@@ -304,7 +302,7 @@ def test_the_pointer_is_replaced_only_if_it_is_still_the_version_read(
     monkeypatch.setitem(promotion._clients, "s3", racing)
     endpoint_is(sagemaker, "InService", "config-1")
 
-    promotion.is_complete(request("Create", props(FIRST, "config-1")))
+    promotion.on_event(request("Create", props(FIRST, "config-1")))
 
     assert [w.split(" ")[0] for w in racing.writes] == ["ClientError", "If-Match"]
     assert live(s3) == first
@@ -319,7 +317,7 @@ def test_a_pointer_that_keeps_changing_stops_the_promotion(
     endpoint_is(sagemaker, "InService", "config-1")
 
     with pytest.raises(promotion.PromotionRefused, match=r"kept changing while it was promoted \(5 tries\)"):
-        promotion.is_complete(request("Create", props(FIRST, "config-1")))
+        promotion.on_event(request("Create", props(FIRST, "config-1")))
 
 
 # ----- the construct ---------------------------------------------------------------------------------------
@@ -353,7 +351,7 @@ def test_the_resource_names_the_build_manifest_the_live_one_and_the_endpoint(tem
             "ManifestPrefix": "manifests/",
             "EndpointName": "Endpoint-AbC123",
             "EndpointConfigName": "config-1",
-            "ServiceTimeout": "1800",
+            "ServiceTimeout": "900",
         },
     )
 
@@ -371,9 +369,11 @@ def statements_of(template: Template, function: str) -> list[dict[str, Any]]:
     ]
 
 
-def test_only_the_is_complete_handler_may_write_and_only_the_live_manifest(template: Template) -> None:
-    assert statements_of(template, "OnEvent") == []
-    granted = statements_of(template, "IsComplete")
+def test_only_the_handler_may_write_and_only_the_live_manifest(template: Template) -> None:
+    framework = statements_of(template, "Provider")  # it invokes the handler, nothing else
+    actions = {a for s in framework for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert actions == {"lambda:InvokeFunction", "lambda:GetFunction"}
+    granted = statements_of(template, "OnEvent")
     (write,) = [s for s in granted if "s3:PutObject" in s["Action"]]
     assert write["Action"] == "s3:PutObject"
     assert write["Resource"]["Fn::Join"][1][-1] == f"/{LIVE}"
@@ -384,10 +384,10 @@ def test_only_the_is_complete_handler_may_write_and_only_the_live_manifest(templ
 
 
 def test_every_function_writes_only_its_own_log(template: Template) -> None:
-    """The handlers and the provider framework's three functions log to groups of their own; their roles may
+    """The handler and the provider framework's on-event function log to groups of their own; their roles may
     write those groups and no other (no AWSLambdaBasicExecutionRole, which allows any group)."""
     functions = function_logging(template)
-    assert len(functions) == 5, sorted(functions)  # on-event, is-complete, the framework's three
+    assert len(functions) == 2, sorted(functions)  # the handler, the framework's on-event
     for logical_id, function in functions.items():
         assert function.managed_policies == [], logical_id
         (group_id,) = function.log_group.values()
@@ -396,15 +396,13 @@ def test_every_function_writes_only_its_own_log(template: Template) -> None:
     handler_groups = {
         functions[f].log_group["Ref"] for f in functions if not f.startswith("PromotionProvider")
     }
-    assert len(handler_groups) == 2, "each handler has a group of its own"
+    assert len(handler_groups) == 1, "the handler has a group of its own"
 
 
-def test_each_function_log_group_and_the_waiters_grant_says_why_checkov_may_skip_it(
-    template: Template,
-) -> None:
+def test_each_function_and_log_group_says_why_checkov_may_skip_it(template: Template) -> None:
     """The provider's resources carry their checkov skips (docs/scanners.md): no VPC, dead-letter queue or
     reserved concurrency for any function, the managed key for the framework's variables, no customer key
-    for the log groups, and the waiter's Step Functions logging grant on '*'."""
+    for the log groups."""
     functions = template.find_resources("AWS::Lambda::Function")
     for logical_id, function in functions.items():
         expected = {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"}
@@ -415,14 +413,16 @@ def test_each_function_log_group_and_the_waiters_grant_says_why_checkov_may_skip
     assert "SageMaker DescribeEndpoint" in handler_vpc["CKV_AWS_117"]  # the APIs the construct names
     for logical_id in template.find_resources("AWS::Logs::LogGroup"):
         assert set(checkov_skips(template, logical_id)) == {"CKV_AWS_158"}, logical_id
-    (waiter_policy,) = [p for p in template.find_resources("AWS::IAM::Policy") if "waiterstatemachine" in p]
-    assert "Step Functions logging" in checkov_skips(template, waiter_policy)["CKV_AWS_111"]
 
 
-def test_the_provider_polls_every_30_seconds_for_at_most_30_minutes(template: Template) -> None:
-    (machine,) = template.find_resources("AWS::StepFunctions::StateMachine").values()
-    definition = json.dumps(machine["Properties"]["DefinitionString"])
-    assert '\\"IntervalSeconds\\":30' in definition and '\\"MaxAttempts\\":60' in definition
+def test_one_wait_the_endpoint_and_no_polling_provider(template: Template) -> None:
+    """No is-complete handler and no waiter state machine: the promotion runs once, after the endpoint, and
+    only SageMaker's waiter covers a scaling activity, within the function's timeout."""
+    template.resource_count_is("AWS::StepFunctions::StateMachine", 0)
+    (handler,) = [f for k, f in template.find_resources("AWS::Lambda::Function").items() if "OnEvent" in k]
+    assert handler["Properties"]["Handler"] == "handler.on_event"
+    settled = promotion.SETTLED["Delay"] * promotion.SETTLED["MaxAttempts"]
+    assert settled + 30 < handler["Properties"]["Timeout"] < 15 * 60  # the framework function's 15 minutes
 
 
 def test_a_fingerprint_that_is_not_one_is_refused() -> None:

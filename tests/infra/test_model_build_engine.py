@@ -110,6 +110,18 @@ def test_default_and_long_builds_share_one_shape(synth_with: Callable[..., Synth
     assert "startBuild.sync" in json.dumps(synth_with().resources)
 
 
+def test_the_stack_waits_one_way_only(synth_with: Callable[..., Synthesized]) -> None:
+    """Across the whole stack, default and fanned out: one state machine (the engine; no provider waiter),
+    no is-complete handler, one wait condition (the manifest promotion answers once, after the endpoint)."""
+    for synth in (synth_with(), synth_with(build_runners=2)):
+        types = [r["Type"] for r in synth.resources.values()]
+        assert types.count("AWS::StepFunctions::StateMachine") == 1
+        assert types.count("AWS::CloudFormation::WaitCondition") == 1
+        handlers = [r["Properties"].get("Handler", "") for r in synth.resources.values()
+                    if r["Type"] == "AWS::Lambda::Function"]  # fmt: skip
+        assert handlers and not [h for h in handlers if h.endswith("is_complete") or "isComplete" in h]
+
+
 def test_a_budget_past_the_wait_conditions_twelve_hours_is_refused() -> None:
     with pytest.raises(ValueError, match=r"stages of 700 and 20 minutes: allowed together at most 715"):
         engine(A, build_minutes=700)

@@ -356,3 +356,27 @@ def test_a_stopped_execution_signals_nothing(engine: Callable[..., Any]) -> None
     result = engine(build=[running], stop_after=1.0)
     assert result["status"] == "ABORTED"
     assert Handle.signals == [] and len(STARTS) == 1
+
+
+@pytest.mark.parametrize("path", ["success", "build failure", "check failure", "timeout"])
+def test_the_handles_url_is_in_no_log_line_of_the_function_and_no_execution_history(
+    engine: Callable[..., Any], capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    """The function used the URL (one signal reached it), yet neither what it printed (its log group) nor the
+    execution's history (its input, every state's input and output: what the state machine's log group
+    holds at level ALL) names it, on every path that signals."""
+    line = "resnet50/onnx: export failed"
+    runs: dict[str, dict[str, Any]] = {
+        "success": {"build": [built], "check": [succeeded]},
+        "build failure": {"build": [failed("ModelBuildProject:9")],
+                          "error_line": ("ModelBuildProject:9", line)},
+        "check failure": {"build": [built], "check": [failed("ServingCheckProject:3")],
+                          "error_line": ("ServingCheckProject:3", line)},
+        "timeout": {"build": [running], "timeout": 1},
+    }  # fmt: skip
+    result = engine(**runs[path])
+    assert len(Handle.signals) == 1
+    printed = capsys.readouterr()
+    assert "signalled Handle1" in printed.out  # the function's log line is there, with the handle's id only
+    for part in ("X-Amz-Signature", "secret", "127.0.0.1"):
+        assert part not in printed.out + printed.err and part not in result["history"]

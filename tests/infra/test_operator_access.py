@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from triton_mme.acceptance.verdicts import (
 )
 from triton_mme.core.model_metrics import INSIGHT_RULES
 from triton_mme.observability.cloudwatch import stack_figures
-from triton_mme_cdk.stack import ACCEPTANCE_ROLE_OUTPUT, ENDPOINT_NAME_OUTPUT
+from triton_mme_cdk.stack import ACCEPTANCE_ROLE_OUTPUT, ACCEPTANCE_SETTINGS_OUTPUT, ENDPOINT_NAME_OUTPUT
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Each client's IAM service prefix (the Service Authorization Reference's; CloudWatch signs as "monitoring").
@@ -52,6 +53,7 @@ IAM_PREFIX = {
     "cloudwatch": "cloudwatch",
     "application-autoscaling": "application-autoscaling",
     "logs": "logs",
+    "stepfunctions": "states",
 }
 # Operations IAM authorizes under another action's name (S3: "HeadObject ... requires s3:GetObject").
 AUTHORIZED_AS = {"s3:HeadObject": "s3:GetObject"}
@@ -263,6 +265,20 @@ def test_invocations_and_event_reads_are_confined_to_this_endpoint(default_synth
     assert events["Resource"] == stack.resolve(stack.mme.deployment_events.log_group.log_group_arn)
     (alarms,) = [s for s in statements if s["Action"] == "cloudwatch:DescribeAlarms"]
     assert len(alarms["Resource"]) == len(stack.mme.monitoring.alarms) >= len(ALARMS)
+
+
+def test_build_engine_reads_are_confined_to_this_stacks_state_machine(default_synth: Synthesized) -> None:
+    """The build engine's verdicts list that machine's executions and read their histories, nothing else."""
+    stack = default_synth.stack
+    statements = policy_statements(default_synth, stack.mme.operators.acceptance_policy)
+    machine = stack.resolve(stack.mme.build.state_machine.state_machine_arn)
+    (listed,) = [s for s in statements if s["Action"] == "states:ListExecutions"]
+    assert listed["Resource"] == machine
+    (history,) = [s for s in statements if s["Action"] == "states:GetExecutionHistory"]
+    assert ":execution:" in json.dumps(history["Resource"]) and history["Resource"]["Fn::Join"][1][-1] == ":*"
+    outputs = default_synth.template.to_json()["Outputs"]
+    assert outputs["BuildStateMachineArn"]["Value"] == machine
+    assert "buildStateMachineArn" in json.dumps(outputs[ACCEPTANCE_SETTINGS_OUTPUT]["Value"])
 
 
 @pytest.mark.parametrize("page", ["acceptance.md", "first-deploy.md"])

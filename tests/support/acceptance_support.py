@@ -47,6 +47,8 @@ ALARMS = ("TritonMultiModelEndpoint-Errors5xx-1A2B", "TritonMultiModelEndpoint-M
 ROLLBACK_ALARMS = ALARMS[:1]
 EVENT_LOG_GROUP = "TritonMultiModelEndpoint-DeploymentEventsLogs9D73D72B-5E6F"
 RESOURCE_ID = f"endpoint/{ENDPOINT}/variant/{VARIANT}"
+BUILD_MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:ModelBuildEngineStateMachine-Ab12"
+BUILD_RUN = BUILD_MACHINE.replace(":stateMachine:", ":execution:") + ":4d85d745-request"
 START = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 CREATED = dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.UTC)
 UPDATED = dt.datetime(2026, 12, 1, 11, 0, tzinfo=dt.UTC)
@@ -84,6 +86,7 @@ def settings_output(**overrides: Any) -> dict[str, Any]:
         "liveManifestUrl": f"s3://{BUCKET}/{live_manifest_key()}",
         "deploymentConfig": deployment_config(),
         "buildFingerprint": FINGERPRINT,
+        "buildStateMachineArn": BUILD_MACHINE,
         "alarmNames": list(ALARMS),
         "scaling": {
             "serviceNamespace": "sagemaker",
@@ -514,6 +517,8 @@ def healthy_stack(s3: Any, *, not_ready: int = 2, events: list[tuple[str, str]] 
     expect_alarms(cloudwatch_stub, [alarm(name) for name in ALARMS])
     autoscaling, autoscaling_stub = stubbed("application-autoscaling")
     expect_scaling(autoscaling_stub)
+    stepfunctions, stepfunctions_stub = stubbed("stepfunctions")
+    expect_build_execution(stepfunctions_stub)
     return AcceptanceClients(
         cloudformation=cloudformation,
         sagemaker=sagemaker,
@@ -522,6 +527,29 @@ def healthy_stack(s3: Any, *, not_ready: int = 2, events: list[tuple[str, str]] 
         cloudwatch=cloudwatch,
         autoscaling=autoscaling,
         logs=logs,
+        stepfunctions=stepfunctions,
+    )
+
+
+def expect_build_execution(stepfunctions: Stubber) -> None:
+    """The build engine's newest successful execution: a build batch whose shards handed their candidates."""
+    run = {"executionArn": BUILD_RUN, "stateMachineArn": BUILD_MACHINE, "name": "4d85d745-request",
+           "status": "SUCCEEDED", "startDate": UPDATED}  # fmt: skip
+    expected = {"stateMachineArn": BUILD_MACHINE, "statusFilter": "SUCCEEDED", "maxResults": 1}
+    stepfunctions.add_response("list_executions", {"executions": [run]}, expected)
+    scheduled = {"resourceType": "codebuild", "resource": "startBuildBatch.sync", "region": REGION,
+                 "parameters": "{}"}  # fmt: skip
+    events = [
+        {"timestamp": UPDATED, "type": "TaskScheduled", "id": 1, "taskScheduledEventDetails": scheduled}
+    ]
+    for index, (state, output) in enumerate(
+        (("ModelBuild", {"Built": {}}), ("ShardCandidates", {"Candidates": f"{'ab' * 32},{'cd' * 32}"})), 2
+    ):
+        exited = {"name": state, "output": json.dumps(output)}
+        events.append({"timestamp": UPDATED, "type": "TaskStateExited", "id": index,
+                       "stateExitedEventDetails": exited})  # fmt: skip
+    stepfunctions.add_response(
+        "get_execution_history", {"events": events}, {"executionArn": BUILD_RUN, "maxResults": 1000}
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from triton_mme.acceptance.build import check_build
+from triton_mme.acceptance.build_engine import build_engine_verdicts
 from triton_mme.acceptance.live import LiveEndpoint, describe_live
 from triton_mme.acceptance.metrics import check_alarms, check_metrics_arrive, check_scaling
 from triton_mme.acceptance.report import (
@@ -51,6 +52,7 @@ class AcceptanceClients:
     cloudwatch: Any
     autoscaling: Any
     logs: Any
+    stepfunctions: Any
 
     @classmethod
     def from_session(cls, session: Any) -> AcceptanceClients:
@@ -64,6 +66,7 @@ class AcceptanceClients:
             cloudwatch=session.client("cloudwatch"),
             autoscaling=session.client("application-autoscaling"),
             logs=session.client("logs"),
+            stepfunctions=session.client("stepfunctions"),
         )
 
 
@@ -160,6 +163,8 @@ def run_acceptance(
         record(STRATEGY, lambda: [check_strategy(settings, described[0], clients.logs)])
     if manifest is not None:
         record(MANIFEST, lambda: check_build(settings, manifest, source, report, clients.s3))
+    if (machine := settings.build_state_machine_arn) is not None:
+        record(MANIFEST, lambda: build_engine_verdicts(clients.stepfunctions, machine))
     record(
         METRICS, lambda: check_metrics_arrive(settings, clients.cloudwatch, timing, started, metrics_wait_s)
     )

@@ -77,6 +77,8 @@ class DeployedSettings(_Settings):
     # CloudFormation's DeploymentConfig with its keys' first letters lowered (CDK's rendering).
     deployment_config: dict[str, Any] | None = None
     build_fingerprint: str
+    # Absent in stacks deployed before the build engine's verdicts, which then do not run.
+    build_state_machine_arn: str | None = None
     alarm_names: tuple[str, ...]
     scaling: Scaling | None = None
     deployment_event_log_group: str

@@ -10,14 +10,11 @@ from constructs import Construct
 
 from triton_mme.core.catalog import Format
 from triton_mme.core.locations import build_manifest_key
+from triton_mme_cdk.constructs.handler_function import handler_function, on_event_provider
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
-from triton_mme_cdk.constructs.waiting_provider import waiting_provider
 
 HANDLER_DIR = Path(__file__).parent / "archive_locations_handler"
-# The manifest exists when this runs (it waits for the build); the waiter only carries the answer back.
-POLL_INTERVAL = Duration.seconds(10)
-TOTAL_TIMEOUT = Duration.minutes(5)
 
 
 class ArchiveLocations(Construct):
@@ -45,19 +42,16 @@ class ArchiveLocations(Construct):
             manifest_key = build_manifest_key(fingerprint, store.manifest_prefix)
         except ValueError as error:
             raise ValueError(f"cannot resolve the dedicated models' archives: {error}") from None
-        handlers = waiting_provider(
-            self,
-            handler_dir=HANDLER_DIR,
-            on_event_statements=[],
-            is_complete_statements=[],
-            query_interval=POLL_INTERVAL,
-            total_timeout=TOTAL_TIMEOUT,
-            log_retention=log_retention,
-            handler_calls="S3 for the build's manifest",
+        # The manifest exists when this runs (it waits for the build): it reads it once, no polling.
+        on_event = handler_function(
+            self, "OnEvent", handler_dir=HANDLER_DIR, entry="on_event", log_retention=log_retention
         )
-        store.grant_read(handlers.is_complete)
+        provider = on_event_provider(
+            self, on_event, log_retention=log_retention, calls="S3 for the build's manifest"
+        )
+        store.grant_read(on_event)
         if encryption_key is not None:
-            handlers.is_complete.add_to_role_policy(
+            on_event.add_to_role_policy(
                 iam.PolicyStatement(actions=["kms:Decrypt"], resources=[encryption_key.key_arn])
             )
         acknowledge_wildcard_resources(
@@ -71,7 +65,7 @@ class ArchiveLocations(Construct):
         self.resource = CustomResource(
             self,
             "Resource",
-            service_token=handlers.provider.service_token,
+            service_token=provider.service_token,
             resource_type="Custom::ArchiveLocations",
             properties={
                 "Bucket": store.bucket.bucket_name,
@@ -82,7 +76,7 @@ class ArchiveLocations(Construct):
                     for name, fmt in self.models.items()
                 ],
             },
-            service_timeout=TOTAL_TIMEOUT,
+            service_timeout=Duration.minutes(5),
         )
 
     def url(self, model: str) -> str:

@@ -83,12 +83,6 @@ ENVIRONMENT_KEY_REASON = (
     "The variables hold resource names and ARNs, no secret; Lambda encrypts environment variables at rest "
     "with an AWS managed key by default (AWS, 'Data encryption at rest for AWS Lambda')."
 )
-LOG_DELIVERY_REASON = (
-    "CDK's grant to the provider framework's waiter state machine for its logging: the policy AWS gives for "
-    "Step Functions logging to CloudWatch Logs (logs:CreateLogDelivery and the other *LogDelivery actions, "
-    "logs:PutResourcePolicy, logs:DescribeResourcePolicies, logs:DescribeLogGroups, logs:CreateLogStream, "
-    "logs:PutLogEvents) on '*', as the log-delivery actions support no resource-level permissions."
-)
 
 
 def skip_checks(construct: IConstruct, reasons: Mapping[str, str]) -> None:

@@ -9,14 +9,14 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from triton_mme.core.locations import build_manifest_key
+from triton_mme_cdk.constructs.handler_function import handler_function, on_event_provider
 from triton_mme_cdk.constructs.model_store import ModelStore
 from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
-from triton_mme_cdk.constructs.waiting_provider import waiting_provider
 
 HANDLER_DIR = Path(__file__).parent / "manifest_promotion_handler"
-# The endpoint update is over when this runs; the wait only covers a short Updating (a scaling activity).
-POLL_INTERVAL = Duration.seconds(30)
-TOTAL_TIMEOUT = Duration.minutes(30)
+# The endpoint update is over when this runs; the handler's SageMaker waiter only covers a short Updating (a
+# scaling activity), within the 15 minutes of the provider framework's function.
+HANDLER_TIMEOUT = Duration.minutes(13)
 
 
 class ManifestPromotion(Construct):
@@ -47,23 +47,29 @@ class ManifestPromotion(Construct):
             source = build_manifest_key(fingerprint, store.manifest_prefix)
         except ValueError as error:
             raise ValueError(f"cannot promote a build: {error}") from None
-        describe = iam.PolicyStatement(actions=["sagemaker:DescribeEndpoint"], resources=[endpoint_arn])
-        handlers = waiting_provider(
+        on_event = handler_function(
             self,
+            "OnEvent",
             handler_dir=HANDLER_DIR,
-            on_event_statements=[],
-            is_complete_statements=[describe],
-            query_interval=POLL_INTERVAL,
-            total_timeout=TOTAL_TIMEOUT,
+            entry="on_event",
             log_retention=log_retention,
-            handler_calls="S3 for the manifests and archives, SageMaker DescribeEndpoint",
+            timeout=HANDLER_TIMEOUT,
+        )
+        on_event.add_to_role_policy(
+            iam.PolicyStatement(actions=["sagemaker:DescribeEndpoint"], resources=[endpoint_arn])
+        )
+        provider = on_event_provider(
+            self,
+            on_event,
+            log_retention=log_retention,
+            calls="S3 for the manifests and archives, SageMaker DescribeEndpoint",
         )
         # It checks the build's archives exist, reads its manifest and writes the live manifest only.
-        store.grant_read(handlers.is_complete)
-        store.grant_promote(handlers.is_complete)
+        store.grant_read(on_event)
+        store.grant_promote(on_event)
         if encryption_key is not None:
             # SSE-KMS: reading an object needs kms:Decrypt, writing one kms:GenerateDataKey.
-            handlers.is_complete.add_to_role_policy(
+            on_event.add_to_role_policy(
                 iam.PolicyStatement(
                     actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=[encryption_key.key_arn]
                 )
@@ -76,7 +82,7 @@ class ManifestPromotion(Construct):
         self.resource = CustomResource(
             self,
             "Resource",
-            service_token=handlers.provider.service_token,
+            service_token=provider.service_token,
             resource_type="Custom::ManifestPromotion",
             properties={
                 "Bucket": bucket.bucket_name,
@@ -88,5 +94,5 @@ class ManifestPromotion(Construct):
                 "EndpointName": endpoint_name,
                 "EndpointConfigName": endpoint_config_name,
             },
-            service_timeout=TOTAL_TIMEOUT,
+            service_timeout=Duration.minutes(15),
         )

@@ -23,20 +23,14 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from triton_mme.core.platform import WAIT_CONDITION_TIMEOUT_MINUTES
 from triton_mme_cdk.constructs.build_spec import CANDIDATE_VARIABLE, FINGERPRINT_VARIABLE
 from triton_mme_cdk.constructs.checkov import skip_function_checks
-from triton_mme_cdk.constructs.function_role import function_role
+from triton_mme_cdk.constructs.handler_function import function_log_group, handler_function, on_event_provider
 from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
 from triton_mme_cdk.constructs.serving_check_spec import SHARD_CANDIDATES_VARIABLE
-from triton_mme_cdk.constructs.waiting_provider import (
-    HANDLER_TIMEOUT,
-    function_log_group,
-    ignore_redundant_role_dependencies,
-)
 from triton_mme_cdk.settings import BUILD_DEADLINE_MARGIN_MINUTES
 
 HANDLER_DIR = Path(__file__).parent / "model_build_engine_handler"
@@ -112,7 +106,7 @@ class ModelBuildEngine(Construct):
         self.resource = CustomResource(
             self,
             f"Run{key}",
-            service_token=self._trigger().service_token,
+            service_token=self._trigger(),
             resource_type="Custom::ModelBuild",
             properties={
                 "StateMachine": self.state_machine.state_machine_arn,
@@ -127,23 +121,14 @@ class ModelBuildEngine(Construct):
             self, f"Done{key}", handle=handle.ref, count=1, timeout=str(self.wait_minutes * 60)
         )
         self.done.node.add_dependency(self.resource)
-        ignore_redundant_role_dependencies(self)
 
     def _function(
         self, name: str, entry: str, environment: dict[str, str], *grants: tuple[list[str], list[str]]
     ) -> lambda_.Function:
-        group = function_log_group(self, f"{name}Logs", self._retention)
-        function = lambda_.Function(
-            self,
-            name,
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
-            handler=f"handler.{entry}",
-            timeout=HANDLER_TIMEOUT,
-            role=function_role(self, f"{name}Role", log_group=group),
-            log_group=group,
+        function = handler_function(
+            self, name, handler_dir=HANDLER_DIR, entry=entry, log_retention=self._retention,
             environment=environment,
-        )
+        )  # fmt: skip
         for actions, resources in grants:
             function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
         return function
@@ -160,14 +145,13 @@ class ModelBuildEngine(Construct):
         failed = sfn.Fail(
             self, "Failed", error="ModelBuildFailed", cause="the wait condition was signalled FAILURE"
         )
-        reports: dict[str, sfn.IChainable] = {}
 
         def report(stage: BuildStage) -> sfn.IChainable:
-            if stage.name not in reports:
-                payload: dict[str, Any] = {"Entry": "signal", "Handle.$": "$.Handle", "Status": "FAILURE"}
-                payload |= {"Stage": stage.name, "Minutes": stage.minutes, "Failure.$": "$.Failure"}
-                reports[stage.name] = invoke(f"Report{_id(stage)}Failure", payload).next(failed)
-            return reports[stage.name]
+            payload: dict[str, Any] = {"Entry": "signal", "Handle.$": "$.Handle", "Status": "FAILURE"}
+            payload |= {"Stage": stage.name, "Minutes": stage.minutes, "Failure.$": "$.Failure"}
+            return invoke(f"Report{_id(stage)}Failure", payload).next(failed)
+
+        reports = {stage.name: report(stage) for stage in (build, check)}
 
         def run(stage: BuildStage, variables: dict[str, str], **options: Any) -> sfn.TaskStateBase:
             start = tasks.CodeBuildStartBuildBatch if stage.batch else tasks.CodeBuildStartBuild
@@ -182,24 +166,20 @@ class ModelBuildEngine(Construct):
                 **options,
             )
             task.add_retry(errors=[REFUSED_START], **RETRY)
-            task.add_catch(report(stage), result_path="$.Failure")
+            task.add_catch(reports[stage.name], result_path="$.Failure")
             return task
 
         fingerprint = {FINGERPRINT_VARIABLE: sfn.JsonPath.string_at("$.Fingerprint")}
         if build.batch:
-            built = run(
-                build,
-                fingerprint,
-                result_selector={"Groups.$": "$.BuildBatch.BuildGroups"},
-                result_path="$.Built",
-            )
+            groups = {"Groups.$": "$.BuildBatch.BuildGroups"}
+            built = run(build, fingerprint, result_selector=groups, result_path="$.Built")
             # Every shard's exported digest, comma-separated in shard order, for the check's shards.
             handed = invoke(
                 "ShardCandidates",
                 {"Entry": "candidates", "Groups.$": "$.Built.Groups"},
                 result_path="$.Candidates",
             )
-            handed.add_catch(report(build), result_path="$.Failure")
+            handed.add_catch(reports[build.name], result_path="$.Failure")
             built.next(handed)
             candidate = {SHARD_CANDIDATES_VARIABLE: sfn.JsonPath.string_at("$.Candidates")}
         else:
@@ -249,8 +229,9 @@ class ModelBuildEngine(Construct):
             ),
         )
 
-    def _trigger(self) -> cr.Provider:
-        """The on-event function (no is-complete) of the stack's runs: start, or stop, one execution."""
+    def _trigger(self) -> str:
+        """The service token of the stack's runs' on-event function (no is-complete): start, or stop, one
+        execution."""
         machine = self.state_machine
         executions = Stack.of(self).format_arn(
             service="states",
@@ -265,31 +246,11 @@ class ModelBuildEngine(Construct):
             (["states:StartExecution"], [machine.state_machine_arn]),
             (["states:StopExecution"], [executions]),
         )
-        framework_logs = function_log_group(self, "ProviderLogs", self._retention)
-        provider = cr.Provider(
-            self,
-            "Provider",
-            on_event_handler=on_event,
-            log_group=framework_logs,
-            framework_on_event_role=function_role(self, "ProviderRole", log_group=framework_logs),
-        )
         acknowledge_wildcard_resources(
-            self,
-            [executions, f"{on_event.function_arn}:*"],
-            reason="The trigger stops only this machine's executions; the provider invokes its handler.",
+            self, [executions], reason="The trigger stops only this machine's executions."
         )
-        for function, caller in (
-            (on_event, "the provider framework"),
-            (provider.node.find_child("framework-onEvent"), "CloudFormation"),
-        ):
-            skip_function_checks(
-                function,
-                calls="Step Functions to start or stop an execution, S3 for CloudFormation's response",
-                invoked=f"{caller} invokes it once per request of one deployment.",
-                failures="its error reaches CloudFormation, which fails the deployment and rolls it back.",
-                environment=True,
-            )
-        return provider
+        calls = "Step Functions to start or stop an execution"
+        return on_event_provider(self, on_event, log_retention=self._retention, calls=calls).service_token
 
 
 def _id(stage: BuildStage) -> str:

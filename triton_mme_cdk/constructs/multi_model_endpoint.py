@@ -355,6 +355,7 @@ class TritonMultiModelEndpoint(Construct):
             store=self.store,
             deployment_events=self.deployment_events,
             alarms=list(self.monitoring.alarms.values()),
+            build_state_machine=self.build.state_machine,
             encryption_key=self.encryption_key,
         )
         # The live manifest moves to this build only once the endpoint serves this deployment's config.

@@ -23,6 +23,7 @@ from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from triton_mme.core.model_metrics import INSIGHT_RULES, insight_rule_name
@@ -39,8 +40,9 @@ NO_RESOURCE_LEVEL = "*"
 class OperatorAccess(Construct):
     """`acceptance_role` (with `acceptance_policy`) and `models_policy`, for one endpoint of one stack.
 
-    `endpoint`, `store`, `deployment_events` and `alarms` (the stack's alarms, as the acceptance output names
-    them) are required; `encryption_key` (default none) adds kms:Decrypt on the key of the model bucket.
+    `endpoint`, `store`, `deployment_events`, `alarms` (the stack's alarms, as the acceptance output names
+    them) and `build_state_machine` (whose executions the build engine's verdicts read) are required;
+    `encryption_key` (default none) adds kms:Decrypt on the key of the model bucket.
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class OperatorAccess(Construct):
         store: ModelStore,
         deployment_events: DeploymentEvents,
         alarms: Sequence[cloudwatch.IAlarm],
+        build_state_machine: sfn.IStateMachine,
         encryption_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -81,6 +84,13 @@ class OperatorAccess(Construct):
                 resources=[NO_RESOURCE_LEVEL],
             ),
         ]
+        # The build engine's verdicts read the newest successful execution's history (build_engine.py).
+        executions = stack.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{build_state_machine.state_machine_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         log_groups = Stack.of(self).format_arn(
             service="logs", resource="log-group", resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME
         )
@@ -117,6 +127,10 @@ class OperatorAccess(Construct):
             iam.PolicyStatement(
                 actions=["cloudwatch:DescribeAlarms"], resources=[alarm.alarm_arn for alarm in alarms]
             ),
+            iam.PolicyStatement(
+                actions=["states:ListExecutions"], resources=[build_state_machine.state_machine_arn]
+            ),
+            iam.PolicyStatement(actions=["states:GetExecutionHistory"], resources=[executions]),
             *no_resource_level,
         ]
         if encryption_key is not None:
@@ -160,10 +174,11 @@ class OperatorAccess(Construct):
         store_objects = [statement.resources for statement in store.read_statements()]
         acknowledge_wildcard_resources(
             self.acceptance_policy,
-            [this_stack, configs, models, *store_objects[0], log_groups, NO_RESOURCE_LEVEL],
+            [this_stack, configs, models, *store_objects[0], executions, log_groups, NO_RESOURCE_LEVEL],
             reason="Read-only and confined: this stack (its id is not known before it exists), the account's "
             "endpoint configs and models in this region (generated names; after a rollback the endpoint "
-            "serves another), the store's model and manifest prefixes, the region's log groups for "
+            "serves another), the store's model and manifest prefixes, the build state machine's "
+            "executions (named per run), the region's log groups for "
             "DescribeLogGroups alone (which lists names and settings; scoping it to one group is not "
             "confirmed), and '*' only for CloudWatch metric reads and Application Auto Scaling's Describe "
             "calls, which have no resource-level permissions.",

@@ -1,5 +1,5 @@
 """Resolves the archive each inference component serves from the build's manifest: the custom resource
-provider's on-event and is-complete handlers (docs/constructs.md, "Dedicated models").
+provider's on-event handler (docs/constructs.md, "Dedicated models").
 
 An archive's key carries its content hash, known only once the build ran, while an inference component needs
 a concrete ArtifactUrl. The resource depends on the build trigger, so the build's manifest
@@ -36,18 +36,13 @@ def client(service: str) -> Any:
 
 def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     properties = event["ResourceProperties"]
-    return {"PhysicalResourceId": f"s3://{properties['Bucket']}/{properties['BuildManifestKey']}"}
-
-
-def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    if event["RequestType"] == "Delete":
-        return {"IsComplete": True}
-    properties = event["ResourceProperties"]
     bucket, key = properties["Bucket"], properties["BuildManifestKey"]
-    body = client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
-    manifest = json.loads(body)
+    answer: dict[str, Any] = {"PhysicalResourceId": f"s3://{bucket}/{key}"}
+    if event["RequestType"] == "Delete":
+        return answer
+    manifest = json.loads(client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
     urls = archive_urls(manifest, properties["Models"], bucket=bucket, prefix=properties["ModelPrefix"])
-    return {"IsComplete": True, "Data": urls}
+    return {**answer, "Data": urls}
 
 
 def archive_urls(

@@ -1,9 +1,10 @@
 """Makes a build's manifest the live one once the endpoint serves this deployment: the custom resource
-provider's on-event and is-complete handlers (docs/updates.md).
+provider's on-event handler (docs/updates.md).
 
 The resource depends on the endpoint, so CloudFormation calls it after the endpoint update succeeded:
 
-- Create and Update wait until the endpoint is InService, check that it serves the endpoint config this
+- Create and Update wait (SageMaker's own `endpoint_in_service` waiter, only while a scaling activity keeps
+  the endpoint settling) until it is InService, check that it serves the endpoint config this
   deployment created (SageMaker may have rolled the update back and still answer InService), then copy the
   build's manifest (`BuildManifestKey`, written once by the build) over the live pointer (`LiveManifestKey`).
   The copy replaces the pointer only if it is still the version read (If-Match on its ETag, or If-None-Match
@@ -20,12 +21,13 @@ follows a replacement.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from typing import Any
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, WaiterError
 
 # DescribeEndpoint's EndpointStatus values that are on their way to another status.
 SETTLING = frozenset({"Creating", "Updating", "SystemUpdating", "RollingBack"})
@@ -33,6 +35,8 @@ MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
 # S3's answers to a conditional write that lost (412), raced another (409) or found the pointer deleted.
 LOST = frozenset({"PreconditionFailed", "ConditionalRequestConflict", *MISSING})
 POINTER_ATTEMPTS = 5
+# Within the function's 13 minutes (manifest_promotion.py).
+SETTLED = {"Delay": 15, "MaxAttempts": 48}
 # Where the serving check publishes (triton_mme.core.locations, which this handler cannot import: it ships
 # alone; a test checks both name the same).
 CANDIDATE_PREFIX = "candidate-"
@@ -53,22 +57,18 @@ def client(service: str) -> Any:
 
 def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     properties = event["ResourceProperties"]
-    physical_id = (
-        event.get("PhysicalResourceId") or f"s3://{properties['Bucket']}/{properties['LiveManifestKey']}"
-    )
-    return {"PhysicalResourceId": physical_id}
-
-
-def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    where = f"s3://{properties['Bucket']}/{properties['LiveManifestKey']}"
+    answer: dict[str, Any] = {"PhysicalResourceId": event.get("PhysicalResourceId") or where}
     if event["RequestType"] == "Delete":
-        return {"IsComplete": True}
-    properties = event["ResourceProperties"]
+        return answer
     name, expected = properties["EndpointName"], properties["EndpointConfigName"]
     endpoint = client("sagemaker").describe_endpoint(EndpointName=name)
+    if endpoint["EndpointStatus"] in SETTLING:
+        with contextlib.suppress(WaiterError):  # what it settled on is checked below, in one line
+            waiter = client("sagemaker").get_waiter("endpoint_in_service")
+            waiter.wait(EndpointName=name, WaiterConfig=SETTLED)
+        endpoint = client("sagemaker").describe_endpoint(EndpointName=name)
     status, serving = endpoint["EndpointStatus"], endpoint.get("EndpointConfigName")
-    if status in SETTLING:
-        return {"IsComplete": False}
-    where = f"s3://{properties['Bucket']}/{properties['LiveManifestKey']}"
     if status != "InService" or serving != expected:
         reason = endpoint.get("FailureReason")
         raise PromotionRefused(
@@ -77,7 +77,7 @@ def is_complete(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         )
     outcome = promote(properties)
     print(f"{where}: {outcome} (fingerprint {properties['Fingerprint']}, endpoint config {expected})")
-    return {"IsComplete": True, "Data": {"Outcome": outcome}}
+    return {**answer, "Data": {"Outcome": outcome}}
 
 
 def promote(properties: dict[str, str]) -> str:

@@ -43,12 +43,11 @@ def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         return {"PhysicalResourceId": event["PhysicalResourceId"]}
     if event["RequestType"] == "Delete":
         arn = event["PhysicalResourceId"]
+        # A closed execution has nothing to stop; a Delete never fails a rollback.
         try:
             if ":execution:" in arn:
                 client("stepfunctions").stop_execution(executionArn=arn, cause="its deployment moved on")
-        except (
-            ClientError
-        ) as error:  # a closed execution has nothing to stop; a Delete never fails a rollback
+        except ClientError as error:
             print(f"{arn}: not stopped ({error.response['Error']['Code']})")
         return {"PhysicalResourceId": arn}
     properties, sfn = event["ResourceProperties"], client("stepfunctions")
