@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from triton_mme.acceptance.report import MANIFEST, Check, cannot_tell, failed, passed
+from triton_mme.acceptance.report import FIRST_DEPLOY, Check, cannot_tell, failed, passed
 
 FIX = "docs/deploy.md#the-build-engine says what to change; open the execution in the Step Functions console"
 
@@ -23,7 +23,7 @@ def build_engine_verdicts(stepfunctions: Any, state_machine_arn: str) -> list[Ch
     if not executions:
         why = "no successful execution of the build state machine yet: every build was built before"
         return [
-            cannot_tell(MANIFEST, name, expected=expected, seen="no execution", why=why)
+            cannot_tell(FIRST_DEPLOY, name, expected=expected, seen="no execution", why=why)
             for name, expected in (("batch-on-gpu", "a build batch ran"), ("exported-candidate", "a digest"))
         ]
     arn = executions[0]["executionArn"]
@@ -40,12 +40,12 @@ def build_engine_verdicts(stepfunctions: Any, state_machine_arn: str) -> list[Ch
     checks = []
     if "startBuildBatch.sync" in resources:
         checks.append(
-            passed(MANIFEST, "batch-on-gpu", expected="a build batch ran", seen=f"{arn} ran batches")
+            passed(FIRST_DEPLOY, "batch-on-gpu", expected="a build batch ran", seen=f"{arn} ran batches")
         )
     elif "startBuild.sync" in resources:
         checks.append(
             cannot_tell(
-                MANIFEST,
+                FIRST_DEPLOY,
                 "batch-on-gpu",
                 expected="a build batch ran",
                 seen="single builds",
@@ -53,14 +53,32 @@ def build_engine_verdicts(stepfunctions: Any, state_machine_arn: str) -> list[Ch
             )
         )
     else:
-        checks.append(passed(MANIFEST, "batch-on-gpu", expected="a build", seen="built before: no build ran"))
+        checks.append(
+            cannot_tell(
+                FIRST_DEPLOY,
+                "batch-on-gpu",
+                expected="a build batch ran",
+                seen=f"{arn}: no build ran (built before)",
+                why="the deployed build was built before: rerun after a deployment that builds",
+            )
+        )
     built = exited.get("ModelBuild", {}).get("Built", {})
     handed = exited.get("ShardCandidates", {}).get("Candidates") or built.get("Candidate")
-    if handed or "ModelBuild" not in exited:
-        seen = f"{arn} handed {str(handed)[:16] or 'nothing (built before)'}"
-        checks.append(passed(MANIFEST, "exported-candidate", expected="a digest", seen=seen))
+    if "ModelBuild" not in exited:
+        checks.append(
+            cannot_tell(
+                FIRST_DEPLOY,
+                "exported-candidate",
+                expected="a digest",
+                seen=f"{arn}: no build ran (built before)",
+                why="the deployed build was built before: rerun after a deployment that builds",
+            )
+        )
+    elif handed:
+        seen = f"{arn} handed {str(handed)[:16]}"
+        checks.append(passed(FIRST_DEPLOY, "exported-candidate", expected="a digest", seen=seen))
     else:
         checks.append(
-            failed(MANIFEST, "exported-candidate", expected="a digest", seen=f"{arn}: {built}", fix=FIX)
+            failed(FIRST_DEPLOY, "exported-candidate", expected="a digest", seen=f"{arn}: {built}", fix=FIX)
         )
     return checks

@@ -164,7 +164,7 @@ def run_acceptance(
     if manifest is not None:
         record(MANIFEST, lambda: check_build(settings, manifest, source, report, clients.s3))
     if (machine := settings.build_state_machine_arn) is not None:
-        record(MANIFEST, lambda: build_engine_verdicts(clients.stepfunctions, machine))
+        record(FIRST_DEPLOY, lambda: build_engine_verdicts(clients.stepfunctions, machine))
     record(
         METRICS, lambda: check_metrics_arrive(settings, clients.cloudwatch, timing, started, metrics_wait_s)
     )
