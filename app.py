@@ -38,7 +38,8 @@ def read_settings(app: cdk.App) -> Settings:
 
 def main(app: cdk.App | None = None) -> int:
     """Synthesize the app (the CLI passes context and output directory through the environment)."""
-    app = app or cdk.App()
+    # No construct stack traces in the metadata: a synthesis note prints as its own line, not a JS frame.
+    app = app or cdk.App(stack_traces=False)
     try:
         # The construct validates the catalog, its sources and the build target before anything is deployed.
         compose(app, read_settings(app))
