@@ -23,19 +23,21 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 def known_names(word: str, choices: Collection[str], what: str = "known") -> str:
     """`did you mean b? known: a, b, c` when there are at most CLOSEST_SHOWN names; otherwise the closest
-    few and the count, `did you mean b? 12,000 known; closest: b, bb, ba` (difflib's ratio, falling back to
-    a shared prefix), so an error about one unknown name stays one short line however many names exist."""
+    few and the count, `did you mean b? 12,000 known; closest: b, bb, ba` (difflib's ratio, else the names
+    `word` begins, else `first:` the first few in order), so an error about one unknown name stays one short
+    line however many names exist."""
     if not choices:
         return f"{what}: none"
     near = difflib.get_close_matches(word, list(choices), n=CLOSEST_SHOWN)
     hint = f"did you mean {near[0]}? " if near else ""
     if len(choices) <= CLOSEST_SHOWN:
         return f"{hint}{what}: {', '.join(sorted(choices))}"
+    label = "closest"
     if not near:
-        stem = word[: max(1, len(word) // 2)]
-        near = sorted(c for c in choices if c.startswith(stem))[:CLOSEST_SHOWN]
-    shown = f"; closest: {', '.join(near)}" if near else ""
-    return f"{hint}{len(choices):,} {what}{shown}"
+        near = sorted(c for c in choices if c.startswith(word))[:CLOSEST_SHOWN]
+    if not near:
+        label, near = "first", sorted(choices)[:CLOSEST_SHOWN]
+    return f"{hint}{len(choices):,} {what}; {label}: {', '.join(near)}"
 
 
 def known_formats(name: str, formats: Collection[str]) -> str:
