@@ -70,3 +70,12 @@ def test_a_source_from_anywhere_lands_at_its_asset_path(tmp_path: Path) -> None:
     asset = runner_source(cdk.Stack(app, "Runner"), "Source", files={"models.yaml": elsewhere})
     app.synth()
     assert (tmp_path / "out" / f"asset.{asset.asset_hash}" / "models.yaml").read_text() == "models: []\n"
+
+
+def test_the_assembly_holds_the_shipped_files_once(tmp_path: Path) -> None:
+    root = project(tmp_path / "project")
+    outdir = tmp_path / "out"
+    files, asset_hash = staged(root, outdir, ("pkg", "requirements.txt"))
+    copies = [p for p in outdir.rglob("module.py")]
+    assert copies == [outdir / f"asset.{asset_hash}" / "pkg" / "module.py"]
+    assert not (outdir / "runner-sources").exists() or not any((outdir / "runner-sources").rglob("*.py"))

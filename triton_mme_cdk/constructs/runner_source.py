@@ -4,10 +4,15 @@ The files are copied into `<cloud assembly>/runner-sources/<construct id>/` and 
 with no exclude patterns. CDK's own route (the project root with `*` excluded and the shipped paths
 re-included) stages an empty asset when the project's folder name has a dot in it (`git clone` into
 `mktemp -d`'s `tmp.XXXX`) while hashing the files it should hold, so a build would start with no code.
+
+The files are hard-linked there where the file system allows (copied otherwise), and the folder is removed once
+CDK staged the asset (`asset.<hash>/`), so the cloud assembly holds the runner's files once: a family of local
+checkpoints (1,000 of 2.9 MB each) would otherwise be in it twice.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,7 +47,23 @@ def runner_source(
             raise ValueError(f"runner source {relative} is not a file or folder: {source} does not exist")
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
-            shutil.copytree(source, target, ignore=shutil.ignore_patterns(*LEFT_OUT))
+            shutil.copytree(
+                source, target, ignore=shutil.ignore_patterns(*LEFT_OUT), copy_function=_link_or_copy
+            )
         else:
-            shutil.copy2(source, target)
-    return s3_assets.Asset(scope, construct_id, path=str(folder))
+            _link_or_copy(str(source), str(target))
+    asset = s3_assets.Asset(scope, construct_id, path=str(folder))
+    staged = outdir / asset.asset_path
+    if staged.resolve() != folder.resolve() and staged.is_dir():
+        shutil.rmtree(folder)  # CDK's staged copy is what the assembly ships
+    return asset
+
+
+def _link_or_copy(source: str, target: str) -> str:
+    """A hard link of `source` (no bytes copied), or a copy where links are not possible (another file
+    system, a file system without them)."""
+    try:
+        os.link(source, target, follow_symlinks=True)
+    except OSError:
+        shutil.copy2(source, target)
+    return target
