@@ -1,6 +1,5 @@
-"""Growth with the catalog, the lock: `triton-mme lock` once, then `lock --check` on unchanged files (the stat
-cache), then `lock --check --rehash` (every checkpoint hashed again), and the cloud assembly of a synthesis with
-the family in a local folder (the build runner's source ships the checkpoints).
+"""Growth with the catalog, the lock: `triton-mme lock` once, then `lock --check` on unchanged files (the
+stat cache), then `lock --check --rehash` (every checkpoint hashed again).
 
     .venv/bin/python -m benchmarks.growth_lock [--checkpoints 10 100 1000] [--scratch DIR] [--out FILE]
 

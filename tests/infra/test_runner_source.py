@@ -75,7 +75,7 @@ def test_a_source_from_anywhere_lands_at_its_asset_path(tmp_path: Path) -> None:
 def test_the_assembly_holds_the_shipped_files_once(tmp_path: Path) -> None:
     root = project(tmp_path / "project")
     outdir = tmp_path / "out"
-    files, asset_hash = staged(root, outdir, ("pkg", "requirements.txt"))
+    _, asset_hash = staged(root, outdir, ("pkg", "requirements.txt"))
     copies = [p for p in outdir.rglob("module.py")]
     assert copies == [outdir / f"asset.{asset_hash}" / "pkg" / "module.py"]
     assert not (outdir / "runner-sources").exists() or not any((outdir / "runner-sources").rglob("*.py"))

@@ -5,9 +5,9 @@ with no exclude patterns. CDK's own route (the project root with `*` excluded an
 re-included) stages an empty asset when the project's folder name has a dot in it (`git clone` into
 `mktemp -d`'s `tmp.XXXX`) while hashing the files it should hold, so a build would start with no code.
 
-The files are hard-linked there where the file system allows (copied otherwise), and the folder is removed once
-CDK staged the asset (`asset.<hash>/`), so the cloud assembly holds the runner's files once: a family of local
-checkpoints (1,000 of 2.9 MB each) would otherwise be in it twice.
+The files are hard-linked there where the file system allows (copied otherwise), and the folder is removed
+once CDK staged the asset (`asset.<hash>/`), so the cloud assembly holds the runner's files once: a family of
+local checkpoints (1,000 of 2.9 MB each) would otherwise be in it twice.
 """
 
 from __future__ import annotations
