@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from triton_mme.core.catalog import Catalog, Format
 from triton_mme.core.errors import quoted
@@ -21,13 +22,10 @@ from triton_mme.model_build.build_memory import (
     estimated_build_peak_gib,
     parameter_count,
 )
-from triton_mme.model_build.build_time import SETUP_MINUTES, estimate, model_seconds, wall_seconds
+from triton_mme.model_build.build_time import SETUP_MINUTES, balanced_shards, estimate, model_seconds
 from triton_mme_cdk.platform_rules import build_gpu_problem, instance_patterns
-from triton_mme_cdk.settings import (
-    LONG_BUILD_DEADLINE_MINUTES,
-    Settings,
-    SettingsError,
-)
+from triton_mme_cdk.settings import Settings, SettingsError
+from triton_mme_cdk.settings.build import AUTO_BUILD_RUNNERS_CAP, MAX_BUILD_RUNNERS, BuildRunnerSettings
 
 
 def check_build_target(settings: Settings, catalog: Catalog) -> None:
@@ -121,61 +119,143 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
 
 
-def _runners_for(seconds: dict[str, float], budget: float) -> str:
-    """The fewest runners (up to the settings' bound) whose balanced shards fit `budget`, as text."""
-    from triton_mme_cdk.settings.build import MAX_BUILD_RUNNERS
-
-    if budget <= 0 or max(seconds.values(), default=0.0) > budget:
-        return "no number of runners (one model alone takes longer)"
-    for runners in range(1, MAX_BUILD_RUNNERS + 1):
-        if wall_seconds(seconds, runners) <= budget:
-            return f"about {runners}"
-    return f"more than {MAX_BUILD_RUNNERS}"
-
-
-def _models_that_fit(catalog: Catalog, per_model: dict[str, float], runners: int, budget: float) -> int:
-    """How many of the catalog's first models fit `budget` on `runners` (a binary search: the wall time only
-    grows with more models)."""
+def _models_that_fit(
+    catalog: Catalog, build: dict[str, float], check: dict[str, float], runner: BuildRunnerSettings
+) -> int:
+    """How many of the catalog's first models fit both stages on these settings (a binary search: the wall
+    times only grow with more models)."""
     names = [entry.name for entry in catalog.models]
     low, high = 0, len(names)
     while low < high:
         middle = (low + high + 1) // 2
-        if wall_seconds({name: per_model[name] for name in names[:middle]}, runners) <= budget:
+        kept = {name: build[name] for name in names[:middle] if name in build}
+        if _fits(stage_walls(kept, check, runner.runners), runner):
             low = middle
         else:
             high = middle - 1
     return low
 
 
+@dataclass(frozen=True)
+class StageWalls:
+    """Both stages' estimated wall time on `runners`, in seconds: the serving check runs on the build's
+    shards (each shard checks its own candidate), so its time is the slowest build shard's check time."""
+
+    runners: int
+    build: float
+    check: float
+
+
+def stage_walls(build: dict[str, float], check: dict[str, float], runners: int) -> StageWalls:
+    shards = balanced_shards(build, min(runners, max(1, len(build))))
+    return StageWalls(
+        runners,
+        max((sum(build[m] for m in shard) for shard in shards), default=0.0),
+        max((sum(check.get(m, 0.0) for m in shard) for shard in shards), default=0.0),
+    )
+
+
+def _fits(walls: StageWalls, runner: BuildRunnerSettings) -> bool:
+    return (
+        walls.build <= (runner.timeout_minutes - SETUP_MINUTES) * 60
+        and walls.check <= (runner.serving_check_timeout_minutes - SETUP_MINUTES) * 60
+    )
+
+
+def _with(runner: BuildRunnerSettings, **changes: int) -> BuildRunnerSettings | None:
+    """`runner` with `changes` (field names), validated as the settings validate them; None when refused."""
+    given = {runner.key(name): value for name, value in runner.model_dump().items()}
+    given.update({runner.key(name): value for name, value in changes.items()})
+    try:
+        return BuildRunnerSettings(**given)
+    except (SettingsError, ValueError):
+        return None
+
+
+def fitting_runners(
+    build: dict[str, float], check: dict[str, float], runner: BuildRunnerSettings, cap: int
+) -> BuildRunnerSettings | None:
+    """The fewest runners, up to `cap`, on which both stages fit the stage timeouts as they are (and the
+    settings accept), or None."""
+    for runners in range(1, cap + 1):
+        candidate = _with(runner, runners=runners)
+        if candidate is not None and _fits(stage_walls(build, check, runners), candidate):
+            return candidate
+    return None
+
+
+def fitting_settings(
+    build: dict[str, float], check: dict[str, float], runner: BuildRunnerSettings
+) -> BuildRunnerSettings | None:
+    """One combination of runners and stage timeouts on which both stages fit and the settings accept:
+    the fewest runners at today's timeouts, else the fewest runners with each stage's timeout raised to what
+    it needs (never lowered); None when no combination within MAX_BUILD_RUNNERS and the 12-hour wait fits."""
+    found = fitting_runners(build, check, runner, MAX_BUILD_RUNNERS)
+    if found is not None:
+        return found
+    for runners in range(1, MAX_BUILD_RUNNERS + 1):
+        walls = stage_walls(build, check, runners)
+        candidate = _with(
+            runner,
+            runners=runners,
+            timeout_minutes=max(runner.timeout_minutes, math.ceil(walls.build / 60) + SETUP_MINUTES),
+            serving_check_timeout_minutes=max(
+                runner.serving_check_timeout_minutes, math.ceil(walls.check / 60) + SETUP_MINUTES
+            ),
+        )
+        if candidate is not None and _fits(walls, candidate):
+            return candidate
+    return None
+
+
+def resolve_build_runners(settings: Settings, catalog: Catalog) -> Settings:
+    """`settings` with buildRunners decided where it was not given: the fewest runners, up to
+    AUTO_BUILD_RUNNERS_CAP, on which both stages fit their timeouts (1 when none does; build_time_problem
+    then says what would). A given buildRunners is kept as given."""
+    if "runners" in settings.build.model_fields_set:
+        return settings
+    times = estimate(catalog)
+    build, check = model_seconds(times.build_seconds), model_seconds(times.check_seconds)
+    found = fitting_runners(build, check, settings.build, AUTO_BUILD_RUNNERS_CAP)
+    if found is None or found.runners == settings.build.runners:
+        return settings
+    return settings.model_copy(update={"build": found})
+
+
+def _advice(found: BuildRunnerSettings | None, runner: BuildRunnerSettings) -> str:
+    if found is None:
+        return ""
+    changes = [f"buildRunners={found.runners}"]
+    if found.timeout_minutes != runner.timeout_minutes:
+        changes.append(f"buildTimeoutMinutes={found.timeout_minutes}")
+    if found.serving_check_timeout_minutes != runner.serving_check_timeout_minutes:
+        changes.append(f"servingCheckTimeoutMinutes={found.serving_check_timeout_minutes}")
+    shown = " ".join(f"-c {change}" for change in changes)
+    return f"{shown} (both stages fit; within the account's GPU build quota), or "
+
+
 def build_time_problem(catalog: Catalog, settings: Settings) -> str | None:
     """Why the catalog's build or serving check cannot finish in its stage's time (one line, with the figures
-    and what would fit), or None. Estimates: model_build.build_time; one runner per stage."""
+    and one combination of runners and stage timeouts on which both fit), or None. Estimates:
+    model_build.build_time; the serving check runs on the build's shards."""
     times = estimate(catalog)
-    build = settings.build
-    runners = build.runners
-    for stage, seconds, setting, minutes, other in (
-        ("build", times.build_seconds, "buildTimeoutMinutes", build.timeout_minutes,
-         build.serving_check_timeout_minutes),
-        ("serving check", times.check_seconds, "servingCheckTimeoutMinutes",
-         build.serving_check_timeout_minutes, build.timeout_minutes),
-    ):  # fmt: skip
-        budget = (minutes - SETUP_MINUTES) * 60
-        per_model = model_seconds(seconds)
-        needed = wall_seconds(per_model, runners)
-        if needed <= budget:
-            continue
-        # The stage's own timeout may grow until both stages and their queueing fill the 12-hour wait.
-        longest = LONG_BUILD_DEADLINE_MINUTES - 2 * build.queue_timeout_minutes - other
-        longer = math.ceil(needed / 60) + SETUP_MINUTES
-        longer_timeout = f"{setting}={longer}, " if longer <= longest else ""
-        return (
-            f"the catalog's {stage} needs about {_minutes(needed)} on {plural(runners, 'runner')} "
-            f"({len(seconds):,} archives, estimated from measured seconds per parameter, "
-            f"docs/deploy.md#build-time), more than {setting}={minutes} leaves after {SETUP_MINUTES} min of "
-            f"set-up; allowed: more runners (buildRunners={runners} now; {_runners_for(per_model, budget)} "
-            f"would do, within the account's GPU build quota), {longer_timeout}or a first catalog that fits, "
-            "e.g. its first "
-            f"{_models_that_fit(catalog, per_model, runners, budget):,} models, the rest built with "
-            "`triton-mme build --workers N` and published with `triton-mme upload`"
-        )
-    return None
+    runner = resolve_build_runners(settings, catalog).build
+    build, check = model_seconds(times.build_seconds), model_seconds(times.check_seconds)
+    walls = stage_walls(build, check, runner.runners)
+    if _fits(walls, runner):
+        return None
+    build_budget = (runner.timeout_minutes - SETUP_MINUTES) * 60
+    if walls.build > build_budget:
+        stage, needed, setting, minutes = "build", walls.build, "buildTimeoutMinutes", runner.timeout_minutes
+    else:
+        stage, needed = "serving check", walls.check
+        setting, minutes = "servingCheckTimeoutMinutes", runner.serving_check_timeout_minutes
+    found = fitting_settings(build, check, runner)
+    first = _models_that_fit(catalog, build, check, runner)
+    return (
+        f"the catalog's {stage} needs about {_minutes(needed)} on {plural(runner.runners, 'runner')} "
+        f"({len(times.build_seconds):,} archives, estimated from measured seconds per parameter, "
+        f"docs/deploy.md#build-time), more than {setting}={minutes} leaves after {SETUP_MINUTES} min of "
+        f"set-up; allowed: {_advice(found, runner)}a first catalog that fits, e.g. its first {first:,} "
+        "models, the rest built with `triton-mme build --workers N` and published with `triton-mme upload`"
+    )

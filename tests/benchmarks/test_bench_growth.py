@@ -3,6 +3,7 @@ S3 catalog it makes from a local lock, the dashboard body it reads from a templa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,14 @@ def test_a_run_past_its_limit_is_stopped_with_the_processes_it_started() -> None
     assert run.seconds < 20 and run.stdout == "started\n"
     finished = run_measured([sys.executable, "-c", "print('done')"], limit_s=30)
     assert not finished.stopped and finished.returncode == 0 and finished.stdout == "done\n"
+
+
+def test_the_client_growth_figures_come_from_one_rerunnable_command(tmp_path: Path) -> None:
+    from benchmarks.growth_client import main as client_growth
+
+    out = tmp_path / "client.json"
+    assert client_growth(["--models", "30", "--out", str(out)]) == 0
+    row = json.loads(out.read_text())["sizes"]["30"]
+    assert set(row) == {"manifest_kb", "index", "whole_manifest"}
+    assert set(row["index"]) == {"first_ms", "above_import_mib", "later_ms"}
+    assert row["index"]["first_ms"] > 0 and row["index"]["later_ms"] < row["index"]["first_ms"]

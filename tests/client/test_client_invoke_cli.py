@@ -282,7 +282,7 @@ def test_endpoint_errors_are_one_line(
     [
         (
             ["--model", "bert"],
-            "no archive for model 'bert' in the manifest; known: resnet50/onnx, roberta-large/onnx",
+            "no archive for model 'bert' in the manifest; known: resnet50, roberta-large",
         ),
         (
             ["--model", "resnet50", "--format", "tensorrt"],

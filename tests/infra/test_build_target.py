@@ -5,6 +5,7 @@ generation that built it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,14 @@ from synth_support import CDK_JSON_CONTEXT, REPO_ROOT
 
 import app
 from triton_mme.core.catalog import load_catalog, parse_catalog
-from triton_mme_cdk.build_target import build_time_problem, check_build_target, tensorrt_problem
-from triton_mme_cdk.settings import Settings, SettingsError
+from triton_mme_cdk.build_target import (
+    build_time_problem,
+    check_build_target,
+    resolve_build_runners,
+    tensorrt_problem,
+)
+from triton_mme_cdk.settings import LONG_BUILD_DEADLINE_MINUTES, Settings, SettingsError
+from triton_mme_cdk.settings.build import AUTO_BUILD_RUNNERS_CAP
 
 CATALOG = load_catalog(REPO_ROOT / "models.yaml")
 WITHOUT_TENSORRT = parse_catalog(
@@ -144,7 +151,7 @@ def test_tensorrt_guard_accepts_matching_gpus_and_catalogs_without_tensorrt(
 def test_a_catalog_outside_the_project_is_accepted(tmp_path: Path) -> None:
     outside = tmp_path / "models.yaml"
     # The build runner copies it into its source (test_build_runner.py); nothing refuses it here.
-    assert check_build_target(Settings(model_catalog=str(outside)), WITHOUT_TENSORRT) is None
+    check_build_target(Settings(model_catalog=str(outside)), WITHOUT_TENSORRT)  # raises nothing
 
 
 def test_synthesis_stops_in_one_line_on_a_tensorrt_mismatch(
@@ -188,45 +195,76 @@ def test_the_default_catalog_fits_both_stages_time() -> None:
     assert build_time_problem(CATALOG, Settings()) is None
 
 
+def followed(problem: str | None) -> Settings:
+    """The settings a user gets by adding the refusal's `-c key=value` pairs."""
+    assert problem is not None
+    pairs = re.findall(r"-c (\w+)=(\d+)", problem)
+    assert pairs, problem
+    return Settings(**{key: int(value) for key, value in pairs})
+
+
 def test_a_catalog_too_big_for_the_hour_is_refused_with_the_figures_and_what_fits() -> None:
-    problem = build_time_problem(s3_family(1000), Settings())
+    one = Settings(buildRunners=1)
+    problem = build_time_problem(s3_family(1000), one)
     assert problem == (
         "the catalog's build needs about 11.5 h on 1 runner (1,000 archives, estimated from measured seconds "
         "per parameter, docs/deploy.md#build-time), more than buildTimeoutMinutes=30 leaves after 8 min of "
-        "set-up; allowed: more runners (buildRunners=1 now; about 32 would do, within the account's GPU "
-        "build quota), or a first catalog that fits, e.g. its first 32 models, the rest built with "
-        "`triton-mme build --workers N` and published with `triton-mme upload`"
+        "set-up; allowed: -c buildRunners=32 (both stages fit; within the account's GPU build quota), or a "
+        "first catalog that fits, e.g. its first 32 models, the rest built with `triton-mme build --workers "
+        "N` and published with `triton-mme upload`"
     )
-    # What it says fits does fit; one more does not; and so do the runners it names.
-    assert build_time_problem(s3_family(32), Settings()) is None
-    assert build_time_problem(s3_family(33), Settings()) is not None
+    # What it says fits does fit; one more does not; and so do the runners it names, and no fewer.
+    assert build_time_problem(s3_family(32), one) is None
+    assert build_time_problem(s3_family(33), one) is not None
     assert build_time_problem(s3_family(1000), Settings(buildRunners=32)) is None
-    assert "buildRunners=31 now" in str(build_time_problem(s3_family(1000), Settings(buildRunners=31)))
+    assert "on 31 runners" in str(build_time_problem(s3_family(1000), Settings(buildRunners=31)))
 
 
-def test_a_longer_stage_timeout_is_offered_where_the_twelve_hour_wait_holds_it() -> None:
-    problem = build_time_problem(s3_family(100), Settings())
-    assert problem is not None
-    assert "buildTimeoutMinutes=77, or a first catalog" in problem
-    # The timeout it names does fit: the settings accept it.
-    longer = Settings(buildTimeoutMinutes=77)
-    assert longer.build.stage_minutes == 2 * 5 + 77 + 15
-    assert build_time_problem(s3_family(100), longer) is None or "build needs" not in str(
-        build_time_problem(s3_family(100), longer)
-    )
+@pytest.mark.parametrize("count", [1000, 10_000])
+def test_the_advice_synthesizes_when_followed(count: int) -> None:
+    """Both stages at once: the combination named fits the build and the serving check, and the settings
+    accept it (their 12-hour wait included)."""
+    catalog = s3_family(count)
+    problem = build_time_problem(catalog, Settings())
+    settings = followed(problem)
+    check_build_target(settings, catalog)
+    assert build_time_problem(catalog, settings) is None
+    if count == 10_000:  # runners alone cannot: the stage timeouts grow with them, within the wait
+        assert "-c buildTimeoutMinutes=" in str(problem) and "-c servingCheckTimeoutMinutes=" in str(problem)
+        assert settings.build.stage_minutes <= LONG_BUILD_DEADLINE_MINUTES
+
+
+def test_a_serving_check_bound_catalog_gets_advice_for_both_stages() -> None:
+    # Tiny models build in seconds, but each archive's check has its own base time.
+    catalog = s3_family(300, parameters=100_000)
+    problem = build_time_problem(catalog, Settings(buildRunners=1))
+    assert problem is not None and problem.startswith("the catalog's serving check needs about")
+    assert "servingCheckTimeoutMinutes=15 leaves" in problem
+    check_build_target(followed(problem), catalog)
+
+
+@pytest.mark.parametrize(("count", "runners"), [(1, 1), (40, 2), (300, 10)])
+def test_without_build_runners_synthesis_takes_the_fewest_that_fit(count: int, runners: int) -> None:
+    """A few hundred ResNet-18-sized fine-tunes synthesize with no flag, up to AUTO_BUILD_RUNNERS_CAP."""
+    catalog = s3_family(count)
+    check_build_target(Settings(), catalog)
+    resolved = resolve_build_runners(Settings(), catalog)
+    assert resolved.build.runners == runners <= AUTO_BUILD_RUNNERS_CAP
+    if runners > 1:  # and no fewer would do
+        assert build_time_problem(catalog, Settings(buildRunners=runners - 1)) is not None
+    # A given buildRunners is kept as given.
+    assert resolve_build_runners(Settings(buildRunners=1), catalog).build.runners == 1
+
+
+def test_past_the_cap_the_default_refuses_and_names_more_runners() -> None:
+    problem = build_time_problem(s3_family(400), Settings())
+    assert problem is not None and "on 1 runner" in problem and "-c buildRunners=13 " in problem
 
 
 def test_runners_divide_the_wall_time_and_name_what_fits_on_them() -> None:
     problem = build_time_problem(s3_family(1000), Settings(buildRunners=8))
     assert problem is not None and "needs about 86 min on 8 runners" in problem
     assert "its first 256 models" in problem
-
-
-def test_the_serving_check_has_its_own_budget() -> None:
-    # Tiny models build in seconds, but each archive's check has its own base time.
-    problem = build_time_problem(s3_family(300, parameters=100_000), Settings())
-    assert problem is not None and problem.startswith("the catalog's serving check needs about")
-    assert "servingCheckTimeoutMinutes=15" in problem
 
 
 def test_synthesis_refuses_a_catalog_too_big_for_the_hour(tmp_path: Path) -> None:

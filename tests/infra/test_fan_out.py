@@ -91,7 +91,7 @@ def test_the_state_machine_may_run_and_stop_batches_of_its_two_projects_only(fan
 
 
 def test_the_shard_file_travels_with_the_build_and_matches_the_balanced_shards(fanned: Synthesized) -> None:
-    sources = list((fanned.assembly_dir / "runner-sources").glob(f"*ModelBuild*/{SHARDS_FILE_NAME}"))
+    sources = list(fanned.assembly_dir.glob(f"asset.*/{SHARDS_FILE_NAME}"))
     assert len(sources) == 1
     assert read_shards(sources[0]) == catalog_shards(load_catalog("models.yaml"), 4)
 

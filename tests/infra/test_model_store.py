@@ -345,6 +345,7 @@ def may_write(statements: list[dict[str, Any]], key: str) -> bool:
         "manifests/intents/m-onnx-0123456789abcdef.tar.gz/add-0123456789abcdef.json",
         "manifests/intents/m/x-0123456789abcdef.json",
         "manifests/intents/m/x.serving-report.json",
+        "manifests/intents/m/x.index.json",
         "manifests/manifest.json",
     ],
 )
@@ -360,6 +361,8 @@ def test_no_runner_may_write_an_operators_key(role: str, key: str) -> None:
         ("Build", "manifests/build-cache/" + "a" * 64 + ".json"),
         ("Check", f"manifests/builds/{'a' * 64}/manifest.json"),
         ("Check", "manifests/" + "a" * 64 + ".serving-report.json"),
+        ("Check", "manifests/" + "a" * 64 + ".index.json"),
+        ("Check", "manifests/" + "a" * 64 + ".records.jsonl"),
     ],
 )
 def test_each_runner_still_writes_its_own_keys(role: str, key: str) -> None:

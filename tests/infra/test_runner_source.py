@@ -72,17 +72,10 @@ def test_a_source_from_anywhere_lands_at_its_asset_path(tmp_path: Path) -> None:
     assert (tmp_path / "out" / f"asset.{asset.asset_hash}" / "models.yaml").read_text() == "models: []\n"
 
 
-def test_a_source_file_is_linked_not_copied_into_the_staging_folder(tmp_path: Path) -> None:
-    checkpoint = tmp_path / "checkpoints" / "a.safetensors"
-    checkpoint.parent.mkdir()
-    checkpoint.write_bytes(b"weights" * 1000)
-    app = cdk.App(outdir=str(tmp_path / "out"))
-    asset = runner_source(
-        cdk.Stack(app, "Runner"), "Source", files={"checkpoints": checkpoint.parent, "one": checkpoint}
-    )
-    app.synth()
-    staged = [p for p in (tmp_path / "out" / "runner-sources").rglob("*") if p.is_file()]
-    assert len(staged) == 2 and all(p.stat().st_ino == checkpoint.stat().st_ino for p in staged)
-    # CDK's asset is a copy of its own: editing the catalog's file later changes nothing synthesized.
-    copied = tmp_path / "out" / f"asset.{asset.asset_hash}" / "one"
-    assert copied.read_bytes() == checkpoint.read_bytes() and copied.stat().st_ino != checkpoint.stat().st_ino
+def test_the_assembly_holds_the_shipped_files_once(tmp_path: Path) -> None:
+    root = project(tmp_path / "project")
+    outdir = tmp_path / "out"
+    _, asset_hash = staged(root, outdir, ("pkg", "requirements.txt"))
+    copies = [p for p in outdir.rglob("module.py")]
+    assert copies == [outdir / f"asset.{asset_hash}" / "pkg" / "module.py"]
+    assert not (outdir / "runner-sources").exists() or not any((outdir / "runner-sources").rglob("*.py"))

@@ -140,7 +140,7 @@ def test_every_step_parses_with_the_shipped_command_line(default: Any) -> None:
         parser().parse_args(arguments)  # an unknown option exits with status 2
 
 
-def test_the_role_writes_serving_reports_and_build_manifests_only(default: Any) -> None:
+def test_the_role_writes_serving_reports_indexes_and_build_manifests_only(default: Any) -> None:
     template, _ = default
     granted = statements(template, "CheckProjectRole")
     writes = [
@@ -151,11 +151,16 @@ def test_the_role_writes_serving_reports_and_build_manifests_only(default: Any) 
     assert len(writes) == 1 and actions(writes[0]) == ["s3:PutObject"]
     allowed = sorted(joined(r) for r in writes[0]["Resource"])
     assert allowed == [
+        "<StoreBucket>/manifests/*.index.json",
+        "<StoreBucket>/manifests/*.records.jsonl",
         "<StoreBucket>/manifests/*.serving-report.json",
         "<StoreBucket>/manifests/builds/*/manifest.json",
     ]
     for key, writable in (
         (f"manifests/{'a' * 64}.serving-report.json", True),
+        (f"manifests/{'a' * 64}.index.json", True),
+        (f"manifests/{'a' * 64}.records.jsonl", True),
+        (f"manifests/{'a' * 64}.json", False),
         (f"manifests/builds/{'a' * 64}/manifest.json", True),
         ("manifests/manifest.json", False),
         ("models/resnet50-onnx-0123456789abcdef.tar.gz", False),

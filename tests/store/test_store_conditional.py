@@ -26,7 +26,9 @@ from store_support import (
 )
 
 from triton_mme.cli import main
+from triton_mme.core.locations import manifest_index_keys
 from triton_mme.core.manifest import Manifest
+from triton_mme.core.manifest_index import index_files
 from triton_mme.store.location import ModelStoreClient, Prefixes
 from triton_mme.store.operations import add_archive
 from triton_mme.store.publish import (
@@ -344,10 +346,16 @@ def test_a_writer_that_always_loses_stops_after_bounded_attempts() -> None:
     manifest = Manifest()
     body = manifest.to_json().encode()
     versioned = f"manifests/{manifest.sha256}.json"
+    files = index_files(manifest)
+    index_key, records_key = manifest_index_keys(manifest.sha256)
     for attempt in range(POINTER_ATTEMPTS):
         stubber.add_response(
             "get_object", {"Body": _body(b'{"archives": [], "schema_version": 1}\n'), "ETag": f'"v{attempt}"'}
         )
+        # The index and its records are there from the first attempt: created once, then skipped.
+        for key, data in ((records_key, files.records), (index_key, files.index)):
+            there = {"ContentLength": len(data), "Metadata": {"sha256": hashlib.sha256(data).hexdigest()}}
+            stubber.add_response("head_object", there, {"Bucket": BUCKET, "Key": key})
         head = {"ContentLength": len(body), "Metadata": {"sha256": manifest.sha256}}
         stubber.add_response("head_object", head, {"Bucket": BUCKET, "Key": versioned})
         stubber.add_client_error(

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from store_support import ARCHIVES, BUCKET, write_build
 
+from triton_mme.core.locations import INDEX_SUFFIX, manifest_index_keys
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, Manifest
+from triton_mme.core.manifest_index import index_files
 from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import PublishError, publish_manifest, read_published_manifest, upload_build
 
@@ -191,11 +193,18 @@ def test_every_published_manifest_names_only_objects_in_the_bucket(s3: Any, tmp_
 
     stored = _keys(s3)
     manifests = [
-        Manifest.from_json(body.decode()) for key, body in stored.items() if key.startswith("manifests/")
+        Manifest.from_json(body.decode())
+        for key, body in stored.items()
+        if key.startswith("manifests/") and key.endswith("json") and not key.endswith(INDEX_SUFFIX)
     ]
     assert len(manifests) == 3  # two immutable copies and the current one
     for manifest in manifests:
         assert all(f"models/{target}" in stored for target in manifest.target_models)
+        # Its index and records are there too, and name only objects in the bucket.
+        index_key, records_key = manifest_index_keys(manifest.sha256)
+        assert stored[index_key] == index_files(manifest).index
+        for line in stored[records_key].splitlines():
+            assert f"models/{json.loads(line)['target_model']}" in stored
     current = read_published_manifest(ModelStoreClient(s3, BUCKET))
     assert current is not None and current.target_models == {"resnet-onnx-cccccccccccccccc.tar.gz"}
     assert json.loads(stored["manifests/manifest.json"])["archives"][0]["name"] == "resnet"

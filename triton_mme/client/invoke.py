@@ -46,7 +46,6 @@ from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import ArchiveRecord
 from triton_mme.core.naming import ARCHIVE_NAME, LOCAL_COMPONENT_ENDPOINT
 from triton_mme.core.replies import sequence_bound
-from triton_mme.core.suggest import did_you_mean
 
 
 class UsageError(UserError, ValueError):
@@ -92,19 +91,19 @@ def resolve_target(
     format: str | None = None,
     target_model: str | None = None,
 ) -> Target:
-    """By logical name (`model`, through the manifest) or by TargetModel (the manifest is optional)."""
+    """By logical name (`model`, through the manifest) or by TargetModel (the manifest is optional).
+
+    By name, only that model's record is read, and `source` keeps it (ManifestSource.record): an application
+    creates its source once and resolves on every call."""
     if (model is None) == (target_model is None):
         raise UsageError("name the model either by --model NAME or by --target-model KEY")
     if model is not None:
         if source is None:
             raise UsageError("--model needs a --manifest to resolve the name")
-        manifest = source.manifest()
         try:
-            record = manifest.find(model, format)
+            record = source.record(model, format)
         except KeyError as error:
-            names = sorted({a.name for a in manifest.archives})
-            hint = did_you_mean(model, names).strip()
-            raise UsageError(f"{source.location}: {error.args[0]}" + (f"; {hint}" if hint else "")) from None
+            raise UsageError(f"{source.location}: {error.args[0]}") from None
         return Target(record.target_model, record, source)
     assert target_model is not None
     ARCHIVE_NAME.check(target_model, where="--target-model")

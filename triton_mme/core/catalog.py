@@ -49,7 +49,7 @@ from triton_mme.core.limits import (
     shape_problem,
 )
 from triton_mme.core.naming import HF_CONFIG_NAME, MODEL_NAME
-from triton_mme.core.suggest import did_you_mean
+from triton_mme.core.suggest import did_you_mean, known_names
 
 SOURCE_KINDS = ("torchvision", "huggingface", CHECKPOINT_KIND)
 # The architectures a state dict may name (`architecture:`), checked against torchvision's registry at synth.
@@ -424,10 +424,7 @@ class Catalog(_Frozen):
             if candidate.name == name:
                 return candidate
         names = [m.name for m in self.models]
-        raise CatalogError(
-            f"no model named {quoted(name)} in the catalog; {did_you_mean(name, names)}"
-            f"known: {', '.join(names)}"
-        )
+        raise CatalogError(f"no model named {quoted(name)} in the catalog; {known_names(name, names)}")
 
     @property
     def formats(self) -> frozenset[Format]:

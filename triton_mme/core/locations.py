@@ -10,6 +10,9 @@ MANIFEST_PREFIX, outside the model prefix:
   answered in the endpoint's own Triton (core.serving_report), written once by the serving check;
 - `<MANIFEST_PREFIX>builds/<fingerprint>/manifest.json`: the build's manifest, written once by the serving
   check after its report, last;
+- `<MANIFEST_PREFIX><manifest sha256>.index.json` and `.records.jsonl`: one manifest's per-model index and
+  its records (core.manifest_index), written once, before the manifest that names them (a build's by the
+  serving check, the live one's by the store commands), so a client reads one model's record, not the whole;
 - `<MANIFEST_PREFIX>manifest.json`: the live pointer, the manifest the endpoint serves. The deployment
   promotes a build's manifest to it only after the endpoint update succeeded (docs/updates.md); the
   store commands `upload`, `add` and `remove` change it by hand.
@@ -37,6 +40,8 @@ MANIFEST_FILE_NAME = "manifest.json"
 # The serving report beside a build's manifest (core.serving_report reads and writes it).
 SERVING_REPORT_FILE_NAME = "serving-report.json"
 SERVING_REPORT_SUFFIX = ".serving-report.json"
+INDEX_SUFFIX = ".index.json"
+RECORDS_SUFFIX = ".records.jsonl"
 CANDIDATE_PREFIX = "candidate-"
 BUILDS_FOLDER = "builds/"
 # Under the manifest prefix: the build cache records runners share (store.build_cache), `<key>.json` each.
@@ -84,6 +89,14 @@ def serving_report_key(manifest_sha256: str, manifest_prefix: str = MANIFEST_PRE
     if not SHA256_PATTERN.fullmatch(manifest_sha256):
         raise ValueError(f"'{manifest_sha256}' is not a manifest digest; allowed: 64 lowercase hex digits")
     return f"{manifest_prefix}{manifest_sha256}{SERVING_REPORT_SUFFIX}"
+
+
+def manifest_index_keys(manifest_sha256: str, manifest_prefix: str = MANIFEST_PREFIX) -> tuple[str, str]:
+    """Where a manifest's index and records are published (core.manifest_index), named by its digest."""
+    if not SHA256_PATTERN.fullmatch(manifest_sha256):
+        raise ValueError(f"'{manifest_sha256}' is not a manifest digest; allowed: 64 lowercase hex digits")
+    stem = f"{manifest_prefix}{manifest_sha256}"
+    return f"{stem}{INDEX_SUFFIX}", f"{stem}{RECORDS_SUFFIX}"
 
 
 _BUILD_MANIFEST_KEY = re.compile(rf"(?P<prefix>(?:.*/)?){BUILDS_FOLDER}[0-9a-f]{{64}}/[^/]+")

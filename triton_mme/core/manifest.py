@@ -36,6 +36,7 @@ from triton_mme.core.naming import (
     MODEL_NAME,
     companion_suffix,
 )
+from triton_mme.core.suggest import known_formats, known_names
 
 __all__ = [
     "MANIFEST_FILE_NAME",
@@ -208,9 +209,11 @@ class Manifest(_Frozen):
         """The archive for a logical model name (and format, when the model has several)."""
         matches = [a for a in self.archives if a.name == name and (format is None or a.format == format)]
         if not matches:
-            known = ", ".join(sorted({f"{a.name}/{a.format}" for a in self.archives})) or "none"
+            known = known_formats(name, [a.format for a in self.archives if a.name == name]) or known_names(
+                name, {a.name for a in self.archives}
+            )
             wanted = f"'{name}'" + (f" in format '{format}'" if format else "")
-            raise KeyError(f"no archive for model {wanted} in the manifest; known: {known}")
+            raise KeyError(f"no archive for model {wanted} in the manifest; {known}")
         if len(matches) > 1:
             formats = ", ".join(a.format for a in matches)
             raise KeyError(f"model '{name}' has archives in several formats ({formats}); name one")

@@ -22,6 +22,7 @@ from triton_mme.core.naming import (
     LOCAL_COMPONENT_ENDPOINT,
     inference_component_name,
 )
+from triton_mme.core.suggest import known_names
 from triton_mme.local_triton.loader import ModelError
 
 # InvokeEndpoint's InferenceComponentName travels in this header (botocore's sagemaker-runtime service model).
@@ -69,9 +70,9 @@ class ComponentRoutes:
             )
         known = self.components()
         if component not in known:
-            names = ", ".join(sorted(known)) or "none"
+            names = known_names(component, known.keys())
             raise ModelError(
                 HTTPStatus.NOT_FOUND,
-                f"no inference component {quoted(component)} in {self.manifest_path}; known: {names}",
+                f"no inference component {quoted(component)} in {self.manifest_path}; {names}",
             )
         return known[component]

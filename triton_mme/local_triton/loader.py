@@ -25,6 +25,7 @@ from triton_mme.core.files import file_sha256
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.model_check import extract_checked_archive
 from triton_mme.core.naming import ARCHIVE_NAME
+from triton_mme.core.suggest import known_names
 from triton_mme.local_triton import DEFAULT_INSTANCE_BUDGET
 from triton_mme.local_triton.standin import StandInError, install_standin
 
@@ -124,8 +125,8 @@ class ModelCache:
             raise ModelError(400, f"TargetModel {quoted(target_model)} is {ARCHIVE_NAME.refusal}")
         path = (self.models_dir / target_model).resolve()
         if path.parent != self.models_dir.resolve() or not path.is_file():
-            known = ", ".join(list_archives(self.models_dir)) or "none"
-            raise ModelError(404, f"no archive {quoted(target_model)} in {self.models_dir}; known: {known}")
+            known = known_names(target_model, list_archives(self.models_dir))
+            raise ModelError(404, f"no archive {quoted(target_model)} in {self.models_dir}; {known}")
         return path
 
     def invoke(self, target_model: str, body: bytes, content_type: str) -> Reply:

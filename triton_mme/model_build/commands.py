@@ -90,7 +90,15 @@ def register(subparsers: Any) -> None:
     )
     _add_catalog(lock)
     lock.add_argument(
-        "--check", action="store_true", help="write nothing; exit 1 when the lock file is not up to date"
+        "--check",
+        action="store_true",
+        help="leave the lock file as it is; exit 1 when it is not up to date",
+    )
+    lock.add_argument(
+        "--rehash",
+        action="store_true",
+        help="hash every local checkpoint, also those whose files kept their size and modification time "
+        "since the last lock (build/lock-stat-cache.json beside the catalog)",
     )
     lock.set_defaults(handler=_lock)
 
@@ -152,7 +160,7 @@ def _build(args: argparse.Namespace) -> int:
 def _lock(args: argparse.Namespace) -> int:
     from triton_mme.model_build.lock import write_lock
 
-    result = write_lock(args.catalog, check_only=args.check)
+    result = write_lock(args.catalog, check_only=args.check, rehash=args.rehash)
     count = plural(len(result.lock.checkpoints), "checkpoint")
     if args.check:
         if result.changed:

@@ -2,7 +2,9 @@
 
 Local checkpoints are read in place; S3 ones are downloaded (streamed through the hash into a scratch folder,
 then deleted) with the caller's credentials. An S3 checkpoint whose objects still have the locked ETags and
-sizes is not downloaded again. The lock is written atomically, sorted, so an unchanged catalog gives the same
+sizes is not downloaded again; a local checkpoint whose files still have the size, modification time and inode
+recorded when it was last pinned is not read again (model_build.lock_stat_cache; `rehash` reads every one).
+The lock is written atomically, sorted, so an unchanged catalog gives the same
 file and a changed checkpoint changes one record.
 """
 
@@ -25,12 +27,13 @@ from triton_mme.core.catalog_families import (
     source_pattern,
 )
 from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin, lock_path, read_lock
-from triton_mme.core.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointLocation
+from triton_mme.core.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointError, CheckpointLocation
 from triton_mme.core.errors import quoted
 from triton_mme.core.files import write_atomically
 from triton_mme.core.limits import MAX_CATALOG_BYTES
 from triton_mme.model_build import checkpoint_files
 from triton_mme.model_build.checkpoint_sources import inspect_local, local_pin
+from triton_mme.model_build.lock_stat_cache import StatCache, signature
 
 
 @dataclass(frozen=True)
@@ -102,12 +105,33 @@ def _etags(client: Any, entry: ModelEntry, copy: Path) -> dict[str, str]:
     }
 
 
-def _pin(entry: ModelEntry, base_dir: Path, old: CheckpointPin | None, client_for: Any) -> CheckpointPin:
+def _local_pin(entry: ModelEntry, base_dir: Path, cache: StatCache | None) -> CheckpointPin:
+    kind = entry.checkpoint_kind
+    assert kind is not None
+    try:
+        path = entry.checkpoint_location.local_path(base_dir)
+    except CheckpointError:
+        return local_pin(entry, base_dir)  # which says what is wrong
+    now = signature(path, kind) if cache is not None else None
+    if cache is not None:
+        kept = cache.pin(path, entry.source, now)
+        if kept is not None:
+            return kept
+    pin = local_pin(entry, base_dir)
+    if cache is not None:
+        # Taken before the hash: a file changed during it no longer matches, and is hashed next time.
+        cache.record(path, entry.source, now, pin)
+    return pin
+
+
+def _pin(
+    entry: ModelEntry, base_dir: Path, old: CheckpointPin | None, client_for: Any, cache: StatCache | None
+) -> CheckpointPin:
     location = entry.checkpoint_location
     kind = entry.checkpoint_kind
     assert kind is not None
     if not location.is_s3:
-        return local_pin(entry, base_dir)
+        return _local_pin(entry, base_dir, cache)
     client = client_for()
     if old is not None and _unchanged_s3(client, entry, old):
         return old
@@ -140,8 +164,13 @@ def _refuse_second_pins(catalog: Catalog, pins: dict[str, CheckpointPin], catalo
             )
 
 
-def write_lock(catalog_path: Path, *, check_only: bool = False, s3_client: Any = None) -> LockResult:
-    """List, pin and (unless check_only) write the lock file beside the catalog; CatalogError on a bad one."""
+def write_lock(
+    catalog_path: Path, *, check_only: bool = False, s3_client: Any = None, rehash: bool = False
+) -> LockResult:
+    """List, pin and (unless check_only) write the lock file beside the catalog; CatalogError on a bad one.
+
+    Unchanged local checkpoints are taken from the stat cache unless `rehash` (which hashes every one and
+    records what it found)."""
     clients: list[Any] = [s3_client]
 
     def client_for() -> Any:
@@ -163,11 +192,14 @@ def write_lock(catalog_path: Path, *, check_only: bool = False, s3_client: Any =
     except FamilyError as error:
         raise CatalogError(f"{catalog_path}: {error}") from None
     catalog: Catalog = parse_catalog(raw, origin=str(catalog_path), base_dir=base_dir, lock=listed)
+    cache = StatCache.beside(catalog_path)
+    lookup = StatCache(cache.path) if rehash else cache
     pins = {
-        entry.name: _pin(entry, base_dir, old.checkpoints.get(entry.name), client_for)
+        entry.name: _pin(entry, base_dir, old.checkpoints.get(entry.name), client_for, lookup)
         for entry in catalog.models
         if entry.source_kind == CHECKPOINT_KIND
     }
+    lookup.save()
     _refuse_second_pins(catalog, pins, catalog_path)
     lock = CatalogLock(families=listed.families, checkpoints=pins)
     changed = tuple(sorted(name for name, pin in pins.items() if old.checkpoints.get(name) != pin))

@@ -477,9 +477,10 @@ def _build_in_workers(
     bar: Any,
     report: Callable[[ArchiveOutcome], None],
 ) -> None:
-    """Each entry with pending archives in one of `workers` processes (spawned: no state shared with this
-    one); cached archives are reported here. Archives, companions and cache records are written atomically
-    under content-addressed names, so workers never write the same path with different bytes."""
+    """Each entry with pending archives in one of `workers` processes (forked from a fork server that
+    imported PyTorch once: no state shared with this one); cached archives are reported here. Archives,
+    companions and cache records are written atomically under content-addressed names, so workers never
+    write the same path with different bytes."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -492,7 +493,11 @@ def _build_in_workers(
         for plan in plans
         if plan.pending
     ]
-    context = multiprocessing.get_context("spawn")
+    # Workers fork from a server that imported PyTorch once (forkserver, with the build's heavy modules
+    # preloaded), instead of each spawned worker importing it again: its pages are shared copy-on-write,
+    # and the server holds no thread or state of this process.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(WORKER_PRELOAD))
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {
             pool.submit(_build_in_worker, plan, out_dir, triton_tag, checkpoints.get(plan.entry.name)): plan
@@ -508,6 +513,10 @@ def _build_in_workers(
             failures.extend(failed)
             for outcome in outcomes:
                 report(outcome)
+
+
+# What every worker imports before it builds: loaded once, in the fork server.
+WORKER_PRELOAD = ("torch", "torchvision", "onnx", "onnxruntime", "triton_mme.model_build.pipeline")
 
 
 def _build_entry(

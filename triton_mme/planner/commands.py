@@ -258,14 +258,14 @@ def _plan(args: argparse.Namespace) -> int:
     if args.model_budget is None:
         print("\n".join(chosen.lines()))
     print(render_plan(plan), end="")
-    document = PlanDocument.of(plan, triton_tag=chosen.triton_tag.value, manifest=manifest)
-    if args.placement or args.write_placement is not None:
-        placement = _placement(args, plan)
+    placement = _placement(args, plan) if args.placement or args.write_placement is not None else None
+    if args.json:
+        # Built only when written: its per-model rows (models x candidates) are most of a large plan's memory.
+        document = PlanDocument.of(plan, triton_tag=chosen.triton_tag.value, manifest=manifest)
         if placement is not None:
             from triton_mme.planner.placement_report import PlacementDocument
 
             document = PlacedPlanDocument(**dict(document), placement=PlacementDocument.of(placement))
-    if args.json:
         write_json(args.json, document)
     if args.chart:
         render_chart(plan, args.chart)

@@ -166,7 +166,8 @@ def layout(
     """Size one layout: `dedicated` archives on inference components, the others on a multi-model endpoint."""
     copies_each = dedicated_copies(served, options)
     copies = int(copies_each[dedicated].sum()) if dedicated else 0
-    rest = [i for i in range(len(served.workload.records)) if i not in set(dedicated)]
+    chosen = set(dedicated)
+    rest = [i for i in range(len(served.workload.records)) if i not in chosen]
     problem = (
         _dedicated_problem(served, candidate, options, dedicated, copies_each[dedicated])
         if dedicated

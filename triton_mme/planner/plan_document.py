@@ -169,8 +169,12 @@ class ComparisonDocument(_Document):
 
 def write_json(path: Path, document: BaseModel | dict[str, Any]) -> None:
     """Strict JSON (an infinite or undefined figure is written as null), written whole or not at all."""
-    payload = document.model_dump(mode="json") if isinstance(document, BaseModel) else document
-    write_atomically(path, json.dumps(_finite(payload), indent=2, allow_nan=False) + "\n")
+    if isinstance(document, BaseModel):
+        # pydantic's own serializer writes an infinite or undefined float as null (ser_json_inf_nan), and
+        # is many times faster than json.dumps with indent on a 10,000-model plan.
+        write_atomically(path, document.model_dump_json(indent=2) + "\n")
+        return
+    write_atomically(path, json.dumps(_finite(document), indent=2, allow_nan=False) + "\n")
 
 
 def _finite(value: Any) -> Any:

@@ -10,6 +10,8 @@ model store's bucket policy refuses any other write, triton_mme_cdk/constructs/m
 - archives, companion files and immutable manifest copies are created with `If-None-Match: *`: written
   only if the key is absent. A writer that loses the race re-reads the key and accepts it only when it holds
   the same bytes;
+- a manifest's per-model index and records (core.manifest_index) are created the same way, after everything
+  the manifest names is checked and before the manifest itself: an index never leads to a missing object;
 - the live pointer `manifests/manifest.json` is replaced with `If-Match: <the ETag it read>` (or
   `If-None-Match: *` when there is none yet). A writer that loses re-reads the pointer, re-applies its change
   and tries again, a bounded number of times, so no change is lost.
@@ -31,8 +33,9 @@ from pydantic import ValidationError
 
 from triton_mme.core.errors import UserError, aws_error_code, first_line
 from triton_mme.core.files import file_sha256, private_copy, private_directory
-from triton_mme.core.locations import build_manifest_key, live_manifest_key
+from triton_mme.core.locations import build_manifest_key, live_manifest_key, manifest_index_keys
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
+from triton_mme.core.manifest_index import index_files
 from triton_mme.core.naming import COMPANION_NAME
 from triton_mme.core.record_check import check_record_archive
 from triton_mme.core.runner_environment import FINGERPRINT_ENV
@@ -423,6 +426,17 @@ def check_named_objects(store: ModelStoreClient, manifest: Manifest) -> None:
             )
 
 
+def publish_index(store: ModelStoreClient, manifest: Manifest) -> tuple[str, str]:
+    """Create the manifest's records, then its index (each once, If-None-Match), for clients that read one
+    model's record (client.manifest_source). Call it after check_named_objects and before writing the
+    manifest: the index is found from the manifest's digest, so it must exist before the manifest does."""
+    index_key, records_key = manifest_index_keys(manifest.sha256, store.prefixes.manifests)
+    files = index_files(manifest)
+    create_json(store, records_key, files.records)
+    create_json(store, index_key, files.index)
+    return index_key, records_key
+
+
 def update_live_manifest(
     store: ModelStoreClient, change: Callable[[Manifest | None], Manifest]
 ) -> tuple[str, ...]:
@@ -439,6 +453,7 @@ def update_live_manifest(
         live = read_live_manifest(store)
         manifest = change(live.manifest)
         check_named_objects(store, manifest)
+        publish_index(store, manifest)
         body = manifest.to_json().encode("utf-8")
         versioned_key = f"{store.prefixes.manifests}{manifest.sha256}.json"
         create_json(store, versioned_key, body)
@@ -488,6 +503,7 @@ def publish_build_manifest(
     """
     key = build_manifest_key_of(store, fingerprint)
     check_named_objects(store, manifest)
+    publish_index(store, manifest)
     body = manifest.to_json().encode("utf-8")
     try:
         return BuildManifestReport(key, create_json(store, key, body))
@@ -496,6 +512,7 @@ def publish_build_manifest(
             store.url(key), store.s3.get_object(Bucket=store.bucket, Key=key)["Body"].read()
         )
         check_named_objects(store, earlier)
+        publish_index(store, earlier)
         return BuildManifestReport(key, False)
 
 

@@ -15,10 +15,12 @@ from triton_mme.core.locations import (
     BUILD_CACHE_FOLDER,
     BUILDS_FOLDER,
     CANDIDATE_PREFIX,
+    INDEX_SUFFIX,
     INTENTS_FOLDER,
     MANIFEST_FILE_NAME,
     MANIFEST_PREFIX,
     MODEL_PREFIX,
+    RECORDS_SUFFIX,
     SERVING_REPORT_SUFFIX,
 )
 from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
@@ -182,11 +184,13 @@ class ModelStore(Construct):
 
     @property
     def build_write_arns(self) -> list[str]:
-        """What the serving check writes, once each: the report of the checked manifest, then the build's
-        manifest."""
+        """What the serving check writes, once each: the report of the checked manifest, then the build
+        manifest's records and index (core.manifest_index), then the build's manifest."""
         objects = self.bucket.arn_for_objects
         return [
             objects(f"{MANIFEST_PREFIX}*{SERVING_REPORT_SUFFIX}"),
+            objects(f"{MANIFEST_PREFIX}*{RECORDS_SUFFIX}"),
+            objects(f"{MANIFEST_PREFIX}*{INDEX_SUFFIX}"),
             objects(f"{MANIFEST_PREFIX}{BUILDS_FOLDER}*/{MANIFEST_FILE_NAME}"),
         ]
 

@@ -26,7 +26,7 @@ from triton_mme.core.naming import bounded_name
 from triton_mme.core.triton_container import COMPONENT_ENVIRONMENT
 from triton_mme.model_build.build_time import catalog_shards, image_change_note
 from triton_mme.model_build.offline_sources import check_sources
-from triton_mme_cdk.build_target import check_build_target
+from triton_mme_cdk.build_target import check_build_target, resolve_build_runners
 from triton_mme_cdk.constructs.archive_locations import ArchiveLocations
 from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
 from triton_mme_cdk.constructs.checkpoint_access import checkpoint_read_statements, shipped_checkpoints
@@ -207,6 +207,8 @@ class TritonMultiModelEndpoint(Construct):
             # Every source resolves offline (torchvision's registry, the shipped configs, each checkpoint's
             # headers and pinned content), so a typo, a changed checkpoint or a pickle stops here.
             catalog = check_sources(load_catalog(props.catalog), origin=str(props.catalog))
+            # Without buildRunners, the fewest runners on which the catalog's stages fit their timeouts.
+            self.settings = settings = resolve_build_runners(settings, catalog)
             check_build_target(settings, catalog)
             problem = dedicated_problem(settings, catalog)
             if problem:

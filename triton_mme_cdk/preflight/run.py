@@ -63,6 +63,11 @@ def run_preflight(
     settings: Settings, region: str, clients: PreflightClients, catalog: Catalog | None = None
 ) -> list[CheckResult]:
     """Every check, in the order a first deployment meets them (the catalog's S3 checkpoints with it)."""
+    if catalog is not None:
+        # The runner count synthesis takes when buildRunners is not given: the quota is checked against it.
+        from triton_mme_cdk.build_target import resolve_build_runners
+
+        settings = resolve_build_runners(settings, catalog)
     tag = settings.endpoint.triton_image_tag
     registry = dlc_registry_account(region)
     unconfirmed = settings.allow_unconfirmed_build_region

@@ -217,8 +217,12 @@ class Settings(BaseModel):
             )
 
     def with_values(self, **changes: Any) -> Settings:
-        """These settings with some flat keys changed, validated again."""
-        return Settings(**{**self.context(), **changes})
+        """These settings with some flat keys changed, validated again; a buildRunners left to synthesis stays
+        so (triton_mme_cdk/build_target.py resolve_build_runners)."""
+        given = self.context()
+        if "runners" not in self.build.model_fields_set:
+            given.pop(BuildRunnerSettings.key("runners"))
+        return Settings(**{**given, **changes})
 
     def context(self) -> dict[str, Any]:
         """The flat context keys and values these settings were made of (every key, defaults included)."""

@@ -32,6 +32,10 @@ _WAITS = (
 # A bound against typos, not a platform limit (none is documented for a batch's size): the account's
 # concurrent-build quota for the GPU size is the real one, and preflight checks it.
 MAX_BUILD_RUNNERS = 50
+# Without buildRunners, synthesis takes the fewest runners, up to this many, on which both stages fit their
+# timeouts (triton_mme_cdk/build_target.py resolve_build_runners); make preflight checks the account's
+# concurrent GPU build quota against the number it took. Past it, the refusal names runners and timeouts.
+AUTO_BUILD_RUNNERS_CAP = 10
 
 
 class BuildRunnerSettings(SettingsGroup):
@@ -45,6 +49,7 @@ class BuildRunnerSettings(SettingsGroup):
     queue_timeout_minutes: int = Field(5, alias="buildQueueTimeoutMinutes")
     log_retention_days: int = Field(30, alias="buildLogRetentionDays")
     # Runners per stage: above 1, each stage is a CodeBuild batch build of that many shards (docs/deploy.md).
+    # Not given: the fewest (up to AUTO_BUILD_RUNNERS_CAP) that fit the catalog, decided with the catalog.
     runners: int = Field(1, alias="buildRunners")
 
     @model_validator(mode="after")

@@ -56,8 +56,16 @@ def archive_urls(
         if target is None:
             raise ArchiveMissing(
                 f"the build's manifest names no {model['Format']} archive of model {model['Name']!r}, which "
-                f"the catalog places on an inference component; built: "
-                + (", ".join(f"{name} ({fmt})" for name, fmt in sorted(built)) or "nothing")
+                f"the catalog places on an inference component; built: {_first_few(sorted(built))}"
             )
         urls[model["Attribute"]] = f"s3://{bucket}/{prefix}{target}"
     return urls
+
+
+# A manifest of thousands of archives would make the refusal a page long: the first few and the count.
+SHOWN = 5
+
+
+def _first_few(built: list[tuple[str, str]]) -> str:
+    shown = ", ".join(f"{name} ({fmt})" for name, fmt in built[:SHOWN]) or "nothing"
+    return shown + (f" and {len(built) - SHOWN:,} more" if len(built) > SHOWN else "")

@@ -1,0 +1,177 @@
+"""Growth at 10,000 models, the parts that need no model build: what one application pays to resolve a model.
+
+    .venv/bin/python -m benchmarks.growth_client [--models 100 1000 10000] [--out FILE]
+
+A moto S3 server runs in its own process (so the client's process holds only the client); the store's
+`publish_index` writes the index of a synthetic manifest of N archives and the pointer is replaced the way the
+promotion does (sha256 in its metadata). In a fresh child process per size, after importing the client and
+creating its S3 client: the first `resolve_target(ManifestSource, model=...)` (wall time, and the peak
+resident memory above what the process held after the import), the median of 1,000 later resolves, and, for
+comparison, the same resolve through the whole manifest (`ManifestSource.manifest()` and `Manifest.find`,
+the client's path before the index). Writes JSON to stdout (or --out) and a Markdown table to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BUCKET = "growth-models"
+SIZES = (100, 1000, 10000)
+LATER_RESOLVES = 1000
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def child(endpoint: str, model: str, whole: bool) -> dict[str, Any]:
+    """Runs in a fresh process: import, then resolve once and 1,000 times more."""
+    import boto3
+
+    from triton_mme.client.invoke import resolve_target
+    from triton_mme.client.manifest_source import ManifestSource
+
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    source = ManifestSource(f"s3://{BUCKET}/manifests/manifest.json", s3=s3)
+    after_import = _status_kib("VmRSS")
+    started = time.perf_counter()
+    record = source.manifest().find(model) if whole else resolve_target(source, model=model).record
+    first_ms = (time.perf_counter() - started) * 1e3
+    peak = _status_kib("VmHWM")
+    assert record is not None and record.name == model
+    later = []
+    for _ in range(LATER_RESOLVES if not whole else 3):
+        started = time.perf_counter()
+        if whole:
+            source.manifest().find(model)
+        else:
+            resolve_target(source, model=model)
+        later.append((time.perf_counter() - started) * 1e3)
+    return {
+        "first_ms": round(first_ms, 1),
+        "above_import_mib": round((peak - after_import) / 1024, 1),
+        "later_ms": round(statistics.median(later), 4),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _publish(s3: Any, count: int) -> int:
+    from benchmarks.capacity_inputs import synthetic_manifest
+    from triton_mme.store.location import ModelStoreClient
+    from triton_mme.store.publish import publish_index
+
+    manifest = synthetic_manifest(count)
+    publish_index(ModelStoreClient(s3, BUCKET), manifest)
+    body = manifest.to_json().encode()
+    digest = hashlib.sha256(body).hexdigest()
+    s3.put_object(Bucket=BUCKET, Key="manifests/manifest.json", Body=body, Metadata={"sha256": digest})
+    return len(body)
+
+
+def measure(sizes: tuple[int, ...]) -> dict[str, Any]:
+    import boto3
+
+    port = _free_port()
+    environment = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "benchmark",
+        "AWS_SECRET_ACCESS_KEY": "benchmark",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    }
+    os.environ.update({k: v for k, v in environment.items() if k.startswith("AWS_")})
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    results: dict[str, Any] = {"later_resolves": LATER_RESOLVES, "sizes": {}}
+    try:
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        for _ in range(100):
+            try:
+                s3.create_bucket(Bucket=BUCKET)
+                break
+            except Exception:
+                time.sleep(0.1)
+        for count in sizes:
+            manifest_bytes = _publish(s3, count)
+            model = f"m{count // 2:04d}"
+            row: dict[str, Any] = {"manifest_kb": round(manifest_bytes / 1e3, 1)}
+            for way, whole in (("index", False), ("whole_manifest", True)):
+                answer = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.growth_client", "--child", endpoint, model]
+                    + (["--whole"] if whole else []),
+                    env=environment,
+                    cwd=Path(__file__).resolve().parents[1],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+                row[way] = json.loads(answer.stdout)
+            results["sizes"][str(count)] = row
+    finally:
+        server.terminate()
+        server.wait()
+    return results
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = [
+        "| models | manifest | first resolve (index) | above import | later resolve | first resolve (whole "
+        "manifest) | above import |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for count, row in results["sizes"].items():
+        index, whole = row["index"], row["whole_manifest"]
+        lines.append(
+            f"| {int(count):,} | {row['manifest_kb']:,} KB | {index['first_ms']} ms | "
+            f"{index['above_import_mib']} MiB | {index['later_ms']} ms | {whole['first_ms']} ms | "
+            f"{whole['above_import_mib']} MiB |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.growth_client", description=__doc__)
+    parser.add_argument("--models", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--child", nargs=2, metavar=("ENDPOINT", "MODEL"), help=argparse.SUPPRESS)
+    parser.add_argument("--whole", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        endpoint, model = args.child
+        print(json.dumps(child(endpoint, model, whole=args.whole)))
+        return 0
+    results = measure(tuple(args.models))
+    text = json.dumps(results, indent=2) + "\n"
+    if args.out:
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    print(table(results), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
