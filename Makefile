@@ -12,6 +12,10 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# The CDK CLI's bundled AWS SDK for JavaScript warns (process.emitWarning, several lines) that it will need
+# Node 22 for its releases after January 2027; the pinned CLI runs on Node 20, and the app's own errors stay
+# one line.
+export NODE_NO_WARNINGS := 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # Python writes the bytecode of what it imports (the install skips compiling, below): an environment that
 # turns that off would have every test process compile PyTorch, transformers and aws-cdk-lib from source again.

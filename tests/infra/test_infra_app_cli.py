@@ -107,7 +107,13 @@ def cdk_synth_error_lines(out: Path, *context: str) -> list[str]:
     result = subprocess.run(
         ["npx", "--no-install", "cdk", "--no-notices", "synth", *pairs, "-o", str(out)],
         cwd=REPO_ROOT,
-        env={**os.environ, "CDK_DISABLE_VERSION_CHECK": "1", "CDK_DISABLE_CLI_TELEMETRY": "true"},
+        # As the Makefile runs it: Node's process warnings (the SDK's Node-version notice) off.
+        env={
+            **os.environ,
+            "CDK_DISABLE_VERSION_CHECK": "1",
+            "CDK_DISABLE_CLI_TELEMETRY": "true",
+            "NODE_NO_WARNINGS": "1",
+        },
         capture_output=True,
         text=True,
         timeout=300,

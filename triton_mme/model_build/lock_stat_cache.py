@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from triton_mme.core.catalog_lock import CheckpointPin
-from triton_mme.core.checkpoints import CheckpointKind, local_folder_files
+from triton_mme.core.checkpoints import CheckpointError, CheckpointKind, local_folder_files
 from triton_mme.core.files import write_atomically
 
 CACHE_VERSION = 1
@@ -34,11 +34,11 @@ Signature = list[list[Any]]
 
 def signature(path: Path, kind: CheckpointKind) -> Signature | None:
     """[[name, size, mtime_ns, inode], ...] of the checkpoint's files ("" for a single file); None when one
-    cannot be read (then it is pinned the ordinary way, which says what is wrong)."""
+    cannot be read or is refused (then it is pinned the ordinary way, which says what is wrong)."""
     try:
         files = {"": path} if kind.is_file else local_folder_files(path)
         stats = {name: p.stat() for name, p in files.items()}
-    except OSError:
+    except (OSError, CheckpointError):
         return None
     return [[name, s.st_size, s.st_mtime_ns, s.st_ino] for name, s in sorted(stats.items())]
 
