@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import write_figures
+
 BUCKET = "growth-models"
 SIZES = (100, 1000, 10000)
 LATER_RESOLVES = 1000
@@ -164,12 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(endpoint, model, whole=args.whole)))
         return 0
     results = measure(tuple(args.models))
-    text = json.dumps(results, indent=2) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    else:
-        sys.stdout.write(text)
-    print(table(results), file=sys.stderr)
+    write_figures(results, args.out, table(results))
     return 0
 
 

@@ -11,7 +11,6 @@ Writes JSON to stdout (or --out) and a Markdown table to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import yaml
 
 from benchmarks.checkpoints import write_state_dicts
 from benchmarks.process_tree import run_measured
+from benchmarks.results import write_figures
 
 SIZES = (10, 100, 1000)
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -105,12 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="growth-lock-") as temporary:
         results = measure(tuple(args.checkpoints), args.scratch or Path(temporary))
-    text = json.dumps(results, indent=2) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    else:
-        sys.stdout.write(text)
-    print(table(results), file=sys.stderr)
+    write_figures(results, args.out, table(results))
     return 0
 
 

@@ -10,7 +10,6 @@ Writes JSON to stdout (or --out) and a Markdown table to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from benchmarks.capacity_inputs import synthetic_manifest, write_manifest, write_traffic
 from benchmarks.plan_speed import TRAFFIC
 from benchmarks.process_tree import run_measured
+from benchmarks.results import write_figures
 
 SIZES = (1000, 10000)
 ARCHIVE_BYTES = 2_900_000
@@ -58,12 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="growth-plan-") as scratch:
         results = measure(tuple(args.models), Path(scratch))
-    text = json.dumps(results, indent=2) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    else:
-        sys.stdout.write(text)
-    print(table(results), file=sys.stderr)
+    write_figures(results, args.out, table(results))
     return 0
 
 

@@ -6,10 +6,13 @@ comparison is computed from numbers measured in the same run, never typed in.
 
 from __future__ import annotations
 
+import json
 import math
 import operator
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from benchmarks.timing import Samples
@@ -165,3 +168,13 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def write_figures(figures: Any, out: Path | None, summary: str) -> None:
+    """A standalone benchmark's figures as JSON to `out` (stdout without one), its table on stderr."""
+    text = json.dumps(figures, indent=2) + "\n"
+    if out:
+        out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    print(summary, file=sys.stderr)
