@@ -11,6 +11,7 @@ pre-signed URL is read from CloudFormation there, never passed, printed or retur
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import urllib.request
@@ -39,16 +40,13 @@ def client(service: str) -> Any:
 
 
 def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    if event["RequestType"] == "Update":
-        return {"PhysicalResourceId": event["PhysicalResourceId"]}
-    if event["RequestType"] == "Delete":
-        arn = event["PhysicalResourceId"]
-        # A closed execution has nothing to stop; a Delete never fails a rollback.
-        try:
-            if ":execution:" in arn:
-                client("stepfunctions").stop_execution(executionArn=arn, cause="its deployment moved on")
+    arn = event.get("PhysicalResourceId", "")
+    if event["RequestType"] == "Delete" and ":execution:" in arn:
+        try:  # a closed execution has nothing to stop; a Delete never fails a rollback
+            client("stepfunctions").stop_execution(executionArn=arn, cause="its deployment moved on")
         except ClientError as error:
             print(f"{arn}: not stopped ({error.response['Error']['Code']})")
+    if event["RequestType"] != "Create":
         return {"PhysicalResourceId": arn}
     properties, sfn = event["ResourceProperties"], client("stepfunctions")
     name = f"{properties['Fingerprint'][:FINGERPRINT_IN_NAME]}-{event['RequestId']}"
@@ -75,8 +73,7 @@ def candidates(event: dict[str, Any]) -> str:
     digests = []
     for index, build_id in shards:
         exported = builds.get(build_id, {}).get("exportedEnvironmentVariables", [])
-        digest = next((v.get("value") for v in exported if v["name"] == CANDIDATE_VARIABLE), None)
-        if not digest:
+        if not (digest := next((v.get("value") for v in exported if v["name"] == CANDIDATE_VARIABLE), None)):
             raise RuntimeError(f"{SHARD_PREFIX}{index} ({build_id}) exported no {CANDIDATE_VARIABLE}")
         digests.append(digest)
     return ",".join(digests)
@@ -86,24 +83,20 @@ def signal(event: dict[str, Any]) -> dict[str, str]:
     """{"Handle", "Status"}, and for FAILURE the stage's "Stage", "Minutes" and caught "Failure"."""
     status = event["Status"]
     reason = "the model build and its serving check passed" if status == "SUCCESS" else failure_reason(event)
-    detail = client("cloudformation").describe_stack_resource(
+    url = client("cloudformation").describe_stack_resource(
         StackName=os.environ["STACK_ID"], LogicalResourceId=event["Handle"]
-    )["StackResourceDetail"]
+    )["StackResourceDetail"]["PhysicalResourceId"]
     body = {"Status": status, "Reason": reason[:MAX_REASON], "UniqueId": "model-build", "Data": status}
     # No content type: the URL's signature has none (CloudFormation User Guide, "Using wait conditions").
     put = urllib.request.Request(
-        detail["PhysicalResourceId"],
-        data=json.dumps(body).encode(),
-        method="PUT",
-        headers={"Content-Type": ""},
+        url, data=json.dumps(body).encode(), method="PUT", headers={"Content-Type": ""}
     )
     try:
         with urllib.request.urlopen(put, timeout=20) as answer:
             answer.read()
     except OSError as error:  # its text may quote the URL: only its kind and status leave here
-        raise RuntimeError(
-            f"signal {status} to {event['Handle']}: {getattr(error, 'code', type(error).__name__)}"
-        ) from None
+        kind = getattr(error, "code", type(error).__name__)
+        raise RuntimeError(f"signal {status} to {event['Handle']}: {kind}") from None
     print(f"signalled {event['Handle']} {status}: {body['Reason']}")
     return {"Status": status, "Reason": body["Reason"]}
 
@@ -117,12 +110,11 @@ def failure_reason(event: dict[str, Any]) -> str:
             f"{stage} did not end within its {event['Minutes']} minutes (queueing counted); raise "
             "buildRunners or the stage's timeout, or build fewer models at once (docs/deploy.md#time-limit)"
         )
-    build_id = _failed_build(cause)
-    if build_id is None:
+    if (build_id := _failed_build(cause)) is None:
         return f"{stage} failed: {error}: {cause[:300]}"
-    builds = client("codebuild").batch_get_builds(ids=[build_id])["builds"] or [{}]
-    status = str(builds[0].get("buildStatus", "failed")).lower().replace("_", " ")
-    line, link = _first_error_line(builds[0]), builds[0].get("logs", {}).get("deepLink")
+    build = (client("codebuild").batch_get_builds(ids=[build_id])["builds"] or [{}])[0]
+    status = str(build.get("buildStatus", "failed")).lower().replace("_", " ")
+    line, link = _first_error_line(build), build.get("logs", {}).get("deepLink")
     return (
         f"{stage} {build_id} {status}" + (f": {line}" if line else "") + (f"; logs: {link}" if link else "")
     )
@@ -149,21 +141,13 @@ def _failed_build(cause: str) -> str | None:
 
 
 def _first_error_line(build: dict[str, Any]) -> str | None:
-    """The first line the project's command line printed as `error: ...` in the build's log."""
+    """The first line the project's command line printed as `error: ...` in the build's log (5 pages)."""
     logs = build.get("logs", {})
     if not logs.get("groupName") or not logs.get("streamName"):
         return None
-    arguments = {
-        "logGroupName": logs["groupName"],
-        "logStreamNames": [logs["streamName"]],
-        "filterPattern": '"error:"',
-    }
-    for _ in range(LOG_PAGES):
-        page = client("logs").filter_log_events(**arguments)
-        for log_event in page.get("events", []):
-            if (message := str(log_event.get("message", "")).strip()).startswith(ERROR_PREFIX):
-                return message.removeprefix(ERROR_PREFIX).splitlines()[0]
-        if not page.get("nextToken"):
-            return None
-        arguments["nextToken"] = page["nextToken"]
-    return None
+    where = {"logGroupName": logs["groupName"], "logStreamNames": [logs["streamName"]]}
+    pages = client("logs").get_paginator("filter_log_events").paginate(**where, filterPattern='"error:"')
+    events = (event for page in itertools.islice(pages, LOG_PAGES) for event in page.get("events", []))
+    messages = (str(event.get("message", "")).strip() for event in events)
+    line = next((message for message in messages if message.startswith(ERROR_PREFIX)), None)
+    return line.removeprefix(ERROR_PREFIX).splitlines()[0] if line else None
