@@ -18,12 +18,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real types for type checkers; at run time they load on first use
-    from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
-    from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
+    from triton_mme_cdk.constructs.build.gpu_runner import GpuRunner, GpuRunnerProps
     from triton_mme_cdk.constructs.multi_model_endpoint import (
         TritonMultiModelEndpoint,
         TritonMultiModelEndpointProps,
     )
+    from triton_mme_cdk.constructs.store.model_store import ModelStore, ModelStoreProps
     from triton_mme_cdk.settings import (
         AlarmThresholds,
         BuildRunnerSettings,
@@ -37,10 +37,10 @@ if TYPE_CHECKING:  # the real types for type checkers; at run time they load on 
 _EXPORTS = {
     "TritonMultiModelEndpoint": "triton_mme_cdk.constructs.multi_model_endpoint",
     "TritonMultiModelEndpointProps": "triton_mme_cdk.constructs.multi_model_endpoint",
-    "ModelStore": "triton_mme_cdk.constructs.model_store",
-    "ModelStoreProps": "triton_mme_cdk.constructs.model_store",
-    "GpuRunner": "triton_mme_cdk.constructs.gpu_runner",
-    "GpuRunnerProps": "triton_mme_cdk.constructs.gpu_runner",
+    "ModelStore": "triton_mme_cdk.constructs.store.model_store",
+    "ModelStoreProps": "triton_mme_cdk.constructs.store.model_store",
+    "GpuRunner": "triton_mme_cdk.constructs.build.gpu_runner",
+    "GpuRunnerProps": "triton_mme_cdk.constructs.build.gpu_runner",
     "Settings": "triton_mme_cdk.settings",
     "SettingsError": "triton_mme_cdk.settings",
     "EndpointSettings": "triton_mme_cdk.settings",

@@ -16,11 +16,12 @@ from synth_support import bare_stack
 
 from triton_mme.core.catalog import Catalog, DedicatedPlacement, parse_catalog
 from triton_mme.core.naming import bounded_name
-from triton_mme_cdk.constructs.archive_locations_handler import handler
-from triton_mme_cdk.constructs.inference_component_endpoint import InferenceComponentEndpoint
-from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
-from triton_mme_cdk.constructs.triton_image import TritonImage
-from triton_mme_cdk.placement_rules import (
+from triton_mme_cdk.constructs.build.archive_locations_handler import handler
+from triton_mme_cdk.constructs.dedicated.inference_component_endpoint import InferenceComponentEndpoint
+from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
+from triton_mme_cdk.constructs.store.model_store import ModelStore, ModelStoreProps
+from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, Settings, UpdatePolicy
+from triton_mme_cdk.settings.placement_rules import (
     component_instances,
     copy_footprint,
     dedicated_entries,
@@ -28,7 +29,6 @@ from triton_mme_cdk.placement_rules import (
     rolling_batch,
     update_surge,
 )
-from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, Settings, UpdatePolicy
 
 
 def catalog(*entries: dict[str, Any]) -> Catalog:

@@ -26,28 +26,22 @@ from triton_mme.core.naming import bounded_name
 from triton_mme.core.triton_container import COMPONENT_ENVIRONMENT
 from triton_mme.model_build.build_time import catalog_shards, image_change_note
 from triton_mme.model_build.offline_sources import check_sources
-from triton_mme_cdk.build_target import check_build_target, resolve_build_runners
-from triton_mme_cdk.constructs.archive_locations import ArchiveLocations
-from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
-from triton_mme_cdk.constructs.checkpoint_access import checkpoint_read_statements, shipped_checkpoints
-from triton_mme_cdk.constructs.deployment_events import DeploymentEvents
-from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
-from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
-from triton_mme_cdk.constructs.inference_component_endpoint import InferenceComponentEndpoint
-from triton_mme_cdk.constructs.manifest_promotion import ManifestPromotion
-from triton_mme_cdk.constructs.model_build_engine import BuildStage, ModelBuildEngine
-from triton_mme_cdk.constructs.model_observability import ModelObservability
-from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
-from triton_mme_cdk.constructs.monitoring import EndpointMonitoring
+from triton_mme_cdk.constructs.build.archive_locations import ArchiveLocations
+from triton_mme_cdk.constructs.build.build_runner import ModelBuildRunner
+from triton_mme_cdk.constructs.build.checkpoint_access import checkpoint_read_statements, shipped_checkpoints
+from triton_mme_cdk.constructs.build.model_build_engine import BuildStage, ModelBuildEngine
+from triton_mme_cdk.constructs.build.serving_check import ServingCheckRunner
+from triton_mme_cdk.constructs.dedicated.inference_component_endpoint import InferenceComponentEndpoint
+from triton_mme_cdk.constructs.endpoint.deployment_events import DeploymentEvents
+from triton_mme_cdk.constructs.endpoint.endpoint_autoscaling import EndpointAutoscaling
+from triton_mme_cdk.constructs.endpoint.endpoint_logs import EndpointLogs
+from triton_mme_cdk.constructs.endpoint.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
+from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
+from triton_mme_cdk.constructs.monitoring.model_observability import ModelObservability
+from triton_mme_cdk.constructs.monitoring.monitoring import EndpointMonitoring
 from triton_mme_cdk.constructs.operator_access import OperatorAccess
-from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
-from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
-from triton_mme_cdk.constructs.triton_image import TritonImage
-from triton_mme_cdk.placement_rules import (
-    component_instances,
-    dedicated_entries,
-    dedicated_problem,
-)
+from triton_mme_cdk.constructs.store.manifest_promotion import ManifestPromotion
+from triton_mme_cdk.constructs.store.model_store import ModelStore, ModelStoreProps
 from triton_mme_cdk.settings import (
     AlarmThresholds,
     BuildRunnerSettings,
@@ -56,6 +50,12 @@ from triton_mme_cdk.settings import (
     Settings,
     SettingsError,
     UpdatePolicy,
+)
+from triton_mme_cdk.settings.build_target import check_build_target, resolve_build_runners
+from triton_mme_cdk.settings.placement_rules import (
+    component_instances,
+    dedicated_entries,
+    dedicated_problem,
 )
 
 # The inference component endpoint's name by default: the multi-model endpoint's, and this.

@@ -32,17 +32,18 @@ from triton_mme.core.model_metrics import (
     TOTALS_NAMESPACE,
     insight_rule_name,
 )
-from triton_mme_cdk.constructs.checkov import LOG_GROUP_KEY_REASON, skip_checks, skip_function_checks
-from triton_mme_cdk.constructs.function_role import function_role
-from triton_mme_cdk.constructs.runner_source import runner_source
+from triton_mme_cdk.constructs.build.runner_source import runner_source
+from triton_mme_cdk.constructs.functions.function_role import function_role
+from triton_mme_cdk.constructs.scanners.checkov import LOG_GROUP_KEY_REASON, skip_checks, skip_function_checks
 from triton_mme_cdk.runner_files import shipped_files
 
 # What the function runs: its handler and the log parser it shares with `triton-mme models --local`.
 HANDLER_FILES = (
     "triton_mme_cdk/__init__.py",
     "triton_mme_cdk/constructs/__init__.py",
-    "triton_mme_cdk/constructs/model_events_handler/__init__.py",
-    "triton_mme_cdk/constructs/model_events_handler/handler.py",
+    "triton_mme_cdk/constructs/monitoring/__init__.py",
+    "triton_mme_cdk/constructs/monitoring/model_events_handler/__init__.py",
+    "triton_mme_cdk/constructs/monitoring/model_events_handler/handler.py",
     "triton_mme/__init__.py",
     "triton_mme/core/__init__.py",
     "triton_mme/core/model_metrics.py",
@@ -126,7 +127,7 @@ class ModelObservability(Construct):
             self,
             "Reader",
             runtime=lambda_.Runtime.PYTHON_3_14,
-            handler="triton_mme_cdk.constructs.model_events_handler.handler.main",
+            handler="triton_mme_cdk.constructs.monitoring.model_events_handler.handler.main",
             code=lambda_.Code.from_bucket(code.bucket, code.s3_object_key),
             environment={"ENDPOINT_NAME": endpoint_name},
             memory_size=128,

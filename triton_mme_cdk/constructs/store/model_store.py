@@ -25,7 +25,7 @@ from triton_mme.core.locations import (
 )
 from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
 from triton_mme.core.platform import S3_IF_MATCH_KEY, S3_IF_NONE_MATCH_KEY, S3_OBJECT_CREATION_KEY
-from triton_mme_cdk.constructs.checkov import skip_checks
+from triton_mme_cdk.constructs.scanners.checkov import skip_checks
 
 NONCURRENT_VERSION_DAYS = 30
 SERVER_ACCESS_LOGS_USE_BUCKET_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
