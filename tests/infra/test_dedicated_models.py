@@ -487,15 +487,16 @@ def test_a_new_build_is_a_new_lookup_and_its_delete_does_nothing() -> None:
 
 
 def test_the_construct_refuses_what_cannot_deploy_before_it_adds_anything(tmp_path: Path) -> None:
-    from triton_mme_cdk import EndpointSettings, SettingsError, TritonMultiModelEndpoint
+    from triton_mme_cdk import EndpointSettings, SettingsError, TritonMultiModelEndpoint, load_build_catalog
     from triton_mme_cdk import TritonMultiModelEndpointProps as Props
 
     path = tmp_path / "models.yaml"
     path.write_text(yaml.safe_dump({"models": [dedicated("hot")]}))
+    catalog, files = load_build_catalog(path)
     stack = bare_stack()
     on_p3 = EndpointSettings(instance_type="ml.p3.2xlarge", triton_image_tag="24.05-py3")
     with pytest.raises(
         SettingsError, match=r"^models 'hot' have placement: dedicated, but endpoint\.instance_type=ml\.p3"
     ):
-        TritonMultiModelEndpoint(stack, "Models", Props(catalog=path, endpoint=on_p3))
+        TritonMultiModelEndpoint(stack, "Models", Props(catalog=catalog, catalog_files=files, endpoint=on_p3))
     assert not [child for child in stack.node.find_all() if isinstance(child, cdk.CfnResource)]

@@ -1,10 +1,5 @@
-"""What the build runner needs of the catalog's own checkpoints: the local ones shipped in its source, read
-access to exactly the S3 ones.
-
-A local checkpoint travels in the runner's source asset at its path relative to the catalog (so it must lie
-inside the catalog's folder), with the lock file beside the catalog: the asset's hash, and so the build's
-fingerprint, changes exactly when one of them does. Only the files the build reads are shipped (a Hugging Face
-folder's config, tokenizer and safetensors weights, core.checkpoints).
+"""What the build runner may read of the catalog's own S3 checkpoints, exactly (the local ones travel in its
+source: triton_mme_cdk/catalog_files.py).
 
 S3 checkpoints are granted by location: `s3:GetObject` on each state dict's key or folder's prefix, collapsed
 to the common folder when several checkpoints share one (a family: the IAM policy stays far below its size
@@ -15,46 +10,12 @@ Face folder's files).
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path, PurePosixPath
 
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 
-from triton_mme.core.catalog import Catalog, CatalogError
-from triton_mme.core.catalog_lock import lock_path
-from triton_mme.core.checkpoints import CheckpointError, CheckpointKind, local_folder_files
-from triton_mme.core.errors import quoted
-
-
-def shipped_checkpoints(catalog: Catalog, catalog_file: Path) -> dict[str, Path]:
-    """Asset path -> local file for every local checkpoint file the build reads, and the lock file."""
-    files: dict[str, Path] = {}
-    lock = lock_path(catalog_file)
-    if lock.is_file():
-        files[lock.name] = lock
-    for relative_labels in sorted(set(catalog.label_files.values())):
-        files[PurePosixPath(relative_labels).as_posix()] = catalog.base_dir / relative_labels
-    for entry in catalog.checkpoints:
-        location = entry.checkpoint_location
-        if location.is_s3:
-            continue
-        relative = PurePosixPath(location.text.rstrip("/"))
-        if relative.is_absolute() or ".." in relative.parts:
-            raise CatalogError(
-                f"model {quoted(entry.name)}: source: {location.text} lies outside the catalog's folder, so "
-                "it cannot travel to the build runner; allowed: a path inside that folder, or s3://..."
-            )
-        try:
-            path = location.local_path(catalog.base_dir)
-        except CheckpointError as error:
-            raise CatalogError(f"model {quoted(entry.name)}: source: {error}") from None
-        kind = entry.checkpoint_kind
-        if kind is not None and kind.is_file:
-            files[relative.as_posix()] = path
-        else:
-            for name, file in local_folder_files(path).items():
-                files[(relative / name).as_posix()] = file
-    return files
+from triton_mme.core.catalog import Catalog
+from triton_mme.core.checkpoints import CheckpointKind
 
 
 def _object_arn(bucket: str, key: str) -> str:
