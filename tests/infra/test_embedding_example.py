@@ -130,3 +130,32 @@ def test_the_app_names_the_cdk_json_keys_an_embedder_the_props(tmp_path: Path) -
     own_props = TritonMultiModelEndpointProps(catalog=catalog, catalog_files=files, build=short)
     with pytest.raises(SettingsError, match=r"more than build\.timeout_minutes=6 "):
         validate(own_props)
+
+
+@pytest.mark.parametrize(
+    ("props_changes", "named", "key"),
+    [
+        ({"endpoint_name": "team_models"}, r"^endpoint_name=team_models ", "stackName"),
+        (
+            {"updates": {"deploymentWaitSeconds": 60}},
+            r"^updates\.wait_seconds=60 .*alarms\.",
+            "deploymentWait",
+        ),
+    ],
+)
+def test_every_key_a_rule_names_becomes_the_prop_path(
+    props_changes: dict[str, Any], named: str, key: str
+) -> None:
+    from triton_mme_cdk import TritonMultiModelEndpointProps, UpdatePolicy, load_build_catalog, validate
+    from triton_mme_cdk.constructs.multi_model_endpoint_props import checked
+    from triton_mme_cdk.settings import SettingsError
+
+    catalog, files = load_build_catalog(REPO_ROOT / "models.yaml")
+    if "updates" in props_changes:
+        props_changes = {"updates": UpdatePolicy(**props_changes["updates"])}
+    props = TritonMultiModelEndpointProps(catalog=catalog, catalog_files=files, **props_changes)
+    with pytest.raises(SettingsError, match=named) as raised:
+        validate(props)
+    assert key not in str(raised.value)
+    with pytest.raises(SettingsError, match=key):  # the app's own rules keep its cdk.json keys
+        checked(props)
