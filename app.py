@@ -41,7 +41,7 @@ def main(app: cdk.App | None = None) -> int:
     # No construct stack traces in the metadata: a synthesis note prints as its own line, not a JS frame.
     app = app or cdk.App(stack_traces=False)
     try:
-        # The construct validates the catalog, its sources and the build target before anything is deployed.
+        # The composition validates the catalog, its sources and the build target before anything is deployed.
         compose(app, read_settings(app))
     except (SettingsError, CatalogError) as error:
         print(f"error: {printable(error)}", file=sys.stderr)

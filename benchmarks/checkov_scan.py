@@ -1,5 +1,5 @@
 """checkov on the synthesized templates: every finding fixed, or skipped with its reason where its resource is
-defined (triton_mme_cdk/constructs/checkov.py).
+defined (triton_mme_cdk/constructs/scanners/checkov.py).
 
 `python -m benchmarks.checkov_scan --checkov PATH [TEMPLATE ...] [--out PREFIX]` (default: cdk.out's
 templates, results under benchmarks/results/checkov.{md,json}); `make scan` runs it with the checkov that
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.context import REPO_ROOT
-from triton_mme_cdk.constructs.checkov import CHECKS
+from triton_mme_cdk.constructs.scanners.checkov import CHECKS
 
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "checkov"
 MIN_REASON = 30  # characters, as for the cdk-nag acknowledgments (tests/infra/test_app.py)
@@ -52,7 +52,8 @@ def skip_problems(resources: dict[str, Any]) -> list[str]:
             check, reason = skip.get("id"), str(skip.get("comment", "")).strip()
             if check not in CHECKS:
                 found.append(
-                    f"{logical_id}: {check} is not a check of triton_mme_cdk.constructs.checkov.CHECKS"
+                    f"{logical_id}: {check} is not a check of "
+                    "triton_mme_cdk.constructs.scanners.checkov.CHECKS"
                 )
             elif resource["Type"] not in CHECKS[check].resource_types:
                 found.append(f"{logical_id}: {check} does not check a {resource['Type']}")

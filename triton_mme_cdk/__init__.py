@@ -2,7 +2,9 @@
 
 Public API (`pip install triton-mme-cdk[cdk]`, docs/embedding.md, docs/constructs.md):
 
-- `TritonMultiModelEndpoint` / `TritonMultiModelEndpointProps`: the whole multi-model endpoint.
+- `TritonMultiModelEndpoint` / `TritonMultiModelEndpointProps`: the whole multi-model endpoint; `validate`
+  checks its props together with their catalog (`Catalog`), which `load_build_catalog` loads and pins, with
+  the files its build ships (`CatalogFiles`).
 - `ModelStore` / `ModelStoreProps`: the model bucket and its grants.
 - `GpuRunner` / `GpuRunnerProps`: the GPU CodeBuild runner both build stages are.
 - `Settings` and its groups (`EndpointSettings`, `ScalingSettings`, `AlarmThresholds`, `UpdatePolicy`,
@@ -18,12 +20,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real types for type checkers; at run time they load on first use
-    from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
-    from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
-    from triton_mme_cdk.constructs.multi_model_endpoint import (
-        TritonMultiModelEndpoint,
-        TritonMultiModelEndpointProps,
-    )
+    from triton_mme.core.catalog import Catalog
+    from triton_mme_cdk.catalog_files import CatalogFiles, load_build_catalog
+    from triton_mme_cdk.constructs.build.gpu_runner import GpuRunner, GpuRunnerProps
+    from triton_mme_cdk.constructs.multi_model_endpoint import TritonMultiModelEndpoint
+    from triton_mme_cdk.constructs.multi_model_endpoint_props import TritonMultiModelEndpointProps, validate
+    from triton_mme_cdk.constructs.store.model_store import ModelStore, ModelStoreProps
     from triton_mme_cdk.settings import (
         AlarmThresholds,
         BuildRunnerSettings,
@@ -36,11 +38,15 @@ if TYPE_CHECKING:  # the real types for type checkers; at run time they load on 
 
 _EXPORTS = {
     "TritonMultiModelEndpoint": "triton_mme_cdk.constructs.multi_model_endpoint",
-    "TritonMultiModelEndpointProps": "triton_mme_cdk.constructs.multi_model_endpoint",
-    "ModelStore": "triton_mme_cdk.constructs.model_store",
-    "ModelStoreProps": "triton_mme_cdk.constructs.model_store",
-    "GpuRunner": "triton_mme_cdk.constructs.gpu_runner",
-    "GpuRunnerProps": "triton_mme_cdk.constructs.gpu_runner",
+    "TritonMultiModelEndpointProps": "triton_mme_cdk.constructs.multi_model_endpoint_props",
+    "validate": "triton_mme_cdk.constructs.multi_model_endpoint_props",
+    "Catalog": "triton_mme.core.catalog",
+    "CatalogFiles": "triton_mme_cdk.catalog_files",
+    "load_build_catalog": "triton_mme_cdk.catalog_files",
+    "ModelStore": "triton_mme_cdk.constructs.store.model_store",
+    "ModelStoreProps": "triton_mme_cdk.constructs.store.model_store",
+    "GpuRunner": "triton_mme_cdk.constructs.build.gpu_runner",
+    "GpuRunnerProps": "triton_mme_cdk.constructs.build.gpu_runner",
     "Settings": "triton_mme_cdk.settings",
     "SettingsError": "triton_mme_cdk.settings",
     "EndpointSettings": "triton_mme_cdk.settings",
@@ -52,6 +58,8 @@ _EXPORTS = {
 __all__ = [
     "AlarmThresholds",
     "BuildRunnerSettings",
+    "Catalog",
+    "CatalogFiles",
     "EndpointSettings",
     "GpuRunner",
     "GpuRunnerProps",
@@ -63,6 +71,8 @@ __all__ = [
     "TritonMultiModelEndpoint",
     "TritonMultiModelEndpointProps",
     "UpdatePolicy",
+    "load_build_catalog",
+    "validate",
 ]
 
 

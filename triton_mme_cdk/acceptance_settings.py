@@ -17,11 +17,11 @@ from aws_cdk import aws_applicationautoscaling as applicationautoscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 
 from triton_mme.acceptance.stack import ACCEPTANCE_SETTINGS_OUTPUT
-from triton_mme_cdk.constructs.deployment_events import DeploymentEvents
-from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
-from triton_mme_cdk.constructs.inference_component_endpoint import InferenceComponentEndpoint
-from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.triton_endpoint import TritonEndpoint
+from triton_mme_cdk.constructs.dedicated.inference_component_endpoint import InferenceComponentEndpoint
+from triton_mme_cdk.constructs.endpoint.deployment_events import DeploymentEvents
+from triton_mme_cdk.constructs.endpoint.endpoint_autoscaling import EndpointAutoscaling
+from triton_mme_cdk.constructs.endpoint.triton_endpoint import TritonEndpoint
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 
 __all__ = ["ACCEPTANCE_SETTINGS_OUTPUT", "acceptance_settings"]
 

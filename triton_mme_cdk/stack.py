@@ -1,8 +1,9 @@
-"""The app's one stack: the whole multi-model endpoint construct for the settings, and the outputs clients,
-preflight and the acceptance run read."""
+"""The app's one stack: the whole multi-model endpoint construct for the settings (its props made and checked
+by the composition), and the outputs clients, preflight and the acceptance run read."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -29,7 +30,15 @@ IC_NAMES_OUTPUT = "InferenceComponentNames"
 class TritonMmeStack(Stack):
     """A SageMaker GPU multi-model endpoint served by Triton, its model store and its autoscaling."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: Settings,
+        props: TritonMultiModelEndpointProps,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.settings = settings
         self.encryption_key = (
@@ -42,16 +51,17 @@ class TritonMmeStack(Stack):
         self.mme = mme = TritonMultiModelEndpoint(
             self,
             "Default",
-            TritonMultiModelEndpointProps.from_settings(settings, encryption_key=self.encryption_key),
+            replace(props, encryption_key=self.encryption_key),
         )
         CfnOutput(self, ENDPOINT_NAME_OUTPUT, value=mme.endpoint_name)
-        if mme.dedicated is not None:
-            CfnOutput(self, IC_ENDPOINT_NAME_OUTPUT, value=mme.dedicated.endpoint_name)
+        dedicated = mme.dedicated.endpoint if mme.dedicated is not None else None
+        if dedicated is not None:
+            CfnOutput(self, IC_ENDPOINT_NAME_OUTPUT, value=dedicated.endpoint_name)
             CfnOutput(
                 self,
                 IC_NAMES_OUTPUT,
                 description="The inference component of each dedicated model, as JSON (docs/constructs.md)",
-                value=self.to_json_string(mme.dedicated.component_names),
+                value=self.to_json_string(dedicated.component_names),
             )
         CfnOutput(self, "ModelBucketName", value=mme.store.bucket.bucket_name)
         CfnOutput(self, "ModelPrefixUrl", value=mme.store.model_prefix_url)
@@ -93,11 +103,11 @@ class TritonMmeStack(Stack):
                 network_isolation=settings.endpoint.network_isolation,
                 image_uri=mme.image.image_uri,
                 image_tag=mme.image.tag,
-                build_fingerprint=mme.serving_check.fingerprint,
+                build_fingerprint=mme.build.fingerprint,
                 build_state_machine_arn=mme.build.state_machine.state_machine_arn,
                 alarms=list(mme.monitoring.alarms.values()),
                 autoscaling=mme.autoscaling,
                 deployment_events=mme.deployment_events,
-                dedicated=mme.dedicated,
+                dedicated=dedicated,
             ),
         )

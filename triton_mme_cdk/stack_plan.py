@@ -16,9 +16,9 @@ from typing import Any
 
 from triton_mme.core.catalog import load_catalog
 from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES
-from triton_mme_cdk.build_target import check_build_target
 from triton_mme_cdk.context import project_context, setting_origins, settings_from
 from triton_mme_cdk.settings import Settings, SettingsError
+from triton_mme_cdk.settings.build_target import check_build_target
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,9 @@ from triton_mme.core.platform_tables import (
     TritonImagesTable,
     parse_table,
 )
-from triton_mme_cdk.constructs.build_runner import SOURCE_FILES as BUILD_RUNNER_SOURCES
-from triton_mme_cdk.constructs.runner_source import LEFT_OUT
-from triton_mme_cdk.constructs.serving_check import SOURCE_FILES as SERVING_CHECK_SOURCES
+from triton_mme_cdk.constructs.build.build_runner import SOURCE_FILES as BUILD_RUNNER_SOURCES
+from triton_mme_cdk.constructs.build.runner_source import LEFT_OUT
+from triton_mme_cdk.constructs.build.serving_check import SOURCE_FILES as SERVING_CHECK_SOURCES
 
 TABLES = {
     "triton_images.yaml": TritonImagesTable,

@@ -10,7 +10,7 @@ import pytest
 from botocore.stub import Stubber
 from synth_support import Synthesized, synthesize
 
-from triton_mme_cdk.constructs.model_build_engine_handler import handler
+from triton_mme_cdk.constructs.build.model_build_engine_handler import handler
 from triton_mme_cdk.settings import Settings
 
 

@@ -31,7 +31,7 @@ def test_the_output_carries_the_settings_the_endpoint_was_made_with(synth_with: 
     assert facts["networkIsolation"] is settings.endpoint.network_isolation
     assert facts["imageTag"] == settings.endpoint.triton_image_tag
     assert facts["image"].endswith(f"/sagemaker-tritonserver:{settings.endpoint.triton_image_tag}")
-    assert facts["buildFingerprint"] == synth.stack.mme.serving_check.fingerprint
+    assert facts["buildFingerprint"] == synth.stack.mme.build.serving_check.fingerprint
     assert facts["scaling"]["minCapacity"] == settings.scaling.min_instance_count
     assert facts["scaling"]["maxCapacity"] == 8
     assert facts["scaling"]["resourceId"] == "endpoint/<ref>/variant/AllTraffic"

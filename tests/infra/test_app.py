@@ -75,7 +75,7 @@ def test_the_endpoint_waits_for_both_stages_which_wait_for_their_grants(default_
     _, endpoint = only(default_synth, "AWS::SageMaker::Endpoint")
     assert wait_id in endpoint["DependsOn"]
     # The run starts a build at once: both stages' grants (source read, store writes) must exist first.
-    for stage in (stack.mme.build_runner, stack.mme.serving_check):
+    for stage in (stack.mme.build.runner, stack.mme.build.serving_check):
         assert lid(default_synth, stage.role_policy) in build["DependsOn"]
     # The build, then the serving check in the endpoint's image: the order the state machine runs them in.
     engine = stack.mme.build.state_machine.node.default_child
@@ -83,21 +83,24 @@ def test_the_endpoint_waits_for_both_stages_which_wait_for_their_grants(default_
         default_synth.resources[lid(default_synth, engine)]["Properties"]["DefinitionString"]
     )
     assert '\\"ModelBuild\\":{\\"Next\\":\\"ServingCheck\\"' in definition
-    for stage, state in ((stack.mme.build_runner, "ModelBuild"), (stack.mme.serving_check, "ServingCheck")):
+    for stage, state in (
+        (stack.mme.build.runner, "ModelBuild"),
+        (stack.mme.build.serving_check, "ServingCheck"),
+    ):
         after = definition.split(f'\\"{state}\\":{{', 1)[1]
         assert after.index(lid(default_synth, stage.project)) < after.index("EnvironmentVariablesOverride")
     # One fingerprint names the run: the build stages its candidate, the check publishes the build manifest
     # and the promotion reads it, all under the same one.
-    assert build["Properties"]["Fingerprint"] == stack.mme.serving_check.fingerprint
+    assert build["Properties"]["Fingerprint"] == stack.mme.build.serving_check.fingerprint
     _, promotion = only(default_synth, "Custom::ManifestPromotion")
-    assert promotion["Properties"]["Fingerprint"] == stack.mme.serving_check.fingerprint
-    assert stack.mme.serving_check.fingerprint != stack.mme.build_runner.fingerprint
+    assert promotion["Properties"]["Fingerprint"] == stack.mme.build.serving_check.fingerprint
+    assert stack.mme.build.serving_check.fingerprint != stack.mme.build.runner.fingerprint
     _, config = only(default_synth, "AWS::SageMaker::EndpointConfig")
     assert config["Properties"]["ProductionVariants"][0]["ModelName"] == {
         "Fn::GetAtt": [model_id, "ModelName"]
     }
     bucket_ref = {"Ref": lid(default_synth, stack.mme.store.bucket)}
-    for stage in (stack.mme.build_runner, stack.mme.serving_check):
+    for stage in (stack.mme.build.runner, stack.mme.build.serving_check):
         variables = project(default_synth, stage)["Environment"]["EnvironmentVariables"]
         assert bucket_ref in [v["Value"] for v in variables]
 
@@ -136,7 +139,7 @@ def test_only_the_endpoint_and_what_follows_it_wait_for_the_build(default_synth:
 
 def test_the_serving_check_runs_in_the_endpoints_own_image(default_synth: Synthesized) -> None:
     stack = default_synth.stack
-    check = project(default_synth, stack.mme.serving_check)
+    check = project(default_synth, stack.mme.build.serving_check)
     image = stack.resolve(stack.mme.endpoint.model.primary_container)["image"]  # type: ignore[index]
     # The same registry mapping, region and tag as the endpoint's container.
     assert check["Environment"]["Image"] == image
@@ -158,7 +161,10 @@ def test_the_wait_holds_both_stages_their_queues_and_every_task_timeout(
         build_queue_timeout_minutes=queue,
         model_catalog=str(REPO_ROOT / "tests" / "support" / "models-tiny.yaml"),
     )
-    stages = [project(synth, synth.stack.mme.build_runner), project(synth, synth.stack.mme.serving_check)]
+    stages = [
+        project(synth, synth.stack.mme.build.runner),
+        project(synth, synth.stack.mme.build.serving_check),
+    ]
     assert [(p["QueuedTimeoutInMinutes"], p["TimeoutInMinutes"]) for p in stages] == [
         (queue, build),
         (queue, check),
@@ -174,8 +180,8 @@ def test_the_wait_holds_both_stages_their_queues_and_every_task_timeout(
 def test_default_runners_are_the_small_gpu_with_tensorrt_for_the_serving_image(
     default_synth: Synthesized,
 ) -> None:
-    build = project(default_synth, default_synth.stack.mme.build_runner)
-    check = project(default_synth, default_synth.stack.mme.serving_check)
+    build = project(default_synth, default_synth.stack.mme.build.runner)
+    check = project(default_synth, default_synth.stack.mme.build.serving_check)
     for stage, timeout in ((build, 30), (check, 15)):
         assert stage["Environment"]["ComputeType"] == "BUILD_GENERAL1_SMALL"
         assert (
@@ -194,15 +200,15 @@ def test_default_runners_are_the_small_gpu_with_tensorrt_for_the_serving_image(
 
 def test_runner_settings_reach_both_projects_and_their_logs(synth_with: SynthWith) -> None:
     synth = synth_with(**VARIANTS["kms-on-p3"])  # p3, 24.05, the build's log kept 7 days
-    for stage in (synth.stack.mme.build_runner, synth.stack.mme.serving_check):
+    for stage in (synth.stack.mme.build.runner, synth.stack.mme.build.serving_check):
         properties = project(synth, stage)
         # SMALL: LARGE's V100 is refused with today's build images (test_settings).
         assert properties["Environment"]["ComputeType"] == "BUILD_GENERAL1_SMALL"
         group = properties["LogsConfig"]["CloudWatchLogs"]["GroupName"]["Ref"]
         assert synth.resources[group]["Properties"]["RetentionInDays"] == 7
-    assert project(synth, synth.stack.mme.build_runner)["TimeoutInMinutes"] == 30
+    assert project(synth, synth.stack.mme.build.runner)["TimeoutInMinutes"] == 30
     # 24.05's python3 is 3.10: the check runs with a uv-managed CPython 3.12 instead.
-    spec = json.loads(project(synth, synth.stack.mme.serving_check)["Source"]["BuildSpec"])
+    spec = json.loads(project(synth, synth.stack.mme.build.serving_check)["Source"]["BuildSpec"])
     assert "python3 -m uv venv --python 3.12 /opt/serving-check" in spec["phases"]["install"]["commands"]
 
 
@@ -498,7 +504,8 @@ def test_a_catalog_with_both_placements_makes_both_endpoints_with_per_model_scal
     ]
     # The dashboard has a section for the components beside the endpoint's own.
     assert "Inference components" in json.dumps(template.to_json())
-    assert stack.mme.dedicated is not None and set(stack.mme.dedicated.models) == {"resnet50", "mobilenet"}
+    assert stack.mme.dedicated is not None
+    assert set(stack.mme.dedicated.endpoint.models) == {"resnet50", "mobilenet"}
 
 
 def test_components_serve_the_archives_of_the_build_that_passed_the_serving_check(
@@ -509,16 +516,17 @@ def test_components_serve_the_archives_of_the_build_that_passed_the_serving_chec
     build_id, _ = only(synth, "AWS::CloudFormation::WaitCondition")
     lookup_id, lookup = only(synth, "Custom::ArchiveLocations")
     mme = synth.stack.mme
-    assert mme.dedicated is not None and mme.archive_locations is not None
+    assert mme.dedicated is not None
+    locations = mme.dedicated.archive_locations
     assert build_id in upstream(graph, lookup_id)
     assert lookup["Properties"]["BuildManifestKey"].endswith(
-        f"builds/{mme.serving_check.fingerprint}/manifest.json"
+        f"builds/{mme.build.serving_check.fingerprint}/manifest.json"
     )
-    for component in mme.dedicated.models.values():
+    for component in mme.dedicated.endpoint.models.values():
         component_id = lid(synth, component.component)
         assert {build_id, lookup_id} <= upstream(graph, component_id)
         assert synth.resources[component_id]["Properties"]["Specification"]["Container"]["ArtifactUrl"] == {
-            "Fn::GetAtt": [lookup_id, mme.archive_locations.attributes[component.model]]
+            "Fn::GetAtt": [lookup_id, locations.attributes[component.model]]
         }
 
 
@@ -532,7 +540,7 @@ def test_outputs_name_the_component_endpoint_and_each_models_component(
     outputs = synth.template.to_json()["Outputs"]
     assert synth.stack.mme.dedicated is not None
     assert outputs["InferenceComponentEndpointName"]["Value"] == {
-        "Fn::GetAtt": [lid(synth, synth.stack.mme.dedicated.endpoint), "EndpointName"]
+        "Fn::GetAtt": [lid(synth, synth.stack.mme.dedicated.endpoint.endpoint), "EndpointName"]
     }
     assert json.loads(outputs["InferenceComponentNames"]["Value"]) == {
         "resnet50": "TritonMultiModelEndpoint-ic-resnet50",
@@ -557,7 +565,8 @@ def test_the_acceptance_role_may_call_both_endpoints(synth_with: SynthWith) -> N
                 )
                 invoked |= {json.dumps(resource, sort_keys=True) for resource in resources}
     # (The multi-model endpoint's invoke is in the role's own policy, tested in test_operator_access.py.)
-    dedicated = synth.stack.mme.dedicated
+    assert synth.stack.mme.dedicated is not None
+    dedicated = synth.stack.mme.dedicated.endpoint
     components = [
         {"Fn::GetAtt": [lid(synth, model.component), "InferenceComponentArn"]}
         for model in dedicated.models.values()
@@ -571,26 +580,26 @@ def test_the_acceptance_role_may_call_both_endpoints(synth_with: SynthWith) -> N
 def test_grant_invoke_covers_both_endpoints() -> None:
     from synth_support import HYBRID, bare_stack, template_logical_id
 
-    from triton_mme_cdk import TritonMultiModelEndpoint, TritonMultiModelEndpointProps
+    from triton_mme_cdk import TritonMultiModelEndpoint, TritonMultiModelEndpointProps, load_build_catalog
 
     stack = bare_stack()
-    mme = TritonMultiModelEndpoint(
-        stack,
-        "Models",
-        TritonMultiModelEndpointProps(catalog=Path(HYBRID), dedicated_endpoint_name="hot-models"),
+    catalog, files = load_build_catalog(HYBRID)
+    props = TritonMultiModelEndpointProps(
+        catalog=catalog, catalog_files=files, dedicated_endpoint_name="hot-models"
     )
+    mme = TritonMultiModelEndpoint(stack, "Models", props)
     role = iam.Role(stack, "Caller", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     grant = mme.grant_invoke(role)
-    assert mme.dedicated is not None and mme.dedicated.name == "hot-models"
+    assert mme.dedicated is not None and mme.dedicated.endpoint.name == "hot-models"
     arns = [stack.resolve(arn) for statement in grant.principal_statements for arn in statement.resources]
     assert {arn["Ref"] for arn in arns if "Ref" in arn} == {
         template_logical_id(mme.cfn_endpoint),
-        template_logical_id(mme.dedicated.endpoint),
+        template_logical_id(mme.dedicated.endpoint.endpoint),
     }
     # A request naming a component may be authorized against the component's ARN too.
     assert [arn["Fn::GetAtt"] for arn in arns if "Ref" not in arn] == [
         [template_logical_id(model.component), "InferenceComponentArn"]
-        for model in mme.dedicated.models.values()
+        for model in mme.dedicated.endpoint.models.values()
     ]
 
 

@@ -17,8 +17,8 @@ from triton_mme.model_build.build_memory import (
     estimated_build_peak_gib,
     hf_parameters,
 )
-from triton_mme_cdk.build_target import build_memory_problem, check_build_target
 from triton_mme_cdk.settings import Settings, SettingsError
+from triton_mme_cdk.settings.build_target import build_memory_problem, check_build_target
 
 
 def catalog_with(**entry: object) -> object:
@@ -115,7 +115,7 @@ def test_a_model_whose_size_cannot_be_known_before_the_build_is_refused(
 
 def test_the_estimate_imports_no_deep_learning_library() -> None:
     loaded = loaded_after(
-        "from triton_mme_cdk.build_target import build_memory_problem\n"
+        "from triton_mme_cdk.settings.build_target import build_memory_problem\n"
         "from triton_mme.core.catalog import load_catalog\n"
         "build_memory_problem(load_catalog('models.yaml'), builder_compute_type='SMALL')"
     )

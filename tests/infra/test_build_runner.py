@@ -19,9 +19,9 @@ from cdk_nag import AwsSolutionsChecks
 
 from triton_mme.core.platform import CODEBUILD_GPU_REGIONS, dlc_registry_account
 from triton_mme.model_build import cache
-from triton_mme_cdk.constructs.build_runner import ModelBuildRunner
-from triton_mme_cdk.constructs.build_spec import CUDA_COMPAT_SETUP
-from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.build.build_runner import ModelBuildRunner
+from triton_mme_cdk.constructs.build.build_spec import CUDA_COMPAT_SETUP
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 from triton_mme_cdk.runner_files import REQUIREMENTS_DIR
 from triton_mme_cdk.settings import BuildRunnerSettings
 

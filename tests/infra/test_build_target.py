@@ -15,14 +15,14 @@ from synth_support import CDK_JSON_CONTEXT, REPO_ROOT
 
 import app
 from triton_mme.core.catalog import load_catalog, parse_catalog
-from triton_mme_cdk.build_target import (
+from triton_mme_cdk.settings import LONG_BUILD_DEADLINE_MINUTES, Settings, SettingsError
+from triton_mme_cdk.settings.build import AUTO_BUILD_RUNNERS_CAP
+from triton_mme_cdk.settings.build_target import (
     build_time_problem,
     check_build_target,
     resolve_build_runners,
     tensorrt_problem,
 )
-from triton_mme_cdk.settings import LONG_BUILD_DEADLINE_MINUTES, Settings, SettingsError
-from triton_mme_cdk.settings.build import AUTO_BUILD_RUNNERS_CAP
 
 CATALOG = load_catalog(REPO_ROOT / "models.yaml")
 WITHOUT_TENSORRT = parse_catalog(

@@ -1,5 +1,5 @@
-"""checkov skips on a resource (triton_mme_cdk/constructs/checkov.py): merged, refused for a check the project
-does not know or that does not check that resource type."""
+"""checkov skips on a resource (triton_mme_cdk/constructs/scanners/checkov.py): merged, refused for a check
+the project does not know or that does not check that resource type."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from synth_support import bare_stack, template_logical_id
 
-from triton_mme_cdk.constructs.checkov import CHECKS, skip_checks, skip_function_checks
+from triton_mme_cdk.constructs.scanners.checkov import CHECKS, skip_checks, skip_function_checks
 
 REASON = "a reason that explains why this check does not apply here"
 

@@ -10,7 +10,7 @@ import aws_cdk as cdk
 
 from triton_mme.core.catalog import Catalog, parse_catalog
 from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin
-from triton_mme_cdk.constructs.checkpoint_access import checkpoint_read_statements
+from triton_mme_cdk.constructs.build.checkpoint_access import checkpoint_read_statements
 
 FAMILY = "checkpoint:s3://own-models/vision/{variant}.safetensors"
 LONE = "checkpoint:s3://own-models/solo/cnn.safetensors"

@@ -16,11 +16,12 @@ from synth_support import bare_stack
 
 from triton_mme.core.catalog import Catalog, DedicatedPlacement, parse_catalog
 from triton_mme.core.naming import bounded_name
-from triton_mme_cdk.constructs.archive_locations_handler import handler
-from triton_mme_cdk.constructs.inference_component_endpoint import InferenceComponentEndpoint
-from triton_mme_cdk.constructs.model_store import ModelStore, ModelStoreProps
-from triton_mme_cdk.constructs.triton_image import TritonImage
-from triton_mme_cdk.placement_rules import (
+from triton_mme_cdk.constructs.build.archive_locations_handler import handler
+from triton_mme_cdk.constructs.dedicated.inference_component_endpoint import InferenceComponentEndpoint
+from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
+from triton_mme_cdk.constructs.store.model_store import ModelStore, ModelStoreProps
+from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, Settings, UpdatePolicy
+from triton_mme_cdk.settings.placement_rules import (
     component_instances,
     copy_footprint,
     dedicated_entries,
@@ -28,7 +29,6 @@ from triton_mme_cdk.placement_rules import (
     rolling_batch,
     update_surge,
 )
-from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, Settings, UpdatePolicy
 
 
 def catalog(*entries: dict[str, Any]) -> Catalog:
@@ -487,15 +487,16 @@ def test_a_new_build_is_a_new_lookup_and_its_delete_does_nothing() -> None:
 
 
 def test_the_construct_refuses_what_cannot_deploy_before_it_adds_anything(tmp_path: Path) -> None:
-    from triton_mme_cdk import EndpointSettings, SettingsError, TritonMultiModelEndpoint
+    from triton_mme_cdk import EndpointSettings, SettingsError, TritonMultiModelEndpoint, load_build_catalog
     from triton_mme_cdk import TritonMultiModelEndpointProps as Props
 
     path = tmp_path / "models.yaml"
     path.write_text(yaml.safe_dump({"models": [dedicated("hot")]}))
+    catalog, files = load_build_catalog(path)
     stack = bare_stack()
     on_p3 = EndpointSettings(instance_type="ml.p3.2xlarge", triton_image_tag="24.05-py3")
     with pytest.raises(
         SettingsError, match=r"^models 'hot' have placement: dedicated, but endpoint\.instance_type=ml\.p3"
     ):
-        TritonMultiModelEndpoint(stack, "Models", Props(catalog=path, endpoint=on_p3))
+        TritonMultiModelEndpoint(stack, "Models", Props(catalog=catalog, catalog_files=files, endpoint=on_p3))
     assert not [child for child in stack.node.find_all() if isinstance(child, cdk.CfnResource)]

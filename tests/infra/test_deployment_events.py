@@ -11,7 +11,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk.assertions import Template
 from synth_support import bare_stack, with_nag
 
-from triton_mme_cdk.constructs.deployment_events import (
+from triton_mme_cdk.constructs.endpoint.deployment_events import (
     DEPLOYMENT_EVENT_SOURCE,
     DEPLOYMENT_EVENT_TYPE,
     DeploymentEvents,

@@ -15,7 +15,8 @@ from triton_mme.core.platform import (
     MAX_ROLLBACK_ALARMS,
     ROLLING_BATCH_PERCENT_RANGE,
 )
-from triton_mme_cdk.deployment_rules import (
+from triton_mme_cdk.settings import Settings, SettingsError
+from triton_mme_cdk.settings.deployment_rules import (
     CapacitySize,
     Fleet,
     Strategy,
@@ -27,7 +28,6 @@ from triton_mme_cdk.deployment_rules import (
     total_wait_seconds,
     variant_count_problem,
 )
-from triton_mme_cdk.settings import Settings, SettingsError
 
 
 def test_the_ranges_are_the_api_references() -> None:

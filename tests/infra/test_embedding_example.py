@@ -20,14 +20,18 @@ def python_blocks() -> list[str]:
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Any]:
-    stack_module, app_module = python_blocks()
+    from triton_mme_cdk import load_build_catalog
+
+    stack_module, app_module, _ = python_blocks()
     namespace: dict[str, Any] = {"__name__": "embedding_example"}
     exec(compile(stack_module, str(PAGE), "exec"), namespace)
-    # The app block's own line, with the bare app of a test and the repository's catalog.
-    assert 'InferenceStack(app, "TeamInference", catalog=Path("models.yaml"))' in app_module
+    # The app block's own lines, with the bare app of a test and the repository's catalog.
+    assert 'catalog, catalog_files = load_build_catalog(Path("models.yaml"))' in app_module
+    assert 'InferenceStack(app, "TeamInference", catalog=catalog, catalog_files=catalog_files)' in app_module
+    catalog, catalog_files = load_build_catalog(REPO_ROOT / "models.yaml")
     # No feature flags either: the other app's cdk.json is not this project's.
     app = cdk.App(outdir=str(tmp_path_factory.mktemp("embedding")))
-    stack = namespace["InferenceStack"](app, "TeamInference", catalog=REPO_ROOT / "models.yaml")
+    stack = namespace["InferenceStack"](app, "TeamInference", catalog=catalog, catalog_files=catalog_files)
     return Template.from_stack(stack), stack
 
 
@@ -68,38 +72,90 @@ def test_grant_invoke_lets_the_function_call_exactly_this_endpoint(example: tupl
 
 def test_the_catalog_and_the_runner_files_reach_the_build_source(example: tuple[Template, Any]) -> None:
     _, stack = example
-    build = stack.node.find_child("Models").build_runner
+    build = stack.node.find_child("Models").build.runner
     staged = Path(stack.node.root.outdir) / f"asset.{build.source.asset_hash}"
     assert (staged / "models.yaml").read_text() == (REPO_ROOT / "models.yaml").read_text()
     assert (staged / "requirements-build.txt").is_file() and (staged / "triton_mme" / "cli.py").is_file()
 
 
-def test_an_embedders_bad_scaling_is_named_as_the_props_name_it(tmp_path: Path) -> None:
-    from triton_mme_cdk import ScalingSettings, TritonMultiModelEndpoint, TritonMultiModelEndpointProps
+def test_the_ten_line_app_with_a_bad_scaling_stops_in_the_props_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from triton_mme_cdk.settings import SettingsError
 
-    app = cdk.App(outdir=str(tmp_path))
-    stack = cdk.Stack(app, "Team")
-    scaling = ScalingSettings(min_instance_count=1, initial_instance_count=1, max_instance_count=3)
-    props = TritonMultiModelEndpointProps(catalog=REPO_ROOT / "models.yaml", scaling=scaling)
+    *_, app_module = python_blocks()
+    assert len([line for line in app_module.splitlines() if line.strip()]) <= 10
+    monkeypatch.chdir(REPO_ROOT)  # its catalog path is the repository's
+    monkeypatch.setenv("CDK_OUTDIR", str(tmp_path))
     with pytest.raises(ValueError, match=r"allowed: scaling\.min_instance_count >= 2") as raised:
-        TritonMultiModelEndpoint(stack, "Mme", props)
+        exec(compile(app_module, str(PAGE), "exec"), {"__name__": "ten_lines"})
     assert isinstance(raised.value, SettingsError)
-    assert "updates.strategy=canary" in str(raised.value)
+    assert "updates.strategy=canary" in str(raised.value) and "\n" not in str(raised.value)
     assert not re.search(r"minInstanceCount|deploymentStrategy", str(raised.value))
 
 
-def test_the_apps_props_keep_the_cdk_json_keys(tmp_path: Path) -> None:
-    from triton_mme_cdk import TritonMultiModelEndpoint, TritonMultiModelEndpointProps
+def test_validate_names_the_props_and_the_construct_adds_nothing_when_it_refuses(tmp_path: Path) -> None:
+    from triton_mme_cdk import (
+        ScalingSettings,
+        TritonMultiModelEndpoint,
+        TritonMultiModelEndpointProps,
+        load_build_catalog,
+        validate,
+    )
+
+    catalog, files = load_build_catalog(REPO_ROOT / "models.yaml")
+    scaling = ScalingSettings(min_instance_count=1, initial_instance_count=1, max_instance_count=3)
+    props = TritonMultiModelEndpointProps(catalog=catalog, catalog_files=files, scaling=scaling)
+    with pytest.raises(ValueError, match=r"^updates\.strategy=canary .* scaling\.min_instance_count >= 2"):
+        validate(props)
+    stack = cdk.Stack(cdk.App(outdir=str(tmp_path)), "Team")
+    with pytest.raises(ValueError, match=r"scaling\.min_instance_count >= 2"):
+        TritonMultiModelEndpoint(stack, "Mme", props)
+    assert not [child for child in stack.node.find_all() if isinstance(child, cdk.CfnResource)]
+    # Valid props come back with the build's runners decided (one fits the default catalog), and pass again.
+    valid = validate(TritonMultiModelEndpointProps(catalog=catalog, catalog_files=files))
+    assert valid.build.runners == 1 and validate(valid) == valid
+
+
+def test_the_app_names_the_cdk_json_keys_an_embedder_the_props(tmp_path: Path) -> None:
+    from triton_mme_cdk import TritonMultiModelEndpointProps, load_build_catalog, validate
+    from triton_mme_cdk.composition import compose
     from triton_mme_cdk.settings import BuildRunnerSettings, Settings, SettingsError
 
     short = BuildRunnerSettings(timeout_minutes=6)  # the default catalog needs longer
-    app_props = TritonMultiModelEndpointProps.from_settings(
-        Settings(model_catalog=str(REPO_ROOT / "models.yaml"), build=short)
-    )
-    own_props = TritonMultiModelEndpointProps(catalog=REPO_ROOT / "models.yaml", build=short)
-    app = cdk.App(outdir=str(tmp_path))
+    settings = Settings(model_catalog=str(REPO_ROOT / "models.yaml"), build=short)
     with pytest.raises(SettingsError, match=r"more than buildTimeoutMinutes=6 "):
-        TritonMultiModelEndpoint(cdk.Stack(app, "App"), "Mme", app_props)
+        compose(cdk.App(outdir=str(tmp_path)), settings)
+    catalog, files = load_build_catalog(REPO_ROOT / "models.yaml")
+    own_props = TritonMultiModelEndpointProps(catalog=catalog, catalog_files=files, build=short)
     with pytest.raises(SettingsError, match=r"more than build\.timeout_minutes=6 "):
-        TritonMultiModelEndpoint(cdk.Stack(app, "Embedder"), "Mme", own_props)
+        validate(own_props)
+
+
+@pytest.mark.parametrize(
+    ("props_changes", "named", "key"),
+    [
+        ({"endpoint_name": "team_models"}, r"^endpoint_name=team_models ", "stackName"),
+        (
+            {"updates": {"deploymentWaitSeconds": 60}},
+            r"^updates\.wait_seconds=60 .*alarms\.",
+            "deploymentWait",
+        ),
+    ],
+)
+def test_every_key_a_rule_names_becomes_the_prop_path(
+    props_changes: dict[str, Any], named: str, key: str
+) -> None:
+    from triton_mme_cdk import TritonMultiModelEndpointProps, UpdatePolicy, load_build_catalog, validate
+    from triton_mme_cdk.constructs.multi_model_endpoint_props import checked
+    from triton_mme_cdk.settings import SettingsError
+
+    catalog, files = load_build_catalog(REPO_ROOT / "models.yaml")
+    if "updates" in props_changes:
+        props_changes = {"updates": UpdatePolicy(**props_changes["updates"])}
+    props = TritonMultiModelEndpointProps(catalog=catalog, catalog_files=files, **props_changes)
+    with pytest.raises(SettingsError, match=named) as raised:
+        validate(props)
+    assert key not in str(raised.value)
+    with pytest.raises(SettingsError, match=key):  # the app's own rules keep its cdk.json keys
+        checked(props)

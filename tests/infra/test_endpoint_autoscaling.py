@@ -10,7 +10,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
 from synth_support import bare_stack
 
-from triton_mme_cdk.constructs.endpoint_autoscaling import EndpointAutoscaling
+from triton_mme_cdk.constructs.endpoint.endpoint_autoscaling import EndpointAutoscaling
 from triton_mme_cdk.settings import ScalingSettings
 
 ENDPOINT_NAME = {"Fn::GetAtt": ["Endpoint", "EndpointName"]}

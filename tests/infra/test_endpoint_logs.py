@@ -10,7 +10,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
 from synth_support import bare_stack, checkov_skips, function_logging, template_logical_id, with_nag
 
-from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
+from triton_mme_cdk.constructs.endpoint.endpoint_logs import EndpointLogs
 
 
 def logs_template(retention: logs.RetentionDays) -> tuple[Template, EndpointLogs]:

@@ -9,8 +9,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 from synth_support import KEY_ARN, bare_stack
 
-from triton_mme_cdk.constructs.hosting_role import HostingRole
-from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.endpoint.hosting_role import HostingRole
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 
 REPOSITORY_ARN = "arn:aws:ecr:eu-west-1:763104351884:repository/sagemaker-tritonserver"
 BUCKET_ARN = {"Fn::GetAtt": [Match.string_like_regexp("^StoreBucket"), "Arn"]}

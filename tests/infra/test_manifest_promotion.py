@@ -22,9 +22,9 @@ from triton_mme.core.manifest import Manifest
 from triton_mme.core.serving_report import ArchiveServing, ServingReport
 from triton_mme.store.location import ModelStoreClient
 from triton_mme.store.publish import publish_build_manifest, read_published_manifest, upload_build
-from triton_mme_cdk.constructs.manifest_promotion import ManifestPromotion
-from triton_mme_cdk.constructs.manifest_promotion_handler import handler as promotion
-from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.store.manifest_promotion import ManifestPromotion
+from triton_mme_cdk.constructs.store.manifest_promotion_handler import handler as promotion
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 
 pytestmark = pytest.mark.usefixtures("fake_archives")
 

@@ -16,9 +16,9 @@ from aws_cdk.assertions import Template
 from botocore.stub import Stubber
 from synth_support import Synthesized, bare_stack
 
-from triton_mme_cdk.constructs import build_spec
-from triton_mme_cdk.constructs.model_build_engine import BuildStage, ModelBuildEngine
-from triton_mme_cdk.constructs.model_build_engine_handler import handler
+from triton_mme_cdk.constructs.build import build_spec
+from triton_mme_cdk.constructs.build.model_build_engine import BuildStage, ModelBuildEngine
+from triton_mme_cdk.constructs.build.model_build_engine_handler import handler
 
 A, B = "a" * 64, "b" * 64
 ARN = "arn:aws:states:eu-west-1:123456789012:stateMachine:Engine"

@@ -45,7 +45,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from synth_support import REPO_ROOT, Synthesized
 
-from triton_mme_cdk.constructs.model_build_engine_handler import handler
+from triton_mme_cdk.constructs.build.model_build_engine_handler import handler
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:step"

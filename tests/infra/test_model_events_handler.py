@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from triton_mme_cdk.constructs.model_events_handler import handler
-from triton_mme_cdk.constructs.model_observability import MODEL_LINE_TERMS
+from triton_mme_cdk.constructs.monitoring.model_events_handler import handler
+from triton_mme_cdk.constructs.monitoring.model_observability import MODEL_LINE_TERMS
 
 FIXTURES = Path(__file__).parents[1] / "observability/fixtures"
 CAPTURED = (FIXTURES / "triton-2.51-sagemaker.log").read_text()

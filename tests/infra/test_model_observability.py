@@ -13,8 +13,8 @@ from aws_cdk.assertions import Match, Template
 from synth_support import bare_stack, checkov_skips, function_logging, template_logical_id, with_nag
 
 from triton_mme.core.model_metrics import INSIGHT_RULES, TOTALS_NAMESPACE
-from triton_mme_cdk.constructs.endpoint_logs import EndpointLogs
-from triton_mme_cdk.constructs.model_observability import MODEL_LINE_TERMS, ModelObservability
+from triton_mme_cdk.constructs.endpoint.endpoint_logs import EndpointLogs
+from triton_mme_cdk.constructs.monitoring.model_observability import MODEL_LINE_TERMS, ModelObservability
 
 ENDPOINT = "triton-mme"
 
@@ -73,7 +73,7 @@ def test_the_reader_runs_the_shared_parser_and_writes_to_the_events_group(
     template.has_resource_properties(
         "AWS::Lambda::Function",
         {
-            "Handler": "triton_mme_cdk.constructs.model_events_handler.handler.main",
+            "Handler": "triton_mme_cdk.constructs.monitoring.model_events_handler.handler.main",
             "Environment": {"Variables": {"ENDPOINT_NAME": ENDPOINT}},
             "LoggingConfig": {"LogGroup": {"Ref": Match.string_like_regexp("ModelsEvents")}},
         },

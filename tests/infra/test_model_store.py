@@ -11,7 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 from synth_support import KEY_ARN, bare_stack, template_logical_id, with_nag
 
-from triton_mme_cdk.constructs.model_store import (
+from triton_mme_cdk.constructs.store.model_store import (
     ACCESS_LOG_DAYS,
     NONCURRENT_VERSION_DAYS,
     ModelStore,

@@ -12,7 +12,7 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 from dashboard_support import dashboard_widgets, widget
 
-from triton_mme_cdk.constructs.monitoring import COLD_START_METRICS, EndpointMonitoring
+from triton_mme_cdk.constructs.monitoring.monitoring import COLD_START_METRICS, EndpointMonitoring
 from triton_mme_cdk.settings import AlarmThresholds
 
 ENDPOINT = "Endpoint.EndpointName"  # how the endpoint's GetAtt reads once the dashboard body is rendered

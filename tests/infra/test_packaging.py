@@ -7,8 +7,8 @@ import tomllib
 
 from synth_support import REPO_ROOT
 
-from triton_mme_cdk.constructs.build_runner import SOURCE_FILES as BUILD_FILES
-from triton_mme_cdk.constructs.serving_check import SOURCE_FILES as CHECK_FILES
+from triton_mme_cdk.constructs.build.build_runner import SOURCE_FILES as BUILD_FILES
+from triton_mme_cdk.constructs.build.serving_check import SOURCE_FILES as CHECK_FILES
 from triton_mme_cdk.runner_files import REQUIREMENTS_DIR, shipped_files
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from triton_mme.core.platform import CODEBUILD_GPU_REGIONS, GPU_MME_INSTANCE_TYPES, TRITON_IMAGES, build_image
-from triton_mme_cdk.platform_rules import (
+from triton_mme_cdk.settings import Settings, SettingsError
+from triton_mme_cdk.settings.platform_rules import (
     build_gpu_problem,
     compute_capability_problem,
     inference_ami_problem,
@@ -18,7 +19,6 @@ from triton_mme_cdk.platform_rules import (
     region_problem,
     resolve_inference_ami,
 )
-from triton_mme_cdk.settings import Settings, SettingsError
 
 GPU_4_1 = "al2023-ami-sagemaker-inference-gpu-4-1"
 GPU_3_1 = "al2-ami-sagemaker-inference-gpu-3-1"

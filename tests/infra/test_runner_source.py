@@ -7,7 +7,7 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 
-from triton_mme_cdk.constructs.runner_source import runner_source
+from triton_mme_cdk.constructs.build.runner_source import runner_source
 
 
 def project(root: Path) -> Path:

@@ -15,11 +15,11 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 from test_build_runner import FLAGS, actions, joined, statements
 
-from triton_mme_cdk.constructs.build_spec import CUDA_COMPAT_SETUP
-from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.serving_check import ServingCheckRunner
-from triton_mme_cdk.constructs.triton_endpoint import CONTAINER_ENVIRONMENT
-from triton_mme_cdk.constructs.triton_image import TritonImage
+from triton_mme_cdk.constructs.build.build_spec import CUDA_COMPAT_SETUP
+from triton_mme_cdk.constructs.build.serving_check import ServingCheckRunner
+from triton_mme_cdk.constructs.endpoint.triton_endpoint import CONTAINER_ENVIRONMENT
+from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 from triton_mme_cdk.settings import BuildRunnerSettings
 
 BUILD_FINGERPRINT = "b" * 64

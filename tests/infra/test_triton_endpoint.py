@@ -14,12 +14,12 @@ from synth_support import KEY_ARN, bare_stack, checkov_skips, template_logical_i
 
 from triton_mme.core.triton_container import PING_MODE_VARIABLE, serve_flags, server_ping_mode
 from triton_mme.local_triton.server import TritonServer
-from triton_mme_cdk.constructs.deployment_policy import deployment_config
-from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.triton_endpoint import TritonEndpoint
-from triton_mme_cdk.constructs.triton_image import TritonImage
-from triton_mme_cdk.deployment_rules import CapacitySize, Strategy
+from triton_mme_cdk.constructs.endpoint.deployment_policy import deployment_config
+from triton_mme_cdk.constructs.endpoint.triton_endpoint import TritonEndpoint
+from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 from triton_mme_cdk.settings import SettingsError, UpdatePolicy
+from triton_mme_cdk.settings.deployment_rules import CapacitySize, Strategy
 
 ENDPOINT_NAME = "test-endpoint"
 

@@ -9,7 +9,7 @@ from aws_cdk.assertions import Template
 from synth_support import bare_stack
 
 from triton_mme.core.platform import registry_accounts
-from triton_mme_cdk.constructs.triton_image import TritonImage
+from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
 
 
 def image_stack(tag: str) -> tuple[cdk.Stack, TritonImage]:

@@ -15,7 +15,7 @@ from triton_mme.loadtest.cloudwatch import (
     model_cache_hit,
     wait_for_model_cache_hit,
 )
-from triton_mme_cdk.constructs.triton_endpoint import VARIANT_NAME
+from triton_mme_cdk.constructs.endpoint.triton_endpoint import VARIANT_NAME
 
 START = dt.datetime(2026, 12, 1, 10, 0, 30, tzinfo=dt.UTC)
 END = dt.datetime(2026, 12, 1, 10, 2, 10, tzinfo=dt.UTC)

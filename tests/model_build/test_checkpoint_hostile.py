@@ -225,7 +225,7 @@ def test_a_state_dict_that_links_outside_the_catalogs_folder_is_refused(made: Pa
 def test_a_folder_that_links_outside_the_catalogs_folder_is_refused_and_never_shipped(
     made: Path, tmp_path: Path
 ) -> None:
-    from triton_mme_cdk.constructs.checkpoint_access import shipped_checkpoints
+    from triton_mme_cdk.catalog_files import shipped_checkpoints
 
     catalog_file = project(made, tmp_path, FOLDER)
     shutil.rmtree(catalog_file.parent / "checkpoints/intent")

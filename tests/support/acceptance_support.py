@@ -43,7 +43,7 @@ MODEL = "TritonModel4CE37371-Ef56Gh78"
 FINGERPRINT = "4d85d745ffc5a3c5ed426339ff964eb8cdfe83b754601b54a9e61233d5ad9a7b"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:25.04-py3"
 ALARMS = ("TritonMultiModelEndpoint-Errors5xx-1A2B", "TritonMultiModelEndpoint-ModelLatencyP99High-3C4D")
-# The stack rolls updates back on the 5XX alarm alone (triton_mme_cdk/constructs/monitoring.py).
+# The stack rolls updates back on the 5XX alarm alone (triton_mme_cdk/constructs/monitoring/monitoring.py).
 ROLLBACK_ALARMS = ALARMS[:1]
 EVENT_LOG_GROUP = "TritonMultiModelEndpoint-DeploymentEventsLogs9D73D72B-5E6F"
 RESOURCE_ID = f"endpoint/{ENDPOINT}/variant/{VARIANT}"

@@ -159,6 +159,7 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def checkov_skips(template: Template, logical_id: str) -> dict[str, str]:
-    """The checkov checks a resource skips, with each reason (triton_mme_cdk/constructs/checkov.py)."""
+    """The checkov checks a resource skips, with each reason
+    (triton_mme_cdk/constructs/scanners/checkov.py)."""
     metadata = template.to_json()["Resources"][logical_id].get("Metadata", {})
     return {skip["id"]: skip["comment"] for skip in metadata.get("checkov", {}).get("skip", [])}

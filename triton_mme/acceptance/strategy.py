@@ -3,8 +3,8 @@
 DescribeEndpoint says which DeploymentConfig the last update asked for (LastDeploymentConfig, compared in
 check 2) but not what SageMaker did: an endpoint its guardrails exclude is updated all at once without an
 error. The stack's DeploymentEvents rule keeps every "SageMaker Endpoint Deployment State Change" event of
-the endpoint in a log group (triton_mme_cdk/constructs/deployment_events.py); each carries the pending
-deployment's variant status.
+the endpoint in a log group (triton_mme_cdk/constructs/endpoint/deployment_events.py); each carries the
+pending deployment's variant status.
 
 What the events can tell, and what they cannot. AWS shows their messages only in examples, for a canary
 update ("Activating traffic on canary capacity of 1 instance(s).", "Baking for 600 seconds

@@ -18,9 +18,8 @@ from triton_mme.planner.outcome import ServerCount
 NAMESPACE = "AWS/SageMaker"
 METRIC = "ModelCacheHit"
 PERIOD_S = 60
-# The endpoint construct's variant (triton_mme_cdk/constructs/triton_endpoint.py VARIANT_NAME; a test keeps
-# them
-# equal).
+# The endpoint construct's variant (triton_mme_cdk/constructs/endpoint/triton_endpoint.py VARIANT_NAME; a test
+# keeps them equal).
 DEFAULT_VARIANT = "AllTraffic"
 
 

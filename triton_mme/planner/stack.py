@@ -3,7 +3,7 @@
 The instance counts, the GPU utilisation target, the Triton tag and the instance types that synthesis
 accepts for the settings' catalog come from the CDK app's own code (triton_mme_cdk.stack_plan, which reads
 cdk.json, cdk.context.json and `-c` pairs through triton_mme_cdk.context and validates through
-triton_mme_cdk.settings and triton_mme_cdk.build_target), imported only when a plan runs in a checkout: the
+triton_mme_cdk.settings, its build_target among them), imported only when a plan runs in a checkout: the
 planner never retypes a default or a rule of the app.
 Every value the plan uses is reported with where it came from.
 """

@@ -27,10 +27,10 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from triton_mme.core.model_metrics import INSIGHT_RULES, insight_rule_name
-from triton_mme_cdk.constructs.deployment_events import DeploymentEvents
-from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
-from triton_mme_cdk.constructs.triton_endpoint import TritonEndpoint
+from triton_mme_cdk.constructs.endpoint.deployment_events import DeploymentEvents
+from triton_mme_cdk.constructs.endpoint.triton_endpoint import TritonEndpoint
+from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 
 # A chained role session (the workflow's deploy role assuming this one) lasts at most an hour.
 ACCEPTANCE_SESSION = Duration.hours(1)

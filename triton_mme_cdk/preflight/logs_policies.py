@@ -1,5 +1,5 @@
 """The account's CloudWatch Logs resource policies: the stack adds account-level ones (its deployment events'
-log group, triton_mme_cdk/constructs/deployment_events.py), and an account and region hold at most
+log group, triton_mme_cdk/constructs/endpoint/deployment_events.py), and an account and region hold at most
 LOGS_RESOURCE_POLICY_LIMIT of them (core.platform, with its source). Past the limit the deployment fails half
 way, on the policy's creation, after the GPU build has already run."""
 

@@ -14,10 +14,8 @@ from triton_mme.core.platform import (
     dlc_registry_account,
     endpoint_quota,
 )
-from triton_mme_cdk.constructs.deployment_events import ACCOUNT_LOGS_RESOURCE_POLICIES
-from triton_mme_cdk.constructs.triton_endpoint import VARIANT_NAME
-from triton_mme_cdk.placement_rules import component_instances, dedicated_entries, scale_to_zero_problem
-from triton_mme_cdk.platform_rules import region_problem
+from triton_mme_cdk.constructs.endpoint.deployment_events import ACCOUNT_LOGS_RESOURCE_POLICIES
+from triton_mme_cdk.constructs.endpoint.triton_endpoint import VARIANT_NAME
 from triton_mme_cdk.preflight.checkpoints import check_checkpoints
 from triton_mme_cdk.preflight.checks import (
     CheckResult,
@@ -31,6 +29,12 @@ from triton_mme_cdk.preflight.deployed import check_instance_type_change, check_
 from triton_mme_cdk.preflight.kms_key import check_kms_key
 from triton_mme_cdk.preflight.logs_policies import check_logs_resource_policies
 from triton_mme_cdk.settings import Settings
+from triton_mme_cdk.settings.placement_rules import (
+    component_instances,
+    dedicated_entries,
+    scale_to_zero_problem,
+)
+from triton_mme_cdk.settings.platform_rules import region_problem
 from triton_mme_cdk.stack import ENDPOINT_NAME_OUTPUT
 
 
@@ -65,7 +69,7 @@ def run_preflight(
     """Every check, in the order a first deployment meets them (the catalog's S3 checkpoints with it)."""
     if catalog is not None:
         # The runner count synthesis takes when buildRunners is not given: the quota is checked against it.
-        from triton_mme_cdk.build_target import resolve_build_runners
+        from triton_mme_cdk.settings.build_target import resolve_build_runners
 
         settings = resolve_build_runners(settings, catalog)
     tag = settings.endpoint.triton_image_tag

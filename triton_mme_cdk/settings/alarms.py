@@ -19,9 +19,9 @@ from triton_mme_cdk.settings.base import (
 
 
 class AlarmThresholds(SettingsGroup):
-    """When the alarms fire (triton_mme_cdk/constructs/monitoring.py), and whom they tell. Each alarm looks
-    at 1-minute periods and fires when `datapoints_to_alarm` of the last `evaluation_minutes` cross its
-    threshold."""
+    """When the alarms fire (triton_mme_cdk/constructs/monitoring/monitoring.py), and whom they tell. Each
+    alarm looks at 1-minute periods and fires when `datapoints_to_alarm` of the last `evaluation_minutes`
+    cross its threshold."""
 
     email: str | None = Field(None, alias="alarmEmail")
     errors_5xx_per_minute: int = Field(1, alias="alarm5xxErrorsPerMinute")

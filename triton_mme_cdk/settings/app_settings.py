@@ -14,20 +14,6 @@ from triton_mme.core.platform import (
     GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE,
     GUARDRAIL_WAIT_SECONDS_RANGE,
 )
-from triton_mme_cdk.deployment_rules import (
-    Fleet,
-    fleet_problem,
-    instance_type_problem,
-    peak_instances,
-    step_problem,
-    total_wait_seconds,
-)
-from triton_mme_cdk.platform_rules import (
-    build_gpu_problem,
-    compute_capability_problem,
-    inference_ami_problem,
-    region_problem,
-)
 from triton_mme_cdk.settings.alarms import AlarmThresholds
 from triton_mme_cdk.settings.base import (
     KMS_KEY_ARN_PATTERN,
@@ -38,7 +24,21 @@ from triton_mme_cdk.settings.base import (
     setting_error,
 )
 from triton_mme_cdk.settings.build import BuildRunnerSettings
+from triton_mme_cdk.settings.deployment_rules import (
+    Fleet,
+    fleet_problem,
+    instance_type_problem,
+    peak_instances,
+    step_problem,
+    total_wait_seconds,
+)
 from triton_mme_cdk.settings.endpoint import EndpointSettings
+from triton_mme_cdk.settings.platform_rules import (
+    build_gpu_problem,
+    compute_capability_problem,
+    inference_ami_problem,
+    region_problem,
+)
 from triton_mme_cdk.settings.scaling import ScalingSettings
 from triton_mme_cdk.settings.updates import UpdatePolicy
 
@@ -142,7 +142,7 @@ class Settings(BaseModel):
         return self
 
     def _check_platform(self) -> None:
-        """The GPU, the driver and the region must serve the tag (triton_mme_cdk/platform_rules.py)."""
+        """The GPU, the driver and the region must serve the tag (platform_rules.py)."""
         if self.region is not None and not REGION_PATTERN.fullmatch(self.region):
             raise setting_error("region", self.region, "is not an AWS region name; allowed: e.g. us-east-1")
         tag, instance_type = self.endpoint.triton_image_tag, self.endpoint.instance_type
@@ -218,7 +218,7 @@ class Settings(BaseModel):
 
     def with_values(self, **changes: Any) -> Settings:
         """These settings with some flat keys changed, validated again; a buildRunners left to synthesis stays
-        so (triton_mme_cdk/build_target.py resolve_build_runners)."""
+        so (triton_mme_cdk/settings/build_target.py resolve_build_runners)."""
         given = self.context()
         if "runners" not in self.build.model_fields_set:
             given.pop(BuildRunnerSettings.key("runners"))

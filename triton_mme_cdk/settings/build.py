@@ -33,8 +33,8 @@ _WAITS = (
 # concurrent-build quota for the GPU size is the real one, and preflight checks it.
 MAX_BUILD_RUNNERS = 50
 # Without buildRunners, synthesis takes the fewest runners, up to this many, on which both stages fit their
-# timeouts (triton_mme_cdk/build_target.py resolve_build_runners); make preflight checks the account's
-# concurrent GPU build quota against the number it took. Past it, the refusal names runners and timeouts.
+# timeouts (build_target.py resolve_build_runners); make preflight checks the account's concurrent GPU build
+# quota against the number it took. Past it, the refusal names runners and timeouts.
 AUTO_BUILD_RUNNERS_CAP = 10
 
 

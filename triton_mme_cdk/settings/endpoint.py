@@ -12,11 +12,11 @@ from triton_mme.core.platform import (
     TRITON_IMAGE_TAGS,
     gpu_instance,
 )
-from triton_mme_cdk.platform_rules import (
+from triton_mme_cdk.settings.base import SettingsGroup, log_retention_of, retention_problem, setting_error
+from triton_mme_cdk.settings.platform_rules import (
     AUTO,
     resolve_inference_ami,
 )
-from triton_mme_cdk.settings.base import SettingsGroup, log_retention_of, retention_problem, setting_error
 
 if TYPE_CHECKING:
     from aws_cdk import aws_logs as logs
@@ -28,7 +28,7 @@ class EndpointSettings(SettingsGroup):
     instance_type: str = Field("ml.g5.xlarge", alias="instanceType")
     triton_image_tag: str = Field(DEFAULT_TRITON_TAG, alias="tritonImageTag")
     # The SageMaker inference AMI (NVIDIA driver) of the variant; `auto` picks the newest one whose driver
-    # runs the tag's CUDA natively on the instance type (triton_mme_cdk/platform_rules.py).
+    # runs the tag's CUDA natively on the instance type (triton_mme_cdk/settings/platform_rules.py).
     inference_ami_version: str = Field(AUTO, alias="inferenceAmiVersion")
     # Without network access the container still gets its models: SageMaker downloads them (docs/platform.md).
     network_isolation: bool = Field(True, alias="networkIsolation")

@@ -12,12 +12,12 @@ from triton_mme.core.platform import (
     GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE,
     GUARDRAIL_WAIT_SECONDS_RANGE,
 )
-from triton_mme_cdk.deployment_rules import (
+from triton_mme_cdk.settings.base import SettingsGroup, StepSize, setting_error
+from triton_mme_cdk.settings.deployment_rules import (
     STRATEGIES,
     CapacitySize,
     Strategy,
 )
-from triton_mme_cdk.settings.base import SettingsGroup, StepSize, setting_error
 
 STEP_FIELDS = {
     Strategy.CANARY: "canary_size",
@@ -31,7 +31,7 @@ class UpdatePolicy(SettingsGroup):
     """How an endpoint update takes the traffic (docs/updates.md): step sizes as a number of instances ("1")
     or a percentage of the variant's instances ("25%"), the baking period after each step, during which the
     5XX, ModelLatency p99 and ModelLoadingWaitTime alarms roll the update back. The guardrails' ranges and
-    rules come from triton_mme_cdk/deployment_rules.py (the SageMaker API reference)."""
+    rules come from triton_mme_cdk/settings/deployment_rules.py (the SageMaker API reference)."""
 
     strategy: Strategy = Field(Strategy.CANARY, alias="deploymentStrategy")
     canary_size: StepSize = Field("1", alias="deploymentCanarySize")

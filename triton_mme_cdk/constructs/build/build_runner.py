@@ -13,9 +13,9 @@ from constructs import Construct
 
 from triton_mme.core.platform import build_image, triton_image
 from triton_mme.core.shards import SHARDS_FILE_NAME, shards_json
-from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE, build_spec, store_variables
-from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
-from triton_mme_cdk.constructs.model_store import ModelStore
+from triton_mme_cdk.constructs.build.build_spec import TRITON_TAG_VARIABLE, build_spec, store_variables
+from triton_mme_cdk.constructs.build.gpu_runner import GpuRunner, GpuRunnerProps
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 from triton_mme_cdk.runner_files import shipped_files
 from triton_mme_cdk.settings import BuildRunnerSettings
 

@@ -17,7 +17,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from triton_mme_cdk.constructs.checkov import LOG_GROUP_KEY_REASON, skip_checks
+from triton_mme_cdk.constructs.scanners.checkov import LOG_GROUP_KEY_REASON, skip_checks
 
 DEPLOYMENT_EVENT_SOURCE = "aws.sagemaker"
 DEPLOYMENT_EVENT_TYPE = "SageMaker Endpoint Deployment State Change"

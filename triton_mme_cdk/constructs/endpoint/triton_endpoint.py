@@ -10,13 +10,13 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from triton_mme.core.triton_container import CONTAINER_ENVIRONMENT
-from triton_mme_cdk.constructs.checkov import skip_checks
-from triton_mme_cdk.constructs.deployment_policy import deployment_config
-from triton_mme_cdk.constructs.hosting_role import HostingRole
-from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.triton_image import TritonImage
-from triton_mme_cdk.deployment_rules import variant_count_problem
+from triton_mme_cdk.constructs.endpoint.deployment_policy import deployment_config
+from triton_mme_cdk.constructs.endpoint.hosting_role import HostingRole
+from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
+from triton_mme_cdk.constructs.scanners.checkov import skip_checks
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 from triton_mme_cdk.settings import UpdatePolicy
+from triton_mme_cdk.settings.deployment_rules import variant_count_problem
 
 VARIANT_NAME = "AllTraffic"
 

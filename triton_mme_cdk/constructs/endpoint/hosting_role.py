@@ -6,9 +6,9 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from triton_mme.core.platform import INSTANCE_METRICS_NAMESPACE
-from triton_mme_cdk.constructs.endpoint_logs import endpoint_log_group_name
-from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.endpoint.endpoint_logs import endpoint_log_group_name
+from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 
 
 class HostingRole(Construct):

@@ -26,11 +26,11 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from triton_mme.core.platform import WAIT_CONDITION_TIMEOUT_MINUTES
-from triton_mme_cdk.constructs.build_spec import CANDIDATE_VARIABLE, FINGERPRINT_VARIABLE
-from triton_mme_cdk.constructs.checkov import skip_function_checks
-from triton_mme_cdk.constructs.handler_function import function_log_group, handler_function, on_event_provider
-from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
-from triton_mme_cdk.constructs.serving_check_spec import SHARD_CANDIDATES_VARIABLE
+from triton_mme_cdk.constructs.build.build_spec import CANDIDATE_VARIABLE, FINGERPRINT_VARIABLE
+from triton_mme_cdk.constructs.scanners.checkov import skip_function_checks
+from triton_mme_cdk.constructs.functions.handler_function import function_log_group, handler_function, on_event_provider
+from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.build.serving_check_spec import SHARD_CANDIDATES_VARIABLE
 from triton_mme_cdk.settings import BUILD_DEADLINE_MARGIN_MINUTES
 
 HANDLER_DIR = Path(__file__).parent / "model_build_engine_handler"

@@ -10,22 +10,18 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from triton_mme.core import locations
-from triton_mme.core.locations import (
-    BUILD_CACHE_FOLDER,
-    BUILDS_FOLDER,
-    CANDIDATE_PREFIX,
-    INDEX_SUFFIX,
-    INTENTS_FOLDER,
-    MANIFEST_FILE_NAME,
-    MANIFEST_PREFIX,
-    MODEL_PREFIX,
-    RECORDS_SUFFIX,
-    SERVING_REPORT_SUFFIX,
+from triton_mme.core.locations import MANIFEST_PREFIX, MODEL_PREFIX
+from triton_mme_cdk.constructs.scanners.checkov import skip_checks
+from triton_mme_cdk.constructs.store.store_keys import (
+    LIVE_MANIFEST_KEY,
+    archive_write_arns,
+    build_write_arns,
+    conditional_write_statements,
+    deny_operator_keys,
+    grant,
+    list_statement,
+    read_arns,
 )
-from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
-from triton_mme.core.platform import S3_IF_MATCH_KEY, S3_IF_NONE_MATCH_KEY, S3_OBJECT_CREATION_KEY
-from triton_mme_cdk.constructs.checkov import skip_checks
 
 NONCURRENT_VERSION_DAYS = 30
 SERVER_ACCESS_LOGS_USE_BUCKET_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
@@ -53,12 +49,13 @@ class ModelStore(Construct):
 
     The store owns its key layout: whoever reads or writes it gets a `grant_*` (`grant_read_models` for the
     endpoint, `grant_read`, `grant_publish_archives` for the build, `grant_publish_builds` for the serving
-    check, `grant_promote` for the deployment). `bucket` and `cfn_bucket` are the escape hatches.
+    check, `grant_promote` for the deployment; the layout itself: store_keys.py). `bucket` and `cfn_bucket`
+    are the escape hatches.
     """
 
     model_prefix = MODEL_PREFIX
     manifest_prefix = MANIFEST_PREFIX
-    live_manifest_key = locations.live_manifest_key(MANIFEST_PREFIX)
+    live_manifest_key = LIVE_MANIFEST_KEY
 
     def __init__(self, scope: Construct, construct_id: str, props: ModelStoreProps | None = None) -> None:
         super().__init__(scope, construct_id)
@@ -115,36 +112,7 @@ class ModelStore(Construct):
             server_access_logs_prefix="model-store/",
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self._require_conditional_writes()
-
-    def _require_conditional_writes(self) -> None:
-        """Deny, to every principal, a PutObject or CompleteMultipartUpload without its condition.
-
-        The form is the S3 user guide's ("Enforce conditional writes on Amazon S3 buckets"): the
-        s3:ObjectCreationOperation condition leaves out CreateMultipartUpload and UploadPart, which take no
-        conditional header, so a multipart upload is judged by its completion. CopyObject into the bucket
-        stops working under this policy; nothing here copies.
-        """
-        creates = {"Bool": {S3_OBJECT_CREATION_KEY: "true"}}
-        pointer = self.bucket.arn_for_objects(self.live_manifest_key)
-        for statement in (
-            iam.PolicyStatement(
-                sid="CreateObjectsOnlyIfAbsent",
-                effect=iam.Effect.DENY,
-                principals=[iam.AnyPrincipal()],
-                actions=["s3:PutObject"],
-                not_resources=[pointer],
-                conditions={**creates, "Null": {S3_IF_NONE_MATCH_KEY: "true"}},
-            ),
-            iam.PolicyStatement(
-                sid="ReplaceTheLiveManifestOnlyConditionally",
-                effect=iam.Effect.DENY,
-                principals=[iam.AnyPrincipal()],
-                actions=["s3:PutObject"],
-                resources=[pointer],
-                conditions={**creates, "Null": {S3_IF_NONE_MATCH_KEY: "true", S3_IF_MATCH_KEY: "true"}},
-            ),
-        ):
+        for statement in conditional_write_statements(self.bucket):
             self.bucket.add_to_resource_policy(statement)
 
     @property
@@ -164,35 +132,18 @@ class ModelStore(Construct):
 
     @property
     def read_arns(self) -> list[str]:
-        """The archives and the manifests (everything a reader of the store may get)."""
-        return [self.bucket.arn_for_objects(f"{prefix}*") for prefix in (MODEL_PREFIX, MANIFEST_PREFIX)]
+        """The archives and the manifests (store_keys.read_arns)."""
+        return read_arns(self.bucket)
 
     @property
     def archive_write_arns(self) -> list[str]:
-        """What a build writes, each key once: archives, the content-addressed files beside the manifests
-        (`labels-<hash>.json`, `tokenizer-<hash>.json`, `golden-<hash>.npz`), its candidate manifest and the
-        build cache records of its archives (store.build_cache). Never a build manifest nor the live
-        manifest: the serving check publishes the first, the deployment promotes the second."""
-        objects = self.bucket.arn_for_objects
-        suffixes = sorted({"json", *COMPANION_SUFFIXES.values()})
-        return [
-            objects(f"{MODEL_PREFIX}*"),
-            *(objects(f"{MANIFEST_PREFIX}*-{'?' * CONTENT_HASH_LENGTH}.{suffix}") for suffix in suffixes),
-            objects(f"{MANIFEST_PREFIX}{BUILDS_FOLDER}*/{CANDIDATE_PREFIX}*.json"),
-            objects(f"{MANIFEST_PREFIX}{BUILD_CACHE_FOLDER}*.json"),
-        ]
+        """What a build writes, each key once (store_keys.archive_write_arns)."""
+        return archive_write_arns(self.bucket)
 
     @property
     def build_write_arns(self) -> list[str]:
-        """What the serving check writes, once each: the report of the checked manifest, then the build
-        manifest's records and index (core.manifest_index), then the build's manifest."""
-        objects = self.bucket.arn_for_objects
-        return [
-            objects(f"{MANIFEST_PREFIX}*{SERVING_REPORT_SUFFIX}"),
-            objects(f"{MANIFEST_PREFIX}*{RECORDS_SUFFIX}"),
-            objects(f"{MANIFEST_PREFIX}*{INDEX_SUFFIX}"),
-            objects(f"{MANIFEST_PREFIX}{BUILDS_FOLDER}*/{MANIFEST_FILE_NAME}"),
-        ]
+        """What the serving check writes, once each (store_keys.build_write_arns)."""
+        return build_write_arns(self.bucket)
 
     def read_models_statements(self) -> list[iam.PolicyStatement]:
         """s3:GetObject on the archives, and s3:ListBucket on the bucket: a missing key answers 404 (rather
@@ -202,89 +153,39 @@ class ModelStore(Construct):
         bucket."""
         return [
             iam.PolicyStatement(actions=["s3:GetObject"], resources=[self.model_objects_arn()]),
-            self._list_statement(),
+            list_statement(self.bucket),
         ]
 
     def grant_read_models(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let `grantee` read the archives (what SageMaker loads by TargetModel); see
         read_models_statements."""
-        return self._grant(grantee, self.read_models_statements())
+        return grant(grantee, self.read_models_statements())
 
     def read_statements(self) -> list[iam.PolicyStatement]:
         """s3:GetObject on the archives and the manifests, and s3:ListBucket (for 404s, as above)."""
         read = iam.PolicyStatement(actions=["s3:GetObject"], resources=self.read_arns)
-        return [read, self._list_statement()]
+        return [read, list_statement(self.bucket)]
 
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let `grantee` read the archives and the manifests (and list the bucket, for 404s)."""
-        return self._grant(grantee, self.read_statements())
+        return grant(grantee, self.read_statements())
 
     def grant_publish_archives(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let `grantee` (the build) write archives, content-addressed files and candidate manifests, and
         deny it the live manifest (stated although nothing allows it: a build must never move it) and the
         operators' intents."""
-        return self._grant(
-            grantee,
-            [
-                iam.PolicyStatement(
-                    actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=self.archive_write_arns
-                ),
-                self._deny_operator_keys(),
-            ],
+        writes = iam.PolicyStatement(
+            actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=self.archive_write_arns
         )
+        return grant(grantee, [writes, deny_operator_keys(self.bucket)])
 
     def grant_publish_builds(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let `grantee` (the serving check) write serving reports and build manifests, never the live
         manifest nor an operator's intent."""
-        return self._grant(
-            grantee,
-            [
-                iam.PolicyStatement(actions=["s3:PutObject"], resources=self.build_write_arns),
-                self._deny_operator_keys(),
-            ],
-        )
+        writes = iam.PolicyStatement(actions=["s3:PutObject"], resources=self.build_write_arns)
+        return grant(grantee, [writes, deny_operator_keys(self.bucket)])
 
     def grant_promote(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let `grantee` replace the live manifest (the bucket policy still asks for a conditional write)."""
-        return self._grant(
-            grantee,
-            [
-                iam.PolicyStatement(
-                    actions=["s3:PutObject"], resources=[self.bucket.arn_for_objects(self.live_manifest_key)]
-                )
-            ],
-        )
-
-    def _list_statement(self) -> iam.PolicyStatement:
-        return iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn])
-
-    def _deny_operator_keys(self) -> iam.PolicyStatement:
-        """The keys only operators and the deployment write: the live manifest, and the intents of `add`,
-        `upload` and `remove` (store.intents), which the runners' patterns under the manifest prefix would
-        otherwise reach (IAM's `*` matches `/`: `manifests/*-????????????????.json` matches
-        `manifests/intents/<model>/x-<16 characters>.json`, which the intent check counts as an intent),
-        letting a runner block every operator's `add`, `upload` and `remove`."""
-        return iam.PolicyStatement(
-            effect=iam.Effect.DENY,
-            actions=["s3:PutObject"],
-            resources=[
-                self.bucket.arn_for_objects(self.live_manifest_key),
-                self.bucket.arn_for_objects(f"{MANIFEST_PREFIX}{INTENTS_FOLDER}*"),
-            ],
-        )
-
-    @staticmethod
-    def _grant(grantee: iam.IGrantable, statements: list[iam.PolicyStatement]) -> iam.Grant:
-        """Each allow as a Grant on the grantee's principal policy (combined into one), each deny added
-        beside them in order."""
-        grant: iam.Grant | None = None
-        for statement in statements:
-            if statement.effect is iam.Effect.DENY:
-                grantee.grant_principal.add_to_principal_policy(statement)
-                continue
-            added = iam.Grant.add_to_principal(
-                grantee=grantee, actions=statement.actions, resource_arns=statement.resources
-            )
-            grant = added if grant is None else grant.combine(added)
-        assert grant is not None
-        return grant
+        live = self.bucket.arn_for_objects(self.live_manifest_key)
+        return grant(grantee, [iam.PolicyStatement(actions=["s3:PutObject"], resources=[live])])

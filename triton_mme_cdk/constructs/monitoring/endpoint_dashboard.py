@@ -6,7 +6,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from triton_mme_cdk.constructs.endpoint_metrics import LATENCY_METRICS, EndpointMetrics
+from triton_mme_cdk.constructs.monitoring.endpoint_metrics import LATENCY_METRICS, EndpointMetrics
 
 Stats = cloudwatch.Stats
 LATENCY_PERCENTILES = (50, 90, 99)

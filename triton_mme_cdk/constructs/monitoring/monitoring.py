@@ -4,9 +4,9 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from constructs import Construct
 
-from triton_mme_cdk.constructs.alarm_topic import AlarmTopic
-from triton_mme_cdk.constructs.endpoint_dashboard import EndpointDashboard
-from triton_mme_cdk.constructs.endpoint_metrics import EndpointMetrics
+from triton_mme_cdk.constructs.monitoring.alarm_topic import AlarmTopic
+from triton_mme_cdk.constructs.monitoring.endpoint_dashboard import EndpointDashboard
+from triton_mme_cdk.constructs.monitoring.endpoint_metrics import EndpointMetrics
 from triton_mme_cdk.settings import AlarmThresholds
 
 MICROSECONDS_PER_MILLISECOND = 1000

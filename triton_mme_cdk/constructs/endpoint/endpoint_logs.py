@@ -5,8 +5,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from triton_mme_cdk.constructs.checkov import skip_function_checks
-from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.scanners.checkov import skip_function_checks
+from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resources
 
 # SageMaker writes each endpoint's container logs to /aws/sagemaker/Endpoints/<endpoint name>.
 ENDPOINT_LOG_GROUP_PREFIX = "/aws/sagemaker/Endpoints"

@@ -20,7 +20,7 @@ from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
 from triton_mme.core.shards import SHARDS_FILE_NAME
 
 if TYPE_CHECKING:
-    from triton_mme_cdk.constructs.model_store import ModelStore
+    from triton_mme_cdk.constructs.store.model_store import ModelStore
 
 # The runner runs the project's one command line from its source (core, model_build, store).
 COMMAND = "python -m triton_mme"

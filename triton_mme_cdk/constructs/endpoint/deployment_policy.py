@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from aws_cdk import aws_sagemaker as sagemaker
 
 from triton_mme.core.platform import MAX_ROLLBACK_ALARMS
-from triton_mme_cdk.deployment_rules import CapacitySize, Strategy
 from triton_mme_cdk.settings import UpdatePolicy
+from triton_mme_cdk.settings.deployment_rules import CapacitySize, Strategy
 
 _TRAFFIC_ROUTING = {
     Strategy.CANARY: "CANARY",

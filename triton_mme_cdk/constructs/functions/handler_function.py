@@ -11,9 +11,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from triton_mme_cdk.constructs.checkov import LOG_GROUP_KEY_REASON, skip_checks, skip_function_checks
-from triton_mme_cdk.constructs.function_role import function_role
-from triton_mme_cdk.constructs.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.functions.function_role import function_role
+from triton_mme_cdk.constructs.scanners.checkov import LOG_GROUP_KEY_REASON, skip_checks, skip_function_checks
+from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resources
 
 # CDK makes each function and state machine depend on its role, which the role ARN already implies.
 REDUNDANT_ROLE_DEPENDENCY = ("AWS::Lambda::Function", "AWS::StepFunctions::StateMachine")

@@ -15,7 +15,7 @@ from typing import Any
 
 from triton_mme.core.locations import BUILD_DIR
 from triton_mme.core.report_key import REPORT_KEY_ENV
-from triton_mme_cdk.constructs.build_spec import (
+from triton_mme_cdk.constructs.build.build_spec import (
     CANDIDATE_VARIABLE,
     CUDA_COMPAT_SETUP,
     FINGERPRINT_VARIABLE,

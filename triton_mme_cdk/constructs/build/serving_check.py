@@ -12,11 +12,11 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from triton_mme.core.platform import TRITON_REPOSITORY, runs_serving_check, triton_image
-from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE, store_variables
-from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
-from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.serving_check_spec import serving_check_spec
-from triton_mme_cdk.constructs.triton_image import TritonImage
+from triton_mme_cdk.constructs.build.build_spec import TRITON_TAG_VARIABLE, store_variables
+from triton_mme_cdk.constructs.build.gpu_runner import GpuRunner, GpuRunnerProps
+from triton_mme_cdk.constructs.store.model_store import ModelStore
+from triton_mme_cdk.constructs.build.serving_check_spec import serving_check_spec
+from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
 from triton_mme_cdk.runner_files import shipped_files
 from triton_mme_cdk.settings import BuildRunnerSettings
 

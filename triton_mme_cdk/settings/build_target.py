@@ -23,9 +23,9 @@ from triton_mme.model_build.build_memory import (
     parameter_count,
 )
 from triton_mme.model_build.build_time import SETUP_MINUTES, balanced_shards, estimate, model_seconds
-from triton_mme_cdk.platform_rules import build_gpu_problem, instance_patterns
 from triton_mme_cdk.settings import Settings, SettingsError
 from triton_mme_cdk.settings.build import AUTO_BUILD_RUNNERS_CAP, MAX_BUILD_RUNNERS, BuildRunnerSettings
+from triton_mme_cdk.settings.platform_rules import build_gpu_problem, instance_patterns
 
 
 def check_build_target(settings: Settings, catalog: Catalog) -> None:

@@ -11,9 +11,8 @@ metric each). Why this shape and what it costs: docs/observability.md.
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from aws_cdk import Annotations, Aws, CfnResource, Duration, RemovalPolicy
+from aws_cdk import Annotations, CfnResource, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_lambda as lambda_
@@ -23,26 +22,25 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IDependable
 
 from triton_mme.core.model_metrics import (
-    CALLER_LATENCY,
-    CALLER_NAMESPACE,
     ENDPOINT_DIMENSION,
     INSIGHT_RULES,
-    MODEL_DIMENSION,
     TOTAL_METRICS,
     TOTALS_NAMESPACE,
     insight_rule_name,
 )
-from triton_mme_cdk.constructs.checkov import LOG_GROUP_KEY_REASON, skip_checks, skip_function_checks
-from triton_mme_cdk.constructs.function_role import function_role
-from triton_mme_cdk.constructs.runner_source import runner_source
+from triton_mme_cdk.constructs.build.runner_source import runner_source
+from triton_mme_cdk.constructs.functions.function_role import function_role
+from triton_mme_cdk.constructs.monitoring.top_models import insight_rule_body, top_model_widgets
+from triton_mme_cdk.constructs.scanners.checkov import LOG_GROUP_KEY_REASON, skip_checks, skip_function_checks
 from triton_mme_cdk.runner_files import shipped_files
 
 # What the function runs: its handler and the log parser it shares with `triton-mme models --local`.
 HANDLER_FILES = (
     "triton_mme_cdk/__init__.py",
     "triton_mme_cdk/constructs/__init__.py",
-    "triton_mme_cdk/constructs/model_events_handler/__init__.py",
-    "triton_mme_cdk/constructs/model_events_handler/handler.py",
+    "triton_mme_cdk/constructs/monitoring/__init__.py",
+    "triton_mme_cdk/constructs/monitoring/model_events_handler/__init__.py",
+    "triton_mme_cdk/constructs/monitoring/model_events_handler/handler.py",
     "triton_mme/__init__.py",
     "triton_mme/core/__init__.py",
     "triton_mme/core/model_metrics.py",
@@ -60,38 +58,6 @@ MODEL_LINE_TERMS = (
     "Invoking SageMaker TargetModel",
     "All models are stopped",  # a stopping server's unloads are no evictions
 )
-TOP_MODELS = 10
-
-
-class TopModelsWidget(cloudwatch.ConcreteWidget):
-    """A dashboard graph of a Contributor Insights rule's top contributors (CDK has no such widget)."""
-
-    def __init__(self, *, title: str, rule_name: str, width: int = 6, height: int = 6) -> None:
-        super().__init__(width, height)
-        self._title, self._rule_name, self._xy = title, rule_name, (0, 0)
-
-    def position(self, x: float, y: float) -> None:
-        self._xy = (int(x), int(y))
-
-    def to_json(self) -> list[Any]:
-        properties = {
-            "title": self._title,
-            "region": Aws.REGION,
-            "view": "timeSeries",
-            "stacked": False,
-            "insightRule": {"maxContributorCount": TOP_MODELS, "orderBy": "Sum", "ruleName": self._rule_name},
-        }
-        x, y = self._xy
-        return [
-            {
-                "type": "metric",
-                "width": self.width,
-                "height": self.height,
-                "x": x,
-                "y": y,
-                "properties": properties,
-            }
-        ]
 
 
 class ModelObservability(Construct):
@@ -126,7 +92,7 @@ class ModelObservability(Construct):
             self,
             "Reader",
             runtime=lambda_.Runtime.PYTHON_3_14,
-            handler="triton_mme_cdk.constructs.model_events_handler.handler.main",
+            handler="triton_mme_cdk.constructs.monitoring.model_events_handler.handler.main",
             code=lambda_.Code.from_bucket(code.bucket, code.s3_object_key),
             environment={"ENDPOINT_NAME": endpoint_name},
             memory_size=128,
@@ -156,7 +122,7 @@ class ModelObservability(Construct):
                 f"Top-{rule}",
                 rule_name=insight_rule_name(endpoint_name, rule),
                 rule_state="ENABLED",
-                rule_body=json.dumps(self._rule_body(event), sort_keys=True),
+                rule_body=json.dumps(insight_rule_body(self.events.log_group_name, event), sort_keys=True),
             )
             for rule, event in INSIGHT_RULES.items()
         }
@@ -197,20 +163,6 @@ class ModelObservability(Construct):
             environment=True,
         )
 
-    def _rule_body(self, event: str) -> dict[str, Any]:
-        counted = {"ValueOf": "$.count"} if event == "requests" else {}
-        return {
-            "Schema": {"Name": "CloudWatchLogRule", "Version": 1},
-            "LogGroupNames": [self.events.log_group_name],
-            "LogFormat": "JSON",
-            "Contribution": {
-                "Keys": ["$.model"],
-                **counted,
-                "Filters": [{"Match": "$.event", "In": [event]}],
-            },
-            "AggregateOn": "Sum" if counted else "Count",
-        }
-
     def _total(self, event: str, metric_name: str, endpoint_name: str) -> cloudwatch.Metric:
         metric_filter = logs.MetricFilter(
             self,
@@ -231,26 +183,6 @@ class ModelObservability(Construct):
 
     def dashboard_widgets(self) -> list[cloudwatch.IWidget]:
         """Top models by cold loads, evictions and failed loads, and by the p99 latency callers published."""
-        titles = {
-            "cold-loads": "Top models: cold loads",
-            "evictions": "Top models: evictions",
-            "failed-loads": "Top models: failed loads",
-        }
-        widgets: list[cloudwatch.IWidget] = [
-            TopModelsWidget(title=title, rule_name=self.rules[rule].attr_rule_name)
-            for rule, title in titles.items()
-        ]
-        search = (
-            f"{{{CALLER_NAMESPACE},{ENDPOINT_DIMENSION},{MODEL_DIMENSION}}} "
-            f'{ENDPOINT_DIMENSION}="{self._endpoint_name}" MetricName="{CALLER_LATENCY}"'
+        return top_model_widgets(
+            self._endpoint_name, {rule: cfn.attr_rule_name for rule, cfn in self.rules.items()}
         )
-        caller_p99 = cloudwatch.MathExpression(
-            expression=f"SORT(SEARCH('{search}', 'p99', 60), MAX, DESC, {TOP_MODELS})",
-            using_metrics={},
-            label="p99",
-            period=Duration.minutes(1),
-        )
-        widgets.append(
-            cloudwatch.GraphWidget(title="Top models: caller p99 (ms)", left=[caller_p99], width=6, height=6)
-        )
-        return widgets

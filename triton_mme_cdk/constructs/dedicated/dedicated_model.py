@@ -11,9 +11,9 @@ from constructs import Construct
 
 from triton_mme.core.catalog import DedicatedPlacement
 from triton_mme.core.platform import IC_METRIC_DIMENSION, IC_METRICS_NAMESPACE, IC_ROLLING_BATCH_TYPE
-from triton_mme_cdk.constructs.component_scaling import ComponentScaling
-from triton_mme_cdk.placement_rules import CopyFootprint, rolling_batch
+from triton_mme_cdk.constructs.dedicated.component_scaling import ComponentScaling
 from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, UpdatePolicy
+from triton_mme_cdk.settings.placement_rules import CopyFootprint, rolling_batch
 
 # A new component's copies start with the archive's download and Triton's load; ModelDataDownloadTimeout and
 # the health check get the multi-model endpoint's model loading limit and more (seconds).

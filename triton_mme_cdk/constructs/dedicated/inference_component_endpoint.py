@@ -12,12 +12,12 @@ from constructs import Construct
 from triton_mme.core.catalog import ModelEntry
 from triton_mme.core.naming import inference_component_name
 from triton_mme.core.platform import IC_ROUTING_STRATEGY
-from triton_mme_cdk.constructs.dedicated_model import DedicatedModel
-from triton_mme_cdk.constructs.hosting_role import HostingRole
-from triton_mme_cdk.constructs.model_store import ModelStore
-from triton_mme_cdk.constructs.triton_image import TritonImage
-from triton_mme_cdk.placement_rules import copy_footprint
+from triton_mme_cdk.constructs.dedicated.dedicated_model import DedicatedModel
+from triton_mme_cdk.constructs.endpoint.hosting_role import HostingRole
+from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, UpdatePolicy
+from triton_mme_cdk.settings.placement_rules import copy_footprint
 
 VARIANT_NAME = "AllTraffic"
 

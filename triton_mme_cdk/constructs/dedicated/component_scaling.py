@@ -6,7 +6,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from triton_mme.core.platform import IC_METRIC_DIMENSION, IC_METRICS_NAMESPACE, IC_SCALE_TO_ZERO, IC_SCALING
-from triton_mme_cdk.constructs.endpoint_autoscaling import service_linked_role
+from triton_mme_cdk.constructs.endpoint.endpoint_autoscaling import service_linked_role
 from triton_mme_cdk.settings import ScalingSettings
 
 
