@@ -17,12 +17,13 @@ ARCHITECTURE = REPO_ROOT / "docs" / "architecture.md"
 # Each job package and the packages of ours it may import (through their public names only).
 ALLOWED = {
     "core": set(),
-    "model_build": {"core"},
-    "store": {"core", "model_build"},
+    "archive_inspection": {"core"},
+    "model_build": {"core", "archive_inspection"},
+    "store": {"core", "archive_inspection", "model_build"},
     "client": {"core"},
-    "local_triton": {"core", "client"},
+    "local_triton": {"core", "archive_inspection", "client"},
     # client for the request payloads, local_triton for the offline target (imported only when used).
-    "serving_check": {"core", "client", "local_triton"},
+    "serving_check": {"core", "archive_inspection", "client", "local_triton"},
     "planner": {"core", "client"},
     "loadtest": {"core", "client", "planner"},
     # client for the manifest, golden replay and InvokeEndpoint.
@@ -45,6 +46,8 @@ CDK_ALLOWED = {
     "acceptance.stack",
     "observability.triton_log",
 }
+# Packages others use through the package itself (its __init__), never through its modules.
+ENTRY_ONLY = {"archive_inspection"}
 # Loads by module name, which the import walk cannot see: the planner reads the stack's settings from a
 # checkout (`triton-mme plan`; the module, and the folder it looks for), the one place triton_mme reaches
 # triton_mme_cdk.
@@ -78,13 +81,15 @@ def test_packages_depend_one_way_and_only_on_public_names(package: str) -> None:
                 continue
             where = f"{path.relative_to(REPO_ROOT)} imports {module}"
             assert used in ALLOWED[package], f"{where}: {package} may use only {sorted(ALLOWED[package])}"
+            assert used not in ENTRY_ONLY or len(parts) == 2, f"{where}: allowed triton_mme.{used} itself"
             private = [name for name in names if name.startswith("_")]
             assert not any(part.startswith("_") for part in parts) and not private, f"{where}: private names"
 
 
-def test_the_core_imports_neither_torch_nor_boto3() -> None:
-    modules = " ".join(p.stem for p in (PACKAGE_ROOT / "core").glob("*.py") if p.stem != "__init__")
-    loaded = loaded_after(f"from triton_mme.core import {modules.replace(' ', ', ')}")
+@pytest.mark.parametrize("package", ["core", "archive_inspection"])
+def test_the_core_and_archive_inspection_import_neither_torch_nor_boto3(package: str) -> None:
+    modules = ", ".join(p.stem for p in (PACKAGE_ROOT / package).glob("*.py") if p.stem != "__init__")
+    loaded = loaded_after(f"from triton_mme.{package} import {modules}")
     assert loaded.isdisjoint(FORBIDDEN_IN_CORE), sorted(loaded & set(FORBIDDEN_IN_CORE))
 
 

@@ -307,7 +307,7 @@ def test_build_logs_go_to_their_own_group_with_the_retention_setting(default: An
     assert template.to_json()["Resources"][group_id]["Properties"]["RetentionInDays"] == 30
 
 
-SHIPPED_PACKAGES = ("core", "model_build", "store")
+SHIPPED_PACKAGES = ("core", "archive_inspection", "model_build", "store")
 
 
 def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(default: Any) -> None:

@@ -290,7 +290,7 @@ class CountingRoutes(SageMakerRoutes):
 def sixteen_each(
     built: tuple[Path, dict[str, BuiltArchive]], tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    """Eight archives of one instance group of 16 (the most core.config_bounds allows), three of 3 + 2."""
+    """Eight archives of one instance group of 16 (the most config_bounds allows), three of 3 + 2."""
     out = tmp_path_factory.mktemp("counted")
     source = built[1]["tiny-cnn/onnx"].path
     for index in range(8):

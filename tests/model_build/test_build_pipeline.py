@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from build_support import catalog_of, tiny_cnn, tiny_roberta
 
-from triton_mme.core.archive import extract_archive, read_archive
+from triton_mme.archive_inspection.archive import extract_archive, read_archive
 from triton_mme.core.catalog import Catalog, Format, Weights
 from triton_mme.core.files import file_sha256
 from triton_mme.core.golden import GOLDEN_ROWS, GoldenData

@@ -11,7 +11,7 @@ import numpy as np
 from build_support import tiny_cnn, tiny_roberta
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_mme.core.archive import extract_archive
+from triton_mme.archive_inspection.archive import extract_archive
 from triton_mme.core.catalog import Format, parse_catalog
 from triton_mme.core.files import file_sha256
 from triton_mme.core.manifest import (

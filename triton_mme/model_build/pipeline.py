@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triton_mme.core.archive import read_archive
+from triton_mme.archive_inspection import read_archive
 from triton_mme.core.catalog import Catalog, CatalogError, Format, ModelEntry, Weights
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256, write_atomically

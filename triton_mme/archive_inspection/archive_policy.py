@@ -28,7 +28,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from tritonclient.grpc import model_config_pb2 as pb
 
-from triton_mme.core.config_bounds import ONNX_PARAMETER_VALUES, parameter_problem
+from triton_mme.archive_inspection.config_bounds import ONNX_PARAMETER_VALUES, parameter_problem
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.formats import Format
 from triton_mme.core.naming import ARCHIVE_NAME, CONTENT_HASH_LENGTH, MODEL_NAME
@@ -88,7 +88,7 @@ NEVER_ALLOWED = frozenset(
         "model_warmup.inputs.input_data_file",
     }
 )
-# Parameter keys the build writes for ONNX Runtime, each an integer in its range (core.config_bounds).
+# Parameter keys the build writes for ONNX Runtime, each an integer in its range (config_bounds).
 ONNX_PARAMETERS = frozenset(ONNX_PARAMETER_VALUES)
 ACCELERATOR_NAME = "tensorrt"
 PRECISIONS = frozenset({"FP16", "FP32"})

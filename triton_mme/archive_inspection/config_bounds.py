@@ -1,6 +1,6 @@
 """Bounds on every value of an archive's config.pbtxt that the archive policy admits.
 
-The policy (core.archive_policy) says which fields may be set; this module says how large each may be,
+The policy (archive_policy) says which fields may be set; this module says how large each may be,
 so an archive can ask a server for no more than a catalog entry could: instance counts, batch and
 preferred batch sizes, queue delays, tensor and warm-up shapes, warm-up bytes, ONNX Runtime's thread
 counts and enumerated options, enum values the schema does not name. The bounds themselves live in
