@@ -93,7 +93,7 @@ def _write_classifier_folder(folder: Path, model_type: str) -> None:
 
 
 def _load(model: str, image_size: int, workdir: Path) -> Any:
-    from triton_mme.core.catalog import parse_catalog
+    from triton_mme.catalog import parse_catalog
     from triton_mme.model_build.sources import load_model
 
     common: dict[str, Any] = {"formats": ["torchscript"], "max_batch_size": MAX_BATCH_SIZE}

@@ -14,8 +14,9 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_mme.archive_inspection.archive import ArchiveError, read_archive
 from triton_mme.archive_inspection.config_bounds import ONNX_PARAMETER_VALUES, config_problem
+from triton_mme.catalog import CatalogError, parse_catalog
 from triton_mme.core import limits
-from triton_mme.core.catalog import CatalogError, Format, parse_catalog
+from triton_mme.core.formats import Format
 
 Change = Callable[[mc.ModelConfig], object]
 

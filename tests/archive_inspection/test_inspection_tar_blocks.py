@@ -21,7 +21,7 @@ from triton_mme.archive_inspection.tar_blocks import (
     same_view,
     scan_entries,
 )
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.model_build.packaging import write_archive
 
 CONFIG = b'name: "m-onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 2\n'

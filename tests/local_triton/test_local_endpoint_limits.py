@@ -18,7 +18,7 @@ from tiny_archives import BuiltArchive, build_config, counted_archive
 from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_mme.client.triton_routes import Reply, SageMakerRoutes
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.local_triton.loader import ModelCache, list_archives
 from triton_mme.local_triton.proxy import LocalEndpoint
 from triton_mme.local_triton.standin import instance_count, read_config, rewrite_config

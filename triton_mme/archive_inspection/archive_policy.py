@@ -7,8 +7,8 @@ warm-up's `input_data_file` reads a file, `backend`, `runtime`, `model_repositor
 `cc_model_filenames`, ...), and the schema grows with every Triton release. So the policy is an
 allowlist, not a list of known dangers: the config.pbtxt is walked field by field
 (`google.protobuf.message.ListFields`) and every set field must be one that
-`triton_config.build_model_config` writes for that format, every parameter key one the build writes,
-with a value of the form the build writes. Anything else is refused in one line naming the field.
+`model_build.model_config.build_model_config` writes for that format, every parameter key one the build
+writes, with a value of the form the build writes. Anything else is refused in one line naming the field.
 
 `--allow-field PATH` (on `add` and `verify`) admits one more field for an archive built elsewhere, except
 the fields that name files or code, which no flag admits (`NEVER_ALLOWED`).
@@ -58,7 +58,7 @@ _COMMON_FIELDS = frozenset(
         "model_warmup.inputs.zero_data",
     }
 )
-# ONNX Runtime's options (triton_config._onnxruntime_options).
+# ONNX Runtime's options (model_build.model_config).
 _ONNX_FIELDS = frozenset(
     {
         "optimization.graph.level",

@@ -39,7 +39,7 @@ from triton_mme.core.triton_config import (
 )
 
 _FLAG = range(2)
-# The values of each ONNX Runtime parameter the build writes (triton_config._onnxruntime_options), as
+# The values of each ONNX Runtime parameter the build writes (model_build.model_config), as
 # integers: an enumerated option takes one of its codes, a flag 0 or 1, a thread count the catalog's range.
 ONNX_PARAMETER_VALUES: dict[str, range] = {
     "cudnn_conv_algo_search": range(len(CUDNN_CONV_ALGO_SEARCH)),

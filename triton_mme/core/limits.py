@@ -27,7 +27,7 @@ MAX_MODEL_TENSORS = 64
 # A tensor's or a warm-up's name in config.pbtxt (Triton's and ONNX's names are free text).
 MAX_CONFIG_NAME_LENGTH = 256
 
-# Values of a config.pbtxt the catalog sets (core.catalog) and an archive's config may carry
+# Values of a config.pbtxt the catalog sets (catalog.schema) and an archive's config may carry
 # (archive_inspection.archive_policy, archive_inspection.config_bounds): the catalog's own ranges, so an
 # archive can ask for no more than a catalog entry could.
 # Model instances per archive, summed over its instance groups (each loads the model once more in GPU memory).

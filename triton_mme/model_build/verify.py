@@ -23,7 +23,7 @@ from triton_mme.archive_inspection import (
     check_outputs,
     extract_checked_archive,
 )
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_CONFIG_BYTES
 from triton_mme.core.naming import MODEL_FILE_NAMES, MODEL_VERSION
 from triton_mme.core.samples import sample_inputs

@@ -8,7 +8,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.core.locations import build_manifest_key
 from triton_mme_cdk.constructs.handler_function import handler_function, on_event_provider
 from triton_mme_cdk.constructs.model_store import ModelStore

@@ -11,8 +11,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from triton_mme.catalog.shards import SHARDS_FILE_NAME, shards_json
 from triton_mme.core.platform import build_image, triton_image
-from triton_mme.core.shards import SHARDS_FILE_NAME, shards_json
 from triton_mme_cdk.constructs.build_spec import TRITON_TAG_VARIABLE, build_spec, store_variables
 from triton_mme_cdk.constructs.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.model_store import ModelStore
@@ -20,15 +20,16 @@ from triton_mme_cdk.runner_files import shipped_files
 from triton_mme_cdk.settings import BuildRunnerSettings
 
 # What the runner runs (`python -m triton_mme gpu-check | build | upload | stage-candidate`), besides the
-# catalog: the entry point, the shared core and the archive_inspection, model_build and store packages.
-# Nothing else of the project (the client, the local Triton, the CDK app) is shipped, so editing it never
-# starts a GPU build.
+# catalog file: the entry point, the shared core and the catalog, archive_inspection, model_build and store
+# packages. Nothing else of the project (the client, the local Triton, the CDK app) is shipped, so editing it
+# never starts a GPU build.
 SOURCE_FILES = (
     "triton_mme/__init__.py",
     "triton_mme/__main__.py",
     "triton_mme/cli.py",
     "triton_mme/arguments.py",
     "triton_mme/core",
+    "triton_mme/catalog",
     "triton_mme/archive_inspection",
     "triton_mme/model_build",
     "triton_mme/store",

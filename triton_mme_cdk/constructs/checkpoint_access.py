@@ -4,7 +4,7 @@ access to exactly the S3 ones.
 A local checkpoint travels in the runner's source asset at its path relative to the catalog (so it must lie
 inside the catalog's folder), with the lock file beside the catalog: the asset's hash, and so the build's
 fingerprint, changes exactly when one of them does. Only the files the build reads are shipped (a Hugging Face
-folder's config, tokenizer and safetensors weights, core.checkpoints).
+folder's config, tokenizer and safetensors weights, catalog.checkpoints).
 
 S3 checkpoints are granted by location: `s3:GetObject` on each state dict's key or folder's prefix, collapsed
 to the common folder when several checkpoints share one (a family: the IAM policy stays far below its size
@@ -20,9 +20,9 @@ from pathlib import Path, PurePosixPath
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 
-from triton_mme.core.catalog import Catalog, CatalogError
-from triton_mme.core.catalog_lock import lock_path
-from triton_mme.core.checkpoints import CheckpointError, CheckpointKind, local_folder_files
+from triton_mme.catalog import Catalog, CatalogError
+from triton_mme.catalog.checkpoints import CheckpointError, CheckpointKind, local_folder_files
+from triton_mme.catalog.lock import lock_path
 from triton_mme.core.errors import quoted
 
 

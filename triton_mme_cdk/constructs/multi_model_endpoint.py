@@ -20,7 +20,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from triton_mme.core.catalog import Catalog, Format, load_catalog
+from triton_mme.catalog import Catalog, load_catalog
+from triton_mme.core.formats import Format
 from triton_mme.core.locations import build_manifest_key
 from triton_mme.core.naming import bounded_name
 from triton_mme.core.triton_container import COMPONENT_ENVIRONMENT
