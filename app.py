@@ -21,7 +21,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk
 
-from triton_mme.core.catalog import CatalogError, load_catalog
+from triton_mme.catalog import CatalogError, load_catalog
 from triton_mme.core.errors import printable
 from triton_mme_cdk.composition import compose
 from triton_mme_cdk.context import project_context, settings_from

@@ -9,7 +9,8 @@ from typing import Any
 
 from benchmarks import baselines
 from benchmarks.context import REPO_ROOT, RunContext
-from triton_mme.core.catalog import Catalog, Format, ModelEntry, Weights, load_catalog
+from triton_mme.catalog import Catalog, ModelEntry, load_catalog
+from triton_mme.core.formats import Format, Weights
 from triton_mme.core.manifest import ArchiveRecord, Manifest, TensorSpec
 
 DEFAULT_CATALOG = REPO_ROOT / "models.yaml"

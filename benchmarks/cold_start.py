@@ -9,8 +9,8 @@ from benchmarks.context import RunContext
 from benchmarks.ort_options import describe, session_options
 from benchmarks.results import Section
 from benchmarks.timing import run_child
-from triton_mme.core.archive import read_archive
-from triton_mme.core.catalog import Format
+from triton_mme.archive_inspection.archive import read_archive
+from triton_mme.core.formats import Format
 
 NAME = "cold_start"
 TITLE = "1. Cold start: ResNet-50 ONNX archive (CPU)"

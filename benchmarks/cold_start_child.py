@@ -24,8 +24,8 @@ from tritonclient.grpc import model_config_pb2 as pb
 
 from benchmarks.onnx_load import create_session, model_file, read_config, unpack, warmup_requests
 from benchmarks.ort_options import cuda_provider_options, session_options
-from triton_mme.core.archive import read_archive
-from triton_mme.core.catalog import Format
+from triton_mme.archive_inspection.archive import read_archive
+from triton_mme.core.formats import Format
 from triton_mme.core.samples import sample_inputs
 from triton_mme.core.triton_config import tensor_specs
 

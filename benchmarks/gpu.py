@@ -22,7 +22,7 @@ from benchmarks.context import RunContext
 from benchmarks.onnx_load import unpack
 from benchmarks.results import Section
 from benchmarks.timing import measure_side_by_side, run_child, throughput
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.core.naming import MODEL_VERSION
 
 NAME = "gpu"

@@ -192,7 +192,7 @@ def local_catalog(project: Path, checkpoints: list[Path]) -> Path:
 
 def s3_catalog_from(local: Path, project: Path) -> Path:
     """The same family in S3, with a lock file made from the local one's pins (their content is the same)."""
-    from triton_mme.core.catalog_lock import CatalogLock, lock_path, read_lock
+    from triton_mme.catalog.lock import CatalogLock, lock_path, read_lock
 
     pinned = read_lock(lock_path(local))
     if pinned is None:

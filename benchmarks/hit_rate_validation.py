@@ -43,7 +43,7 @@ def unavailable() -> str | None:
 
 def build_archives(out: Path) -> Path:
     """The tiny archives and their manifest, built by the project's build code."""
-    from triton_mme.core.catalog import parse_catalog
+    from triton_mme.catalog import parse_catalog
     from triton_mme.model_build.pipeline import build_catalog
 
     entries = [

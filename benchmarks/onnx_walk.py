@@ -1,4 +1,4 @@
-"""How long the ONNX wire-format walk (core/onnx_check.py) takes on hostile 512 MiB files.
+"""How long the ONNX wire-format walk (archive_inspection/onnx_check.py) takes on hostile 512 MiB files.
 
 `python -m benchmarks.onnx_walk [--mib N] [--out FILE]`
 
@@ -27,9 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.archive import ArchiveError
+from triton_mme.archive_inspection.archive import ArchiveError
+from triton_mme.archive_inspection.onnx_check import MAX_ONNX_FIELDS, check_onnx_file
 from triton_mme.core.files import file_sha256
-from triton_mme.core.onnx_check import MAX_ONNX_FIELDS, check_onnx_file
 
 RESULT_FILE = Path(__file__).parent / "results" / "onnx-walk.json"
 CONFIG = b'name: "m-onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 2\n'

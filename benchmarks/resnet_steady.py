@@ -12,7 +12,7 @@ from benchmarks.onnx_load import load_model_dir, unpack
 from benchmarks.ort_options import describe, session_options
 from benchmarks.results import Section
 from benchmarks.timing import measure_side_by_side, throughput
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 
 NAME = "resnet50"
 TITLE = "2. ResNet-50 steady state (CPU)"

@@ -13,7 +13,7 @@ from benchmarks.onnx_load import load_model_dir, model_file, unpack
 from benchmarks.ort_options import describe, session_options
 from benchmarks.results import Section
 from benchmarks.timing import measure_side_by_side, throughput
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 
 NAME = "text"
 TITLE = "3. Text model: RoBERTa-base encoder, sequence 128 (CPU)"

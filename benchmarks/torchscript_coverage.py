@@ -6,10 +6,10 @@ Each model is built as the build builds it, in its own forked process (so its pe
 the catalog entry (`torchvision:<name>` or a Hugging Face encoder with a tiny random config, both
 `weights: random`; a tiny sequence classifier as a checkpoint folder), `load_model`, the TorchScript
 exporter's `export` (trace, save, reload through the code check), then both checks the project runs on
-an archive's model.pt: the code walk without loading (core.model_check) and the loaded graphs' operators
-(model_build.inspection). The result file lists, per model, pass or fail with the one-line reason, the
-graph's operators outside `TORCHSCRIPT_OPERATORS`, seconds and peak resident memory; its `operators` is the
-union over all models, from which the allowlist is derived. Exit status 1 when any model fails.
+an archive's model.pt: the code walk without loading (archive_inspection.model_check) and the loaded graphs'
+operators (model_build.inspection). The result file lists, per model, pass or fail with the one-line reason,
+the graph's operators outside `TORCHSCRIPT_OPERATORS`, seconds and peak resident memory; its `operators` is
+the union over all models, from which the allowlist is derived. Exit status 1 when any model fails.
 
 Builds real models: run it under `flock /tmp/model-build.lock` on a shared machine.
 """
@@ -93,7 +93,7 @@ def _write_classifier_folder(folder: Path, model_type: str) -> None:
 
 
 def _load(model: str, image_size: int, workdir: Path) -> Any:
-    from triton_mme.core.catalog import parse_catalog
+    from triton_mme.catalog import parse_catalog
     from triton_mme.model_build.sources import load_model
 
     common: dict[str, Any] = {"formats": ["torchscript"], "max_batch_size": MAX_BATCH_SIZE}
@@ -124,9 +124,9 @@ def check_model(model: str, image_size: int) -> dict[str, Any]:
     """Export one model with the TorchScript exporter and run both TorchScript checks on the file."""
     import torch
 
+    from triton_mme.archive_inspection.model_check import check_model_file
     from triton_mme.core.errors import UserError
     from triton_mme.core.formats import Format
-    from triton_mme.core.model_check import check_model_file
     from triton_mme.core.platform import DEFAULT_TRITON_TAG
     from triton_mme.model_build.exporters import ExportContext
     from triton_mme.model_build.exporters.torchscript import TorchScriptExporter
@@ -202,7 +202,7 @@ def run_isolated(model: str, image_size: int) -> dict[str, Any]:
 
 
 def _report(rows: list[dict[str, Any]], argv: list[str], image_size: int, seconds: float) -> dict[str, Any]:
-    from triton_mme.core.torchscript_code import TORCHSCRIPT_OPERATORS
+    from triton_mme.archive_inspection.torchscript_code import TORCHSCRIPT_OPERATORS
 
     operators = sorted({op for row in rows for op in row.get("operators", [])})
     return {
@@ -224,7 +224,7 @@ def _report(rows: list[dict[str, Any]], argv: list[str], image_size: int, second
 
 def _kept_rows(out: Path) -> dict[str, dict[str, Any]]:
     """Rows of an earlier run that still pass: passed then, and every operator still allowed."""
-    from triton_mme.core.torchscript_code import TORCHSCRIPT_OPERATORS
+    from triton_mme.archive_inspection.torchscript_code import TORCHSCRIPT_OPERATORS
 
     if not out.is_file():
         return {}

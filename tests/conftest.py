@@ -18,7 +18,7 @@ from filelock import FileLock
 from moto import mock_aws
 from store_support import BUCKET
 
-from triton_mme.core.catalog import Catalog
+from triton_mme.catalog import Catalog
 from triton_mme.core.manifest import Manifest
 from triton_mme.local_triton.isolation import isolation_available
 from triton_mme.model_build.pipeline import build_catalog

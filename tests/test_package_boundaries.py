@@ -17,25 +17,28 @@ ARCHITECTURE = REPO_ROOT / "docs" / "architecture.md"
 # Each job package and the packages of ours it may import (through their public names only).
 ALLOWED = {
     "core": set(),
-    "model_build": {"core"},
-    "store": {"core", "model_build"},
+    "catalog": {"core"},
+    "archive_inspection": {"core"},
+    "model_build": {"core", "catalog", "archive_inspection"},
+    "store": {"core", "catalog", "archive_inspection", "model_build"},
     "client": {"core"},
-    "local_triton": {"core", "client"},
+    "local_triton": {"core", "archive_inspection", "client"},
     # client for the request payloads, local_triton for the offline target (imported only when used).
-    "serving_check": {"core", "client", "local_triton"},
-    "planner": {"core", "client"},
+    "serving_check": {"core", "archive_inspection", "client", "local_triton"},
+    "planner": {"core", "catalog", "client"},
     "loadtest": {"core", "client", "planner"},
     # client for the manifest, golden replay and InvokeEndpoint.
     "acceptance": {"core", "client"},
     "observability": {"core"},
 }
-# What the construct library imports of triton_mme: the whole core, and today these modules of other packages
-# (what synthesis needs of sizing, the acceptance output's name, the log reader function's parser). Moving
-# them into one leaf package both sides use is later work; until then each edge is named here and in the
-# table, and a new one fails below.
+# What the construct library imports of triton_mme: the whole core and catalog (synthesis reads models.yaml),
+# and today these modules of other packages (what synthesis needs of sizing, the acceptance output's name, the
+# log reader function's parser). Moving them into one leaf package both sides use is later work; until then
+# each edge is named here and in the table, and a new one fails below.
 CDK_ALLOWED = {
     "triton_mme",  # the package itself, for where its files are (runner_files: what a GPU runner ships)
     "core",
+    "catalog",
     "model_build.build_time",
     "model_build.build_memory",
     "model_build.offline_sources",
@@ -45,6 +48,8 @@ CDK_ALLOWED = {
     "acceptance.stack",
     "observability.triton_log",
 }
+# Packages others use through the package itself (its __init__), never through its modules.
+ENTRY_ONLY = {"archive_inspection"}
 # Loads by module name, which the import walk cannot see: the planner reads the stack's settings from a
 # checkout (`triton-mme plan`; the module, and the folder it looks for), the one place triton_mme reaches
 # triton_mme_cdk.
@@ -78,13 +83,15 @@ def test_packages_depend_one_way_and_only_on_public_names(package: str) -> None:
                 continue
             where = f"{path.relative_to(REPO_ROOT)} imports {module}"
             assert used in ALLOWED[package], f"{where}: {package} may use only {sorted(ALLOWED[package])}"
+            assert used not in ENTRY_ONLY or len(parts) == 2, f"{where}: allowed triton_mme.{used} itself"
             private = [name for name in names if name.startswith("_")]
             assert not any(part.startswith("_") for part in parts) and not private, f"{where}: private names"
 
 
-def test_the_core_imports_neither_torch_nor_boto3() -> None:
-    modules = " ".join(p.stem for p in (PACKAGE_ROOT / "core").glob("*.py") if p.stem != "__init__")
-    loaded = loaded_after(f"from triton_mme.core import {modules.replace(' ', ', ')}")
+@pytest.mark.parametrize("package", ["core", "catalog", "archive_inspection"])
+def test_the_core_catalog_and_archive_inspection_import_neither_torch_nor_boto3(package: str) -> None:
+    modules = ", ".join(p.stem for p in (PACKAGE_ROOT / package).glob("*.py") if p.stem != "__init__")
+    loaded = loaded_after(f"from triton_mme.{package} import {modules}")
     assert loaded.isdisjoint(FORBIDDEN_IN_CORE), sorted(loaded & set(FORBIDDEN_IN_CORE))
 
 
@@ -122,7 +129,8 @@ def test_the_construct_library_imports_only_the_listed_modules_of_triton_mme() -
                 continue  # triton_mme_cdk's own modules
             assert not any(p.startswith("_") for p in parts), f"{path} imports private {module}"
             assert not [n for n in names if n.startswith("_")], f"{path} imports private names of {module}"
-            edge = ".".join(parts[1:2] if parts[1:2] == ["core"] else parts[1:3]) or "triton_mme"
+            whole = parts[1:2] in (["core"], ["catalog"])
+            edge = ".".join(parts[1:2] if whole else parts[1:3]) or "triton_mme"
             where = f"{path.relative_to(REPO_ROOT)} imports {module}"
             assert edge in CDK_ALLOWED, f"{where}: triton_mme_cdk may use only {sorted(CDK_ALLOWED)}"
             used.add(edge)

@@ -69,7 +69,7 @@ def add_unpacked_limit(parser: argparse.ArgumentParser) -> None:
 
 
 def add_allow_field(parser: argparse.ArgumentParser) -> None:
-    """`--allow-field PATH`: admit one config.pbtxt field the build does not write (core.archive_policy)."""
+    """`--allow-field PATH`: admit one config.pbtxt field the build does not write (archive_inspection)."""
     parser.add_argument(
         "--allow-field",
         action="append",

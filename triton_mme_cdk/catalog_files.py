@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from triton_mme.core.catalog import Catalog, CatalogError, load_catalog
-from triton_mme.core.catalog_lock import lock_path
-from triton_mme.core.checkpoints import CheckpointError, local_folder_files
+from triton_mme.catalog import Catalog, CatalogError, load_catalog
+from triton_mme.catalog.checkpoints import CheckpointError, local_folder_files
+from triton_mme.catalog.lock import lock_path
 from triton_mme.core.errors import quoted
 from triton_mme.model_build.offline_sources import check_sources
 

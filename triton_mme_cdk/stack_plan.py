@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.catalog import load_catalog
+from triton_mme.catalog import load_catalog
 from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES
 from triton_mme_cdk.context import project_context, setting_origins, settings_from
 from triton_mme_cdk.settings import Settings, SettingsError

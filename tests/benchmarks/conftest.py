@@ -9,10 +9,11 @@ import pytest
 from onnx import TensorProto, helper
 
 from benchmarks import baselines
-from triton_mme.core.catalog import parse_catalog
+from triton_mme.catalog import parse_catalog
 from triton_mme.core.files import file_sha256
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.triton_config import build_model_config, render_config
+from triton_mme.core.triton_config import render_config
+from triton_mme.model_build.model_config import build_model_config
 
 FEATURES = 4
 

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.onnx_load import load_model_dir, unpack, warmup_requests
 from benchmarks.timing import run_child
-from triton_mme.core.archive import read_archive
+from triton_mme.archive_inspection.archive import read_archive
 
 PHASES = ("unpack", "session", "warmup", "first_inference")
 

@@ -20,7 +20,7 @@ from benchmarks.growth import (
 from benchmarks.growth_fit import growth_word, loglog_slope
 from benchmarks.report import write_report
 from benchmarks.results import Report, Section
-from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin, lock_path, read_lock
+from triton_mme.catalog.lock import CatalogLock, CheckpointPin, lock_path, read_lock
 
 SIZES = (10, 100, 1000)
 

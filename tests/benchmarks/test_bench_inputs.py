@@ -11,8 +11,8 @@ import numpy as np
 from benchmarks import baselines, build, synthesis
 from benchmarks.payloads import echo_reply
 from benchmarks.process_tree import run_measured
+from triton_mme.catalog import parse_catalog
 from triton_mme.client.payloads import decode_response, encode_binary_request, encode_json_request
-from triton_mme.core.catalog import parse_catalog
 from triton_mme.core.manifest import ArchiveRecord, TensorSpec
 from triton_mme.core.triton_config import parse_config
 from triton_mme.model_build import pipeline

@@ -7,9 +7,10 @@ import pytest
 from tritonclient.grpc import model_config_pb2 as pb
 
 from benchmarks.ort_options import default_session_options, describe, session_options
-from triton_mme.core.catalog import Format, parse_catalog
+from triton_mme.catalog import parse_catalog
+from triton_mme.core.formats import Format
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.triton_config import build_model_config
+from triton_mme.model_build.model_config import build_model_config
 
 LEVEL = ort.GraphOptimizationLevel
 

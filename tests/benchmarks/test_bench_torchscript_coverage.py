@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from benchmarks.torchscript_coverage import RESULT_FILE, text_models, torchvision_classifiers
-from triton_mme.core.torchscript_code import TORCHSCRIPT_OPERATORS
+from triton_mme.archive_inspection.torchscript_code import TORCHSCRIPT_OPERATORS
 
 
 def test_every_classifier_and_text_type_passed_in_the_recorded_run() -> None:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from planner_support import manifest_of, write_manifest
 
+from triton_mme.catalog import CatalogError, load_catalog
 from triton_mme.cli import main
-from triton_mme.core.catalog import CatalogError, load_catalog
 from triton_mme.core.golden import GoldenData, GoldenError
 from triton_mme.core.limits import MAX_LABELS_BYTES, MAX_TRAFFIC_BYTES
 from triton_mme.planner.traffic import TrafficError, read_traffic

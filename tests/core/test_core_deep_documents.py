@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from triton_mme.acceptance.stack import ACCEPTANCE_SETTINGS_OUTPUT, StackFacts
+from triton_mme.catalog.checkpoints import parse_safetensors_header, read_hf_config
 from triton_mme.client.labels import read_labels
 from triton_mme.client.transport import _error_text
 from triton_mme.client.triton_routes import Reply
-from triton_mme.core.checkpoints import parse_safetensors_header, read_hf_config
 from triton_mme.core.errors import UserError
 from triton_mme.observability.caller_records import read_caller_records
 from triton_mme.planner.prices import read_price_file

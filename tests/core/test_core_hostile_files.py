@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
+from triton_mme.catalog import CatalogError, load_catalog
+from triton_mme.catalog.checkpoints import CheckpointError, parse_safetensors_header
+from triton_mme.catalog.lock import LockError, read_lock
 from triton_mme.core.bounded import DocumentError, load_yaml
-from triton_mme.core.catalog import CatalogError, load_catalog
-from triton_mme.core.catalog_lock import LockError, read_lock
-from triton_mme.core.checkpoints import CheckpointError, parse_safetensors_header
 
 
 def safetensors(header: dict[str, Any], data: bytes) -> bytes:

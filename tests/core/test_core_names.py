@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from build_support import catalog_of, tiny_cnn, tiny_roberta
 
-from triton_mme.core.catalog import CatalogError, parse_catalog
+from triton_mme.catalog import CatalogError, parse_catalog
 from triton_mme.core.manifest import Manifest, ManifestError
 from triton_mme.core.naming import (
     ARCHIVE_NAME,

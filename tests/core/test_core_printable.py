@@ -13,11 +13,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from triton_mme.archive_inspection.archive import ArchiveError
 from triton_mme.cli import main
 from triton_mme.client.commands import _print_reply
 from triton_mme.client.transport import _error_text
 from triton_mme.client.triton_routes import Reply
-from triton_mme.core.archive import ArchiveError
 from triton_mme.core.errors import printable
 from triton_mme.model_build.inspection import check_onnx_model
 

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from triton_mme.core.catalog import CatalogError, load_catalog
+from triton_mme.catalog import CatalogError, load_catalog
 from triton_mme.core.manifest import TensorSpec
 from triton_mme.core.platform import SAGEMAKER_MAX_RESPONSE_BYTES
 from triton_mme.core.replies import (
     reply_bytes_per_sample,
     reply_overhead,
-    request_rows,
     rows_that_fit,
     sequence_bound,
 )
 from triton_mme.core.wording import plural, relative_change
-from triton_mme.model_build.request_rows import request_row_notes
+from triton_mme.model_build.request_rows import request_row_notes, request_rows
 
 TEXT_INPUTS = tuple(
     TensorSpec(name=n, datatype="INT64", dims=(512,)) for n in ("input_ids", "attention_mask")

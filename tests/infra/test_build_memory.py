@@ -8,7 +8,7 @@ import pytest
 from boundaries import loaded_after
 from synth_support import REPO_ROOT
 
-from triton_mme.core.catalog import CatalogError, load_catalog, parse_catalog
+from triton_mme.catalog import CatalogError, load_catalog, parse_catalog
 from triton_mme.core.platform import CODEBUILD_GPUS
 from triton_mme.model_build.build_memory import (
     BUILD_PEAK_BASE_GIB,
@@ -116,7 +116,7 @@ def test_a_model_whose_size_cannot_be_known_before_the_build_is_refused(
 def test_the_estimate_imports_no_deep_learning_library() -> None:
     loaded = loaded_after(
         "from triton_mme_cdk.settings.build_target import build_memory_problem\n"
-        "from triton_mme.core.catalog import load_catalog\n"
+        "from triton_mme.catalog import load_catalog\n"
         "build_memory_problem(load_catalog('models.yaml'), builder_compute_type='SMALL')"
     )
     assert loaded.isdisjoint({"torch", "torchvision", "transformers", "onnx", "onnxruntime"})

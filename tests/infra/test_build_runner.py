@@ -307,7 +307,7 @@ def test_build_logs_go_to_their_own_group_with_the_retention_setting(default: An
     assert template.to_json()["Resources"][group_id]["Properties"]["RetentionInDays"] == 30
 
 
-SHIPPED_PACKAGES = ("core", "model_build", "store")
+SHIPPED_PACKAGES = ("core", "catalog", "archive_inspection", "model_build", "store")
 
 
 def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(default: Any) -> None:
@@ -319,7 +319,7 @@ def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(de
         "requirements-build.txt",
         "triton_mme/cli.py",
         "triton_mme/arguments.py",
-        "triton_mme/core/catalog.py",
+        "triton_mme/catalog/schema.py",
     } <= files
     packages = {f.split("/")[1] for f in files if f.count("/") >= 2 and f.startswith("triton_mme/")}
     assert packages == set(SHIPPED_PACKAGES)

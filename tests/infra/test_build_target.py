@@ -14,7 +14,7 @@ import pytest
 from synth_support import CDK_JSON_CONTEXT, REPO_ROOT
 
 import app
-from triton_mme.core.catalog import load_catalog, parse_catalog
+from triton_mme.catalog import load_catalog, parse_catalog
 from triton_mme_cdk.settings import LONG_BUILD_DEADLINE_MINUTES, Settings, SettingsError
 from triton_mme_cdk.settings.build import AUTO_BUILD_RUNNERS_CAP
 from triton_mme_cdk.settings.build_target import (
@@ -174,7 +174,7 @@ def test_synthesis_stops_in_one_line_on_a_tensorrt_mismatch(
 
 def s3_family(count: int, *, parameters: int = 11_689_512, formats: tuple[str, ...] = ("onnx",)) -> Any:
     """A locked family of `count` S3 state dicts of one architecture (ResNet-18's parameters by default)."""
-    from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin
+    from triton_mme.catalog.lock import CatalogLock, CheckpointPin
 
     names = [f"c{i:04d}" for i in range(count)]
     source = "checkpoint:s3://own-models/vision/{variant}.safetensors"

@@ -8,8 +8,8 @@ from typing import Any
 
 import aws_cdk as cdk
 
-from triton_mme.core.catalog import Catalog, parse_catalog
-from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin
+from triton_mme.catalog import Catalog, parse_catalog
+from triton_mme.catalog.lock import CatalogLock, CheckpointPin
 from triton_mme_cdk.constructs.build.checkpoint_access import checkpoint_read_statements
 
 FAMILY = "checkpoint:s3://own-models/vision/{variant}.safetensors"

@@ -14,7 +14,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
 from synth_support import bare_stack
 
-from triton_mme.core.catalog import Catalog, DedicatedPlacement, parse_catalog
+from triton_mme.catalog import Catalog, DedicatedPlacement, parse_catalog
 from triton_mme.core.naming import bounded_name
 from triton_mme_cdk.constructs.build.archive_locations_handler import handler
 from triton_mme_cdk.constructs.dedicated.inference_component_endpoint import InferenceComponentEndpoint

@@ -13,7 +13,7 @@ from botocore.stub import Stubber
 from synth_support import KEY_ARN
 
 import app
-from triton_mme.core.catalog import parse_catalog
+from triton_mme.catalog import parse_catalog
 from triton_mme.core.platform import CODEBUILD_GPUS, LOGS_RESOURCE_POLICY_LIMIT, Quota, endpoint_quota
 from triton_mme_cdk.constructs.endpoint.deployment_events import ACCOUNT_LOGS_RESOURCE_POLICIES
 from triton_mme_cdk.preflight import PreflightClients, run_preflight

@@ -190,7 +190,7 @@ def test_the_source_holds_the_check_and_not_the_build_or_the_local_triton(
     root = outdir / f"asset.{check.source.asset_hash}"
     files = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
     packages = {f.split("/")[1] for f in files if f.count("/") >= 2 and f.startswith("triton_mme/")}
-    assert packages == {"core", "client", "serving_check", "store"}
+    assert packages == {"core", "archive_inspection", "client", "serving_check", "store"}
     assert {
         "requirements-check.txt",
         "requirements-uv.txt",

@@ -15,7 +15,7 @@ import pytest
 from tiny_archives import BuiltArchive, build_config
 
 from triton_mme.client.triton_routes import Reply, SageMakerRoutes
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.local_triton.loader import ModelCache, ModelError
 from triton_mme.local_triton.proxy import LocalEndpoint
 from triton_mme.local_triton.server import PING_MODE_VARIABLE, TritonServer

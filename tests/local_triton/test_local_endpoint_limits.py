@@ -18,7 +18,7 @@ from tiny_archives import BuiltArchive, build_config, counted_archive
 from tritonclient.grpc import model_config_pb2 as mc
 
 from triton_mme.client.triton_routes import Reply, SageMakerRoutes
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.local_triton.loader import ModelCache, list_archives
 from triton_mme.local_triton.proxy import LocalEndpoint
 from triton_mme.local_triton.standin import instance_count, read_config, rewrite_config
@@ -290,7 +290,7 @@ class CountingRoutes(SageMakerRoutes):
 def sixteen_each(
     built: tuple[Path, dict[str, BuiltArchive]], tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    """Eight archives of one instance group of 16 (the most core.config_bounds allows), three of 3 + 2."""
+    """Eight archives of one instance group of 16 (the most config_bounds allows), three of 3 + 2."""
     out = tmp_path_factory.mktemp("counted")
     source = built[1]["tiny-cnn/onnx"].path
     for index in range(8):

@@ -1,4 +1,4 @@
-"""`serve-local` and `serving-check` run the model check of `add` (core.model_check) on the files they
+"""`serve-local` and `serving-check` run the model check of `add` (archive_inspection) on the files they
 load: an archive `add` refuses is never handed to Triton."""
 
 from __future__ import annotations

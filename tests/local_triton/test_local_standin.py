@@ -9,7 +9,7 @@ from google.protobuf import text_format
 from tiny_archives import build_config
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.local_triton.standin import (
     ARTIFACT_PARAMETER,
     STANDIN_PARAMETERS,

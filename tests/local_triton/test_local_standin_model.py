@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from tiny_archives import BuiltArchive
 
-from triton_mme.core.archive import extract_archive
+from triton_mme.archive_inspection.archive import extract_archive
 
 
 class _Tensor:

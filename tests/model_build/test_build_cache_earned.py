@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hostile_archives import custom_domain_onnx, named_by_content, write_layout
 
-from triton_mme.core.catalog import Catalog
+from triton_mme.catalog import Catalog
 from triton_mme.core.files import file_sha256
 from triton_mme.core.manifest import Manifest
 from triton_mme.model_build.cache import CACHE_DIR_NAME

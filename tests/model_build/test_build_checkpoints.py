@@ -15,7 +15,7 @@ import yaml
 from botocore.stub import Stubber
 
 from benchmarks.checkpoints import write_hf_folders, write_state_dicts
-from triton_mme.core.catalog import CatalogError, load_catalog, parse_catalog
+from triton_mme.catalog import CatalogError, load_catalog, parse_catalog
 from triton_mme.core.manifest import Manifest
 from triton_mme.model_build.cache import builder_version
 from triton_mme.model_build.checkpoint_files import SOURCES_DIR_NAME

@@ -115,9 +115,9 @@ def test_triton_tag_defaults_to_the_platform_default_and_the_environment_overrid
 def test_a_shard_of_the_catalog_builds_only_its_models_and_bad_shards_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from triton_mme.catalog import load_catalog
+    from triton_mme.catalog.shards import read_shard, shards_json
     from triton_mme.cli import main as cli_main
-    from triton_mme.core.catalog import load_catalog
-    from triton_mme.core.shards import read_shard, shards_json
 
     shards = tmp_path / "shards.json"
     shards.write_text(shards_json([["roberta-large"], ["resnet50"]]))

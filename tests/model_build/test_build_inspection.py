@@ -1,5 +1,5 @@
 """The build's own TorchScript checks: no load of an unchecked file, and the loaded graphs of every
-compiled function and class method (defence in depth behind core.torchscript_code)."""
+compiled function and class method (defence in depth behind archive_inspection.torchscript_code)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hostile_archives import write_class_method_torchscript
 
-from triton_mme.core.archive import ArchiveError
+from triton_mme.archive_inspection.archive import ArchiveError
 from triton_mme.model_build import runtimes
 from triton_mme.model_build.inspection import check_torchscript_operators
 

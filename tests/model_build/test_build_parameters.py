@@ -10,7 +10,7 @@ import torchvision
 import transformers
 from build_support import tiny_roberta
 
-from triton_mme.core.catalog import parse_catalog
+from triton_mme.catalog import parse_catalog
 from triton_mme.model_build.build_memory import TORCHVISION_PARAMETERS, hf_parameters
 from triton_mme.model_build.hf_config import resolve_hf_config, shipped_hf_configs
 

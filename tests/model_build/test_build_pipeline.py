@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from build_support import catalog_of, tiny_cnn, tiny_roberta
 
-from triton_mme.core.archive import extract_archive, read_archive
-from triton_mme.core.catalog import Catalog, Format, Weights
+from triton_mme.archive_inspection.archive import extract_archive, read_archive
+from triton_mme.catalog import Catalog
 from triton_mme.core.files import file_sha256
+from triton_mme.core.formats import Format, Weights
 from triton_mme.core.golden import GOLDEN_ROWS, GoldenData
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ComponentPlacement, Manifest
 from triton_mme.core.tolerances import FP32

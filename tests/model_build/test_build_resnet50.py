@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from build_support import catalog_of
 
-from triton_mme.core.archive import read_archive
+from triton_mme.archive_inspection.archive import read_archive
 from triton_mme.model_build.pipeline import build_catalog
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from build_support import catalog_of, entry_of, tiny_cnn, tiny_roberta
 
-from triton_mme.core.archive import read_archive
+from triton_mme.archive_inspection.archive import read_archive
 from triton_mme.core.manifest import TensorSpec
 from triton_mme.core.platform import TRITON_IMAGES, triton_release_of
 from triton_mme.model_build.exporters import ExportError

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from triton_mme.core.catalog import Format, load_catalog
+from triton_mme.catalog import load_catalog
+from triton_mme.core.formats import Format
 from triton_mme.model_build.build_memory import TORCHVISION_PARAMETERS
 from triton_mme.model_build.build_time import balanced_shards, estimate, wall_seconds
 

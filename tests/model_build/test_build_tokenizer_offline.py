@@ -11,9 +11,9 @@ import pytest
 from build_support import TINY_ROBERTA
 from tokenizers import Tokenizer
 
+from triton_mme.archive_inspection.archive import extract_archive
+from triton_mme.catalog import CatalogError
 from triton_mme.client.inputs import load_tokenizer, text_batch
-from triton_mme.core.archive import extract_archive
-from triton_mme.core.catalog import CatalogError
 from triton_mme.core.golden import GoldenData
 from triton_mme.core.manifest import Manifest
 from triton_mme.model_build import runtimes

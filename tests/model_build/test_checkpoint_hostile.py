@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from benchmarks.checkpoints import write_hf_folders, write_state_dicts
-from triton_mme.core.catalog import CatalogError, load_catalog
-from triton_mme.core.checkpoints import CheckpointKind, local_digest
+from triton_mme.catalog import CatalogError, load_catalog
+from triton_mme.catalog.checkpoints import CheckpointKind, local_digest
 from triton_mme.model_build.lock import write_lock
 from triton_mme.model_build.offline_sources import check_sources
 from triton_mme.model_build.pipeline import fetch_checkpoints
@@ -265,7 +265,7 @@ def test_a_listed_family_variant_that_links_outside_is_refused(made: Path, tmp_p
 
 @pytest.mark.parametrize("key", ["intent/*/", "intent/a?/", "intent/${aws:username}/"])
 def test_an_s3_key_with_iam_wildcards_is_refused(key: str) -> None:
-    from triton_mme.core.catalog import parse_catalog
+    from triton_mme.catalog import parse_catalog
 
     entry = {**FOLDER, "source": f"checkpoint:s3://models-bucket/{key}"}
     with pytest.raises(CatalogError) as error:

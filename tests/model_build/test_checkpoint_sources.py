@@ -13,10 +13,11 @@ import pytest
 import yaml
 
 from benchmarks.checkpoints import write_hf_folders, write_state_dicts
-from triton_mme.core.catalog import CatalogError, Weights, load_catalog, parse_catalog
-from triton_mme.core.catalog_lock import CatalogLock, read_lock
-from triton_mme.core.checkpoints import folder_digest, parse_safetensors_header
+from triton_mme.catalog import CatalogError, load_catalog, parse_catalog
+from triton_mme.catalog.checkpoints import folder_digest, parse_safetensors_header
+from triton_mme.catalog.lock import CatalogLock, read_lock
 from triton_mme.core.files import file_sha256
+from triton_mme.core.formats import Weights
 from triton_mme.model_build.cache import cache_key
 from triton_mme.model_build.lock import write_lock
 from triton_mme.model_build.offline_sources import check_sources

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from benchmarks.checkpoints import write_hf_folders, write_state_dicts
+from triton_mme.catalog import CatalogError, load_catalog
+from triton_mme.catalog.checkpoints import TensorHeader
+from triton_mme.catalog.lock import read_lock
 from triton_mme.cli import main
-from triton_mme.core.catalog import CatalogError, load_catalog
-from triton_mme.core.catalog_lock import read_lock
-from triton_mme.core.checkpoints import TensorHeader
 from triton_mme.core.files import file_sha256
 from triton_mme.model_build.checkpoint_contract import _vit_image_size, config_labels
 from triton_mme.model_build.lock import write_lock
@@ -228,7 +228,7 @@ def test_colliding_and_invalid_file_names_are_all_reported_at_once(checkpoints: 
     ],
 )  # fmt: skip
 def test_a_misspelt_key_is_named_with_the_key_it_meant(entry: dict[str, Any], expected: str) -> None:
-    from triton_mme.core.catalog import parse_catalog
+    from triton_mme.catalog import parse_catalog
 
     with pytest.raises(CatalogError) as error:
         parse_catalog({"models": [entry]})

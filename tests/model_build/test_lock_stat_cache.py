@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from benchmarks.checkpoints import write_state_dicts
+from triton_mme.catalog import CatalogError
 from triton_mme.cli import main
-from triton_mme.core.catalog import CatalogError
 from triton_mme.model_build import lock
 from triton_mme.model_build.lock import write_lock
 from triton_mme.model_build.lock_stat_cache import CACHE_PATH

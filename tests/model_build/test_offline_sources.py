@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from boundaries import FORBIDDEN_IN_CORE, loaded_after
 
-from triton_mme.core.catalog import parse_catalog
+from triton_mme.catalog import parse_catalog
 from triton_mme.core.errors import quoted
 from triton_mme.model_build.offline_sources import (
     HUB_REPO_ID,
@@ -86,6 +86,6 @@ def test_pretrained_weights_need_no_config_but_a_named_one_must_be_shipped() -> 
 
 
 def test_the_default_catalog_resolves() -> None:
-    from triton_mme.core.catalog import load_catalog
+    from triton_mme.catalog import load_catalog
 
     check_sources(load_catalog("models.yaml"), origin="models.yaml")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from triton_mme.core.archive import ArchiveError
+from triton_mme.archive_inspection.archive import ArchiveError
 from triton_mme.model_build import sandbox
 
 

@@ -29,8 +29,8 @@ sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent / "support")]
 
 from tiny_archives import TINY_CATALOG, mismatched_archive  # noqa: E402
 
+from triton_mme.catalog import parse_catalog  # noqa: E402
 from triton_mme.client.triton_routes import SageMakerRoutes  # noqa: E402
-from triton_mme.core.catalog import parse_catalog  # noqa: E402
 from triton_mme.core.triton_container import PING_MODE_VARIABLE  # noqa: E402
 from triton_mme.loadtest.requests import request_body  # noqa: E402
 from triton_mme.local_triton.loader import ModelError  # noqa: E402

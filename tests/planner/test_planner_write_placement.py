@@ -10,8 +10,8 @@ import pytest
 import yaml
 from planner_support import manifest_of, write_manifest
 
+from triton_mme.catalog import load_catalog
 from triton_mme.cli import main
-from triton_mme.core.catalog import load_catalog
 from triton_mme.core.manifest import Manifest
 from triton_mme.planner.write_placement import PlacementWriteError, Wanted, rewrite
 

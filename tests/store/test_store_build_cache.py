@@ -12,8 +12,8 @@ import yaml
 from build_support import tiny_cnn, tiny_roberta
 from store_support import BUCKET
 
+from triton_mme.catalog import Catalog
 from triton_mme.cli import main
-from triton_mme.core.catalog import Catalog
 from triton_mme.core.locations import BUILD_CACHE_FOLDER
 from triton_mme.core.manifest import Manifest
 from triton_mme.model_build.cache import CACHE_DIR_NAME

@@ -1,4 +1,4 @@
-"""`upload` and `add` run the same model check (core.model_check) on every archive: a hand-made build
+"""`upload` and `add` run the same model check (archive_inspection) on every archive: a hand-made build
 directory cannot publish what `add` refuses."""
 
 from __future__ import annotations

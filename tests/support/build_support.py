@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.checkpoints import TINY_ROBERTA_CLASSIFIER
-from triton_mme.core.catalog import Catalog, ModelEntry, parse_catalog
+from triton_mme.catalog import Catalog, ModelEntry, parse_catalog
 
 # The tiny RoBERTa of the generated fine-tunes (benchmarks/checkpoints.py), as a bare encoder.
 TINY_ROBERTA = {key: value for key, value in TINY_ROBERTA_CLASSIFIER.items() if key != "num_labels"}

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as pb
 
-from triton_mme.core.archive import extract_archive
+from triton_mme.archive_inspection.archive import extract_archive
 from triton_mme.core.files import file_sha256, write_atomically
 from triton_mme.core.formats import Format
 from triton_mme.core.golden import GoldenData

@@ -11,9 +11,10 @@ import numpy as np
 from build_support import tiny_cnn, tiny_roberta
 from tritonclient.grpc import model_config_pb2 as mc
 
-from triton_mme.core.archive import extract_archive
-from triton_mme.core.catalog import Format, parse_catalog
+from triton_mme.archive_inspection.archive import extract_archive
+from triton_mme.catalog import parse_catalog
 from triton_mme.core.files import file_sha256
+from triton_mme.core.formats import Format
 from triton_mme.core.manifest import (
     MANIFEST_FILE_NAME,
     ArchiveRecord,
@@ -23,8 +24,9 @@ from triton_mme.core.manifest import (
 )
 from triton_mme.core.naming import MODEL_FILE_NAMES, model_directory
 from triton_mme.core.samples import sample_inputs
-from triton_mme.core.triton_config import build_model_config, engine_cache_path, render_config
+from triton_mme.core.triton_config import engine_cache_path, render_config
 from triton_mme.model_build import runtimes
+from triton_mme.model_build.model_config import build_model_config
 from triton_mme.model_build.packaging import write_archive
 
 MAX_BATCH_SIZE = tiny_cnn()["max_batch_size"]

@@ -27,9 +27,9 @@ MAX_MODEL_TENSORS = 64
 # A tensor's or a warm-up's name in config.pbtxt (Triton's and ONNX's names are free text).
 MAX_CONFIG_NAME_LENGTH = 256
 
-# Values of a config.pbtxt the catalog sets (core.catalog) and an archive's config may carry
-# (core.archive_policy, core.config_bounds): the catalog's own ranges, so an archive can ask for no more
-# than a catalog entry could.
+# Values of a config.pbtxt the catalog sets (catalog.schema) and an archive's config may carry
+# (archive_inspection.archive_policy, archive_inspection.config_bounds): the catalog's own ranges, so an
+# archive can ask for no more than a catalog entry could.
 # Model instances per archive, summed over its instance groups (each loads the model once more in GPU memory).
 MAX_INSTANCE_COUNT = 16
 # ONNX Runtime's intra- and inter-op thread pools (0 = ONNX Runtime's choice, one per core); an
@@ -49,7 +49,7 @@ MAX_WARMUP_BYTES = MAX_BATCH_ELEMENTS * 4
 MAX_CONFIG_BYTES = 1024 * 1024
 # Total bytes an archive may unpack to (the sum of its members' sizes). Large enough for a 14 GB
 # TorchScript model; change it with --max-unpacked-mib where archives are read (add, serve-local,
-# standin) or the `max_unpacked_bytes` argument of triton_mme.core.archive.
+# standin) or the `max_unpacked_bytes` argument of triton_mme.archive_inspection.archive.
 DEFAULT_MAX_UNPACKED_BYTES = 16 * 1024**3
 # An archive holds a model directory, config.pbtxt, a version directory and the model file.
 MAX_ARCHIVE_MEMBERS = 8

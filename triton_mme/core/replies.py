@@ -3,7 +3,8 @@
 A text encoder's outputs are recorded with a dynamic sequence dimension (`last_hidden_state: [-1, 1024]`),
 but its inputs are fixed at the catalog's `sequence_length` (the manifest records it as the length of
 every text input), so the dynamic dimension is at most that length and the largest reply is known before a
-request is sent. The catalog uses the same arithmetic to say how many rows a request can carry.
+request is sent. The build uses the same arithmetic to say how many rows a request of a catalog entry can
+carry (model_build.request_rows).
 """
 
 from __future__ import annotations
@@ -57,38 +58,3 @@ def rows_that_fit(per_sample: int, output_count: int, limit: int = SAGEMAKER_MAX
     if per_sample <= 0:
         return 1 << 30
     return max((limit - reply_overhead(output_count)) // per_sample, 0)
-
-
-def text_encoder_reply_bytes(hidden_size: int, sequence_length: int) -> tuple[int, int]:
-    """(bytes per row, outputs) of a Hugging Face encoder as the build exports it: last_hidden_state
-    [sequence_length, hidden_size] and pooler_output [hidden_size], FP32 (counting the pooler even where a
-    model has none keeps the estimate on the safe side)."""
-    return (sequence_length * hidden_size + hidden_size) * FP32_BYTES, 2
-
-
-def request_rows(
-    name: str, *, max_batch_size: int, hidden_size: int, sequence_length: int
-) -> tuple[int, str | None]:
-    """The rows one request of a text model can carry: max_batch_size, or fewer with one line saying what
-    it is clamped to and why. CatalogError when not even one row's reply fits."""
-    from triton_mme.core.catalog import CatalogError
-
-    per_row, outputs = text_encoder_reply_bytes(hidden_size, sequence_length)
-    overhead = reply_overhead(outputs)
-    fits = rows_that_fit(per_row, outputs)
-    limit = f"InvokeEndpoint's {SAGEMAKER_MAX_RESPONSE_BYTES / 2**20:.0f} MiB reply limit"
-    if fits == 0:
-        longest = (SAGEMAKER_MAX_RESPONSE_BYTES - overhead) // (hidden_size * FP32_BYTES) - 1
-        raise CatalogError(
-            f"model {name!r}: one row's reply is {per_row + overhead:,} bytes (sequence_length "
-            f"{sequence_length} x hidden_size {hidden_size}, FP32), over {limit}; allowed: a "
-            f"sequence_length of at most {longest}"
-        )
-    if fits >= max_batch_size:
-        return max_batch_size, None
-    over = per_row * (fits + 1) + overhead
-    return fits, (
-        f"model {name!r}: a request carries at most {fits} of its max_batch_size {max_batch_size} rows: "
-        f"the reply to {fits + 1} would be {over:,} bytes, over {limit} (Triton still batches up to "
-        f"{max_batch_size} rows across requests)"
-    )

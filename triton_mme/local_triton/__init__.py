@@ -9,6 +9,6 @@ import os
 # Models kept loaded before the least recently used is unloaded (the platform's memory pressure).
 DEFAULT_MODEL_BUDGET = 4
 # Model instances of all loaded models together: each is a python backend stub process on this machine's CPUs.
-# An archive may ask for 16 per model (core.config_bounds); past this budget the least recently used models
-# are unloaded, and a model that alone asks for more is loaded with fewer (the stand-in says so).
+# An archive may ask for 16 per model (archive_inspection.config_bounds); past this budget the least recently
+# used models are unloaded, and a model that alone asks for more is loaded with fewer (the stand-in says so).
 DEFAULT_INSTANCE_BUDGET = max(4, 2 * (os.cpu_count() or 1))

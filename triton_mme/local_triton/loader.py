@@ -18,12 +18,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from triton_mme.archive_inspection import check_identity, extract_checked_archive
 from triton_mme.client.triton_routes import Reply, SageMakerRoutes
-from triton_mme.core.archive_policy import check_identity
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.files import file_sha256
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
-from triton_mme.core.model_check import extract_checked_archive
 from triton_mme.core.naming import ARCHIVE_NAME
 from triton_mme.core.suggest import known_names
 from triton_mme.local_triton import DEFAULT_INSTANCE_BUDGET
@@ -48,7 +47,7 @@ def unpack(archive: Path, destination: Path, *, max_unpacked_bytes: int = DEFAUL
     partial = destination.with_name(destination.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     try:
-        # The same model check as `add` and `upload` (core.model_check), on the files Triton will load.
+        # The same model check as `add` and `upload` (archive_inspection), on the files Triton will load.
         extracted = extract_checked_archive(archive, partial, max_unpacked_bytes=max_unpacked_bytes)
         # The TargetModel states the model, format and content hash; the endpoint caches by that name.
         check_identity(

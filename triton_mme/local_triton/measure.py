@@ -6,9 +6,9 @@ import statistics
 import time
 from pathlib import Path
 
+from triton_mme.archive_inspection import read_archive
 from triton_mme.client.payloads import decode_response, encode_binary_request
 from triton_mme.client.triton_routes import SageMakerRoutes
-from triton_mme.core.archive import read_archive
 from triton_mme.core.samples import sample_inputs
 from triton_mme.local_triton.loader import list_archives
 from triton_mme.local_triton.runner import LocalTriton

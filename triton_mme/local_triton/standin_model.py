@@ -97,7 +97,7 @@ class _TorchScriptRunner:
         import torch
 
         self.torch = torch
-        # The loader (local_triton.loader) ran the model check (core.model_check) on this very file, the
+        # The loader (local_triton.loader) ran the model check (archive_inspection) on this very file, the
         # code walked before anything loads it, before Triton was asked to load the model.
         self.module = torch.jit.load(str(path), map_location="cpu").eval()
         self.input_order = _by_index([t["name"] for t in config["input"]])

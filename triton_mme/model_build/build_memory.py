@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
-from triton_mme.core.checkpoints import CHECKPOINT_KIND
+from triton_mme.catalog import CatalogError, ModelEntry
+from triton_mme.catalog.checkpoints import CHECKPOINT_KIND
 from triton_mme.core.errors import quoted
+from triton_mme.core.formats import Weights
 from triton_mme.model_build.hf_config import resolve_hf_config
 
 # Measured with `python -m benchmarks --only build` on the default catalog (2-core workstation, random

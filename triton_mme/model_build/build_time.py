@@ -24,7 +24,8 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from triton_mme.core.catalog import Catalog, Format, ModelEntry
+from triton_mme.catalog import Catalog, ModelEntry
+from triton_mme.core.formats import Format
 from triton_mme.model_build.build_memory import parameter_count
 
 ARCHIVE_BASE_SECONDS = 1.5

@@ -13,17 +13,22 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.catalog import Format, ModelEntry
+from triton_mme.archive_inspection import check_record_archive
+from triton_mme.catalog import ModelEntry
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256, write_atomically
+from triton_mme.core.formats import Format
 from triton_mme.core.manifest import ArchiveRecord
 from triton_mme.core.naming import COMPANION_NAME
-from triton_mme.core.record_check import check_record_archive
 
 CACHE_DIR_NAME = ".cache"
-# Everything the build imports of this project: the shared core and the build package itself (its
-# exporters and shipped Hugging Face configs included). Other packages cannot change an archive.
-BUILD_CODE_DIRS = (Path(__file__).resolve().parents[1] / "core", Path(__file__).resolve().parent)
+# Everything the build imports of this project: the shared core, the catalog, archive inspection and the build
+# package itself (its exporters and shipped Hugging Face configs included). Other packages cannot change an
+# archive.
+BUILD_CODE_DIRS = tuple(
+    Path(__file__).resolve().parents[1] / package
+    for package in ("core", "catalog", "archive_inspection", "model_build")
+)
 BUILD_CODE_SUFFIXES = (".py", ".json")
 LIBRARIES = (
     "torch",

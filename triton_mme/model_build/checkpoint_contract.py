@@ -12,9 +12,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from triton_mme.catalog import ModelEntry
+from triton_mme.catalog.checkpoints import CheckpointError, TensorHeader
 from triton_mme.core.bounded import DocumentError, read_json
-from triton_mme.core.catalog import ModelEntry
-from triton_mme.core.checkpoints import CheckpointError, TensorHeader
 
 # RoBERTa-type models number positions from padding_idx + 1 (transformers'
 # create_position_ids_from_input_ids), so `max_position_embeddings: 514` holds 512 tokens; BERT and

@@ -1,9 +1,9 @@
 """A checkpoint's verified local copy: what the build loads, never the user's file itself.
 
 The files the build reads (the state dict, or a Hugging Face folder's config, tokenizer and safetensors
-weights, core.checkpoints) are copied from the local path or downloaded from S3 into a private directory, and
-hashed on the way; a copy whose sha256 is not the pin is deleted and the build of that entry stops before any
-export. Nothing else of the folder is copied, so no modeling code or pickle file is even present where the
+weights, catalog.checkpoints) are copied from the local path or downloaded from S3 into a private directory,
+and hashed on the way; a copy whose sha256 is not the pin is deleted and the build of that entry stops before
+any export. Nothing else of the folder is copied, so no modeling code or pickle file is even present where the
 model loads. The copies are kept by sha256 under the build directory's `.sources/`, so a rebuild does not
 download again.
 """
@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.catalog import CatalogError, ModelEntry
-from triton_mme.core.checkpoints import (
+from triton_mme.catalog import CatalogError, ModelEntry
+from triton_mme.catalog.checkpoints import (
     CheckpointError,
     CheckpointLocation,
     folder_digest,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from triton_mme.core.checkpoints import CheckpointError, TensorHeader
+from triton_mme.catalog.checkpoints import CheckpointError, TensorHeader
 from triton_mme.core.errors import quoted
 from triton_mme.core.limits import MAX_TENSOR_DIM
 from triton_mme.core.numbers import whole_number

@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.catalog import CatalogError, ModelEntry
-from triton_mme.core.catalog_lock import CheckpointPin
-from triton_mme.core.checkpoint_folder import check_tokenizer_files, inside, weight_files
-from triton_mme.core.checkpoints import (
+from triton_mme.catalog import CatalogError, ModelEntry
+from triton_mme.catalog.checkpoint_folder import check_tokenizer_files, inside, weight_files
+from triton_mme.catalog.checkpoints import (
     HF_CONFIG_FILE,
     HF_TOKENIZER_FILE,
     PICKLE_SUFFIXES,
@@ -28,6 +27,7 @@ from triton_mme.core.checkpoints import (
     read_hf_config,
     read_safetensors_header,
 )
+from triton_mme.catalog.lock import CheckpointPin
 from triton_mme.core.errors import quoted
 from triton_mme.core.suggest import did_you_mean
 from triton_mme.model_build.checkpoint_contract import check_image_contract, check_text_contract

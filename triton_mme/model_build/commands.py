@@ -134,8 +134,8 @@ def register(subparsers: Any) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from triton_mme.core.catalog import load_catalog
-    from triton_mme.core.shards import catalog_shard
+    from triton_mme.catalog import load_catalog
+    from triton_mme.catalog.shards import catalog_shard
     from triton_mme.model_build.pipeline import build_catalog
     from triton_mme.model_build.request_rows import request_row_notes
 

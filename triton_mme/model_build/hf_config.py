@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from triton_mme.catalog import CatalogError, ModelEntry
 from triton_mme.core.bounded import read_json
-from triton_mme.core.catalog import CatalogError, ModelEntry
 from triton_mme.core.errors import quoted
 from triton_mme.core.limits import MAX_HF_CONFIG_BYTES
 from triton_mme.core.naming import HF_CONFIG_NAME

@@ -1,9 +1,9 @@
 """Inspect a model file before and after loading it: only what the build's exporters produce is allowed.
 
-Before anything loads the file, core.model_check inspects it without running it (every entry point does:
-`add`, `upload`, `serve-local`, `serving-check`): TorchScript code walked as a syntax tree
-(core.torchscript_code), ONNX domains read from the protobuf (core.onnx_check). Here, in the verification's
-child process (model_build.sandbox), the same files are checked again with the libraries that run them:
+Before anything loads the file, archive_inspection inspects it without running it (every entry point does:
+`add`, `upload`, `serve-local`, `serving-check`): TorchScript code walked as a syntax tree, ONNX domains read
+from the protobuf. Here, in the verification's child process (model_build.sandbox), the same files are checked
+again with the libraries that run them:
 
 - TorchScript: after loading, the graph of every method of every submodule and of every function and class
   method the archive compiled (blocks included) may use only the operators the project's own exporters
@@ -19,10 +19,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.archive import ArchiveError
+from triton_mme.archive_inspection import (
+    DOMAINS_SHOWN,
+    ONNX_DOMAINS,
+    TORCHSCRIPT_OPERATORS,
+    ArchiveError,
+    scan_torchscript_code,
+)
 from triton_mme.core.errors import printable, quoted
-from triton_mme.core.onnx_check import DOMAINS_SHOWN, ONNX_DOMAINS
-from triton_mme.core.torchscript_code import TORCHSCRIPT_OPERATORS, scan_torchscript_code
 
 __all__ = [
     "ONNX_DOMAINS",

@@ -17,17 +17,22 @@ from typing import Any
 
 import yaml
 
-from triton_mme.core.bounded import load_yaml
-from triton_mme.core.catalog import CHECKPOINT_KIND, Catalog, CatalogError, ModelEntry, parse_catalog
-from triton_mme.core.catalog_families import (
+from triton_mme.catalog import CHECKPOINT_KIND, Catalog, CatalogError, ModelEntry, parse_catalog
+from triton_mme.catalog.checkpoints import (
+    ONNX_SUFFIX,
+    SAFETENSORS_SUFFIX,
+    CheckpointError,
+    CheckpointLocation,
+)
+from triton_mme.catalog.families import (
     LISTED,
     FamilyError,
     is_family,
     list_local_variants,
     source_pattern,
 )
-from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin, lock_path, read_lock
-from triton_mme.core.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointError, CheckpointLocation
+from triton_mme.catalog.lock import CatalogLock, CheckpointPin, lock_path, read_lock
+from triton_mme.core.bounded import load_yaml
 from triton_mme.core.errors import quoted
 from triton_mme.core.files import write_atomically
 from triton_mme.core.limits import MAX_CATALOG_BYTES

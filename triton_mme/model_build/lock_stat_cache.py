@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from triton_mme.core.catalog_lock import CheckpointPin
-from triton_mme.core.checkpoints import CheckpointError, CheckpointKind, local_folder_files
+from triton_mme.catalog.checkpoints import CheckpointError, CheckpointKind, local_folder_files
+from triton_mme.catalog.lock import CheckpointPin
 from triton_mme.core.files import write_atomically
 
 CACHE_VERSION = 1

@@ -20,9 +20,10 @@ import re
 from functools import cache
 from pathlib import Path
 
-from triton_mme.core.catalog import Catalog, CatalogError, ModelEntry, Weights
-from triton_mme.core.checkpoints import CHECKPOINT_KIND
+from triton_mme.catalog import Catalog, CatalogError, ModelEntry
+from triton_mme.catalog.checkpoints import CHECKPOINT_KIND
 from triton_mme.core.errors import quoted
+from triton_mme.core.formats import Weights
 from triton_mme.model_build.checkpoint_sources import resolve_checkpoint
 from triton_mme.model_build.hf_config import shipped_hf_configs
 

@@ -10,8 +10,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from triton_mme.core.catalog import Format
 from triton_mme.core.files import file_sha256
+from triton_mme.core.formats import Format
 from triton_mme.core.naming import MODEL_VERSION, archive_file_name
 
 # Weights barely compress (ResNet-50: 3 %), but inflating them costs time on every cold load of an

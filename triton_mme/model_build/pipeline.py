@@ -19,15 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triton_mme.core.archive import read_archive
-from triton_mme.core.catalog import Catalog, CatalogError, Format, ModelEntry, Weights
+from triton_mme.archive_inspection import read_archive
+from triton_mme.catalog import Catalog, CatalogError, ModelEntry
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256, write_atomically
+from triton_mme.core.formats import Format, Weights
 from triton_mme.core.golden import GOLDEN_ROWS, GoldenData
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest, Provenance
 from triton_mme.core.naming import GOLDEN_ROLE, MODEL_FILE_NAMES, companion_file_name, model_directory
 from triton_mme.core.platform import DEFAULT_TRITON_TAG
-from triton_mme.core.triton_config import build_model_config, render_config
+from triton_mme.core.triton_config import render_config
 from triton_mme.model_build.allocator import return_freed_memory_eagerly
 from triton_mme.model_build.cache import BuildCache, builder_version, cache_key, companions_in_place
 from triton_mme.model_build.exporters import (
@@ -37,6 +38,7 @@ from triton_mme.model_build.exporters import (
     exporter_for,
     verification_batches,
 )
+from triton_mme.model_build.model_config import build_model_config
 from triton_mme.model_build.packaging import write_archive
 from triton_mme.model_build.placement import placed
 from triton_mme.model_build.progress import ARCHIVE_STEPS, BAR_FORMAT, BuildProgress, gib, steps_for

@@ -1,13 +1,13 @@
 """Where each built archive is served, from the catalog: the multi-model endpoint, or an inference component
 of its own for the format a `placement: dedicated` entry names (its other formats stay on the multi-model
 endpoint). Applied to every record of a build, cached and kept ones too: placement is no part of the build's
-cache key (core.catalog SERVING_FIELDS), so a record from an earlier build may carry an older one."""
+cache key (catalog.schema SERVING_FIELDS), so a record from an earlier build may carry an older one."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from triton_mme.core.catalog import Catalog, ModelEntry
+from triton_mme.catalog import Catalog, ModelEntry
 from triton_mme.core.manifest import MULTI_MODEL, ArchiveRecord, ComponentPlacement, Placement
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 
 # Steps of one model, then of each of its formats, in the order the build runs them.
 MODEL_STEPS = ("load", "reference")

@@ -1,7 +1,7 @@
 """Run an exported model file on numpy inputs: ONNX Runtime, TorchScript, TensorRT.
 
 The deep-learning libraries are imported inside the functions so that importing this module (and
-triton_mme.core.archive) stays cheap.
+triton_mme.archive_inspection) stays cheap.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from triton_mme.core.torchscript_code import scan_torchscript_code
+from triton_mme.archive_inspection import scan_torchscript_code
 
 ORT_TYPES = {
     "tensor(float)": "FP32",
@@ -43,7 +43,7 @@ def run_onnx(session: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndar
 
 
 def load_torchscript_functions(model_path: Path, *, device: str = "cpu") -> tuple[Any, list[Any]]:
-    """Load a TorchScript file, after its code passed the code check (core.torchscript_code), as
+    """Load a TorchScript file, after its code passed the code check (archive_inspection), as
     torch.jit.load does (torch/jit/_serialization.py: its own CompilationUnit, then the module wrapped);
     returns the module and every function and class method the archive compiled, for the graph check."""
     import warnings

@@ -7,7 +7,7 @@ empty (model_build.mount_view), sets its own limits before it imports a deep-lea
 space (RLIMIT_AS), CPU seconds (RLIMIT_CPU), the size of any file it writes (RLIMIT_FSIZE), open files —
 and runs in that scratch working directory with HOME and TMPDIR pointing there and an environment of a
 few names only. The parent kills its whole process group past the time limit. The model file was
-inspected before the child started (core.model_check) and is inspected again, loaded, before it runs
+inspected before the child started (archive_inspection) and is inspected again, loaded, before it runs
 (model_build.inspection).
 
 What the kernel does not bound here: reading files the user can read (outside `/run`), and connecting
@@ -67,7 +67,7 @@ def _environment(scratch: Path) -> dict[str, str]:
 def run_checks(where: str, model_dir: Path, limits: SandboxLimits = DEFAULT_LIMITS) -> list[str]:
     """Inspect and run the unpacked model in `model_dir` in the child; the checks that passed, or
     ArchiveError with the child's one-line reason."""
-    from triton_mme.core.archive import ArchiveError
+    from triton_mme.archive_inspection import ArchiveError
     from triton_mme.core.bounded import load_json
 
     request = json.dumps({"where": where, "model_dir": str(model_dir), **limits.__dict__})
@@ -158,7 +158,7 @@ def _child(request: dict[str, Any]) -> dict[str, Any]:
         return {
             "error": f"{where}: the model cannot run without network isolation: {error.strerror or error}"
         }
-    from triton_mme.core.archive import ArchiveError
+    from triton_mme.archive_inspection import ArchiveError
     from triton_mme.core.errors import first_line
     from triton_mme.model_build.verify import check_unpacked_model
 

@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
-from triton_mme.core.checkpoints import CHECKPOINT_KIND, CheckpointKind, TensorHeader, read_hf_config
+from triton_mme.catalog import CatalogError, ModelEntry
+from triton_mme.catalog.checkpoints import CHECKPOINT_KIND, CheckpointKind, TensorHeader, read_hf_config
 from triton_mme.core.errors import UserError, first_line, quoted
+from triton_mme.core.formats import Weights
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
 from triton_mme.core.samples import sample_inputs
 from triton_mme.model_build.hf_config import resolve_hf_config

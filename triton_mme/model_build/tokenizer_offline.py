@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.catalog import CatalogError
+from triton_mme.catalog import CatalogError
 
 CORPUS_DIR = Path(__file__).parent / "tokenizer_corpus"
 # What ArchiveRecord.details["tokenizer"] says for a tokenizer trained here.

@@ -1,6 +1,6 @@
 """Verify an archive as Triton would load it: layout, policy, config round trip, inspection, a real run.
 
-The archive is checked and unpacked from one open file (core.archive, which applies core.archive_policy).
+The archive is checked and unpacked from one open file, and its model file inspected (archive_inspection).
 ONNX and TorchScript models are then inspected (model_build.inspection) and run at batch 1 and at
 max_batch_size with ONNX Runtime and TorchScript, in a child process with a time limit, a memory limit
 and no network (model_build.sandbox), and their outputs checked against the config. A TensorRT plan is
@@ -15,10 +15,16 @@ from pathlib import Path
 
 from tritonclient.grpc import model_config_pb2 as pb
 
-from triton_mme.core.archive import CONFIG_FILE_NAME, ArchiveContents, ArchiveError, check_outputs
-from triton_mme.core.catalog import Format
+from triton_mme.archive_inspection import (
+    CONFIG_FILE_NAME,
+    MODEL_CHECKS,
+    ArchiveContents,
+    ArchiveError,
+    check_outputs,
+    extract_checked_archive,
+)
+from triton_mme.core.formats import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_CONFIG_BYTES
-from triton_mme.core.model_check import MODEL_CHECKS, extract_checked_archive
 from triton_mme.core.naming import MODEL_FILE_NAMES, MODEL_VERSION
 from triton_mme.core.samples import sample_inputs
 from triton_mme.core.triton_config import ConfigError, parse_config, render_config, tensor_specs
@@ -65,7 +71,7 @@ def check_unpacked_model(where: str, model_dir: Path) -> list[str]:
             )
             checks.append(f"onnxruntime run at batch {batch}")
     else:
-        # load_torchscript_functions runs the code check (core.torchscript_code) before it loads anything.
+        # load_torchscript_functions runs the code check (archive_inspection) before it loads anything.
         module, functions = runtimes.load_torchscript_functions(model_path)
         inspection.check_torchscript_operators(where, module, functions)
         checks.append("torchscript operators of the exporters only")
@@ -90,7 +96,7 @@ def verify_archive(
     The archive is checked and unpacked from one open file, and what runs is what was checked.
     """
     with tempfile.TemporaryDirectory(prefix="verify-") as scratch:
-        # The model check every entry point runs (core.model_check), then the sandboxed run.
+        # The model check every entry point runs (archive_inspection), then the sandboxed run.
         extracted = extract_checked_archive(
             path, Path(scratch) / "unpacked", max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields
         )

@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
+from triton_mme.catalog import Catalog, CatalogError, load_catalog, parse_catalog
+from triton_mme.catalog.families import OVERRIDES
+from triton_mme.catalog.lock import lock_path, read_lock
 from triton_mme.core.bounded import DocumentError, read_bytes
-from triton_mme.core.catalog import Catalog, CatalogError, load_catalog, parse_catalog
-from triton_mme.core.catalog_families import OVERRIDES
-from triton_mme.core.catalog_lock import lock_path, read_lock
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.files import write_atomically
 from triton_mme.core.limits import MAX_CATALOG_BYTES

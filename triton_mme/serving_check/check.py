@@ -1,7 +1,7 @@
 """Check every archive of a build directory in a running Triton: load, golden replay, timing, unload.
 
 Per archive, in the order of the manifest:
-1. check and unpack it as `add` does and as SageMaker unpacks it (core.model_check, into
+1. check and unpack it as `add` does and as SageMaker unpacks it (archive_inspection, into
    `<scratch>/<hash>/model`) and let the target prepare it (the local stand-in; nothing on the real image);
 2. `POST /models` under its TargetModel name, timed: the load time. A refusal fails the archive with the
    first line of Triton's error;
@@ -29,13 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
+from triton_mme.archive_inspection import CONFIG_FILE_NAME, ArchiveError, extract_checked_archive
 from triton_mme.client.payloads import PayloadError, decode_response, encode_binary_request
-from triton_mme.core.archive import CONFIG_FILE_NAME, ArchiveError
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256
 from triton_mme.core.golden import GoldenData, GoldenError
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
-from triton_mme.core.model_check import extract_checked_archive
 from triton_mme.core.naming import GOLDEN_ROLE
 from triton_mme.core.platform import SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES
 from triton_mme.core.replies import reply_overhead

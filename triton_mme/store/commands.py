@@ -350,8 +350,8 @@ def _publish_build(args: argparse.Namespace, store: ModelStoreClient) -> int:
 
 @_s3_command
 def _fetch_cache(args: argparse.Namespace, store: ModelStoreClient) -> int:
-    from triton_mme.core.catalog import load_catalog
-    from triton_mme.core.shards import catalog_shard
+    from triton_mme.catalog import load_catalog
+    from triton_mme.catalog.shards import catalog_shard
     from triton_mme.model_build.pipeline import catalog_cache_keys
     from triton_mme.store.build_cache import fetch_cached
 

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.archive import ArchiveContents
-from triton_mme.core.archive_policy import check_identity
+from triton_mme.archive_inspection import ArchiveContents, check_identity
 from triton_mme.core.bounded import read_bytes
 from triton_mme.core.errors import UserError
 from triton_mme.core.files import file_sha256, private_copy, private_directory

@@ -31,13 +31,13 @@ from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
+from triton_mme.archive_inspection import check_record_archive
 from triton_mme.core.errors import UserError, aws_error_code, first_line
 from triton_mme.core.files import file_sha256, private_copy, private_directory
 from triton_mme.core.locations import build_manifest_key, live_manifest_key, manifest_index_keys
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.manifest_index import index_files
 from triton_mme.core.naming import COMPANION_NAME
-from triton_mme.core.record_check import check_record_archive
 from triton_mme.core.runner_environment import FINGERPRINT_ENV
 from triton_mme.store.errors import DifferentContentError, PublishError
 from triton_mme.store.intents import ADD, REMOVE, Step, intents, no_step
@@ -105,9 +105,9 @@ def _copied(path: Path, private: Path | None, what: str) -> Path:
 
 
 def check_archive_contents(path: Path, record: ArchiveRecord) -> None:
-    """The model check of `add`, `serve-local` and `serving-check` (core.model_check: layout, config policy,
-    the model file inspected) on a build's archive, and a name, model directory and format that match the
-    record (core.record_check, which a build-cache hit passes too)."""
+    """The model check of `add`, `serve-local` and `serving-check` (archive_inspection: layout, config
+    policy, the model file inspected) on a build's archive, and a name, model directory and format that match
+    the record (check_record_archive, which a build-cache hit passes too)."""
     try:
         check_record_archive(path, record)
     except UserError as error:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from aws_cdk import aws_kms as kms
 
-from triton_mme.core.catalog import Catalog
+from triton_mme.catalog import Catalog
 from triton_mme_cdk.catalog_files import CatalogFiles
 from triton_mme_cdk.settings import (
     AlarmThresholds,

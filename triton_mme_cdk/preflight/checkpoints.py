@@ -11,7 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from triton_mme.core.catalog import Catalog
+from triton_mme.catalog import Catalog
 from triton_mme.core.errors import aws_error_code, describe_aws_error, quoted
 from triton_mme_cdk.preflight.checks import CheckResult, reports_aws_errors
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from triton_mme.core.catalog import Catalog
+from triton_mme.catalog import Catalog
 from triton_mme.core.platform import (
     CODEBUILD_GPUS,
     TRITON_REPOSITORY,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from triton_mme.core.catalog import Catalog, Format
+from triton_mme.catalog import Catalog
 from triton_mme.core.errors import quoted
+from triton_mme.core.formats import Format
 from triton_mme.core.platform import (
     CODEBUILD_GPUS,
     GPU_MME_INSTANCE_TYPES,

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from triton_mme.core.catalog import Catalog, DedicatedPlacement, Format, ModelEntry
+from triton_mme.catalog import Catalog, DedicatedPlacement, ModelEntry
 from triton_mme.core.errors import quoted
+from triton_mme.core.formats import Format
 from triton_mme.core.platform import (
     IC_MIN_ACCELERATORS_PER_COPY,
     IC_MIN_MEMORY_MB,

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from triton_mme.core.catalog import Format
 from triton_mme.core.errors import UserError
+from triton_mme.core.formats import Format
 from triton_mme.core.manifest import TensorSpec
 
 if TYPE_CHECKING:

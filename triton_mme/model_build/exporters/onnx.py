@@ -14,7 +14,7 @@ from typing import Any
 import onnx
 import torch
 
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.core.manifest import TensorSpec
 from triton_mme.model_build.exporters import ExportContext, ExportedModel, ExportError, verification_batches
 from triton_mme.model_build.parity import FP32, compare

@@ -15,7 +15,8 @@ from typing import Any
 
 import torch
 
-from triton_mme.core.catalog import Format, ModelEntry
+from triton_mme.catalog import ModelEntry
+from triton_mme.core.formats import Format
 from triton_mme.core.manifest import TensorSpec
 from triton_mme.core.platform import TRITON_IMAGES, triton_release_of
 from triton_mme.model_build.exporters import ExportContext, ExportedModel, ExportError, verification_batches

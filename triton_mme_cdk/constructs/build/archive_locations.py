@@ -8,11 +8,11 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.core.locations import build_manifest_key
 from triton_mme_cdk.constructs.functions.handler_function import handler_function, on_event_provider
-from triton_mme_cdk.constructs.store.model_store import ModelStore
 from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resources
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 
 HANDLER_DIR = Path(__file__).parent / "archive_locations_handler"
 

@@ -11,8 +11,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from triton_mme.catalog.shards import SHARDS_FILE_NAME, shards_json
 from triton_mme.core.platform import build_image, triton_image
-from triton_mme.core.shards import SHARDS_FILE_NAME, shards_json
 from triton_mme_cdk.constructs.build.build_spec import TRITON_TAG_VARIABLE, build_spec, store_variables
 from triton_mme_cdk.constructs.build.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.store.model_store import ModelStore

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from triton_mme.catalog.shards import SHARDS_FILE_NAME
 from triton_mme.core.locations import BUILD_DIR
 from triton_mme.core.platform import CUDA_COMPAT_DIRECTORIES, NVIDIA_PIP_INDEX
 from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
-from triton_mme.core.shards import SHARDS_FILE_NAME
 
 if TYPE_CHECKING:
     from triton_mme_cdk.constructs.store.model_store import ModelStore
@@ -34,7 +34,7 @@ TRITON_TAG_VARIABLE = TRITON_TAG_ENV
 CANDIDATE_VARIABLE = "CANDIDATE_MANIFEST_SHA256"
 CANDIDATE_DIGEST_FILE = "build/candidate.sha256"
 # A fanned-out stage (buildRunners > 1): each shard's index in the batch (its task's own variable), and the
-# shard file synthesis writes beside the catalog (core.shards).
+# shard file synthesis writes beside the catalog (catalog.shards).
 SHARD_VARIABLE = "BUILD_SHARD"
 SHARD_TASK_PREFIX = "shard_"
 

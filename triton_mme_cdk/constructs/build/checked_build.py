@@ -8,7 +8,8 @@ from aws_cdk import Annotations, CfnResource
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from triton_mme.core.catalog import Catalog, Format
+from triton_mme.catalog import Catalog
+from triton_mme.core.formats import Format
 from triton_mme.core.locations import build_manifest_key
 from triton_mme.model_build.build_time import catalog_shards, image_change_note
 from triton_mme_cdk.catalog_files import CatalogFiles
@@ -25,8 +26,8 @@ from triton_mme_cdk.settings import BuildRunnerSettings
 
 
 class CheckedModelBuild(Construct):
-    """The catalog built on a GPU (`runner`, ModelBuildRunner), every archive of the build loaded and called in
-    the endpoint's own image on a GPU before the build's manifest is published (`serving_check`,
+    """The catalog built on a GPU (`runner`, ModelBuildRunner), every archive of the build loaded and called
+    in the endpoint's own image on a GPU before the build's manifest is published (`serving_check`,
     ServingCheckRunner, docs/serving-check.md), and the engine that runs both in order once per `fingerprint`
     (`engine`, ModelBuildEngine, with its `state_machine`). `done` completes once that build passed its check;
     whatever serves the build's archives waits for it, and so does the build's promotion to the live

@@ -14,8 +14,8 @@ from collections import defaultdict
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 
-from triton_mme.core.catalog import Catalog
-from triton_mme.core.checkpoints import CheckpointKind
+from triton_mme.catalog import Catalog
+from triton_mme.catalog.checkpoints import CheckpointKind
 
 
 def _object_arn(bucket: str, key: str) -> str:

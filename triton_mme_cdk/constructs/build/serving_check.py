@@ -14,21 +14,22 @@ from constructs import Construct
 from triton_mme.core.platform import TRITON_REPOSITORY, runs_serving_check, triton_image
 from triton_mme_cdk.constructs.build.build_spec import TRITON_TAG_VARIABLE, store_variables
 from triton_mme_cdk.constructs.build.gpu_runner import GpuRunner, GpuRunnerProps
-from triton_mme_cdk.constructs.store.model_store import ModelStore
 from triton_mme_cdk.constructs.build.serving_check_spec import serving_check_spec
 from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
+from triton_mme_cdk.constructs.store.model_store import ModelStore
 from triton_mme_cdk.runner_files import shipped_files
 from triton_mme_cdk.settings import BuildRunnerSettings
 
 # What the stage runs (`python3 -m triton_mme cuda-check | fetch-candidate | serving-check | publish-report |
-# publish-build`): the entry point, the shared core, the client's payload helpers, the serving check and the
-# store. Not model_build (no PyTorch in the image), not the local Triton.
+# publish-build`): the entry point, the shared core, archive inspection, the client's payload helpers, the
+# serving check and the store. Not model_build (no PyTorch in the image), not the local Triton.
 SOURCE_FILES = (
     "triton_mme/__init__.py",
     "triton_mme/__main__.py",
     "triton_mme/cli.py",
     "triton_mme/arguments.py",
     "triton_mme/core",
+    "triton_mme/archive_inspection",
     "triton_mme/client",
     "triton_mme/serving_check",
     "triton_mme/store",

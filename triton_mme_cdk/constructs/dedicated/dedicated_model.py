@@ -9,7 +9,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from triton_mme.core.catalog import DedicatedPlacement
+from triton_mme.catalog import DedicatedPlacement
 from triton_mme.core.platform import IC_METRIC_DIMENSION, IC_METRICS_NAMESPACE, IC_ROLLING_BATCH_TYPE
 from triton_mme_cdk.constructs.dedicated.component_scaling import ComponentScaling
 from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, UpdatePolicy

@@ -9,7 +9,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from triton_mme.core.catalog import ModelEntry
+from triton_mme.catalog import ModelEntry
 from triton_mme.core.naming import inference_component_name
 from triton_mme.core.platform import IC_ROUTING_STRATEGY
 from triton_mme_cdk.constructs.dedicated.dedicated_model import DedicatedModel

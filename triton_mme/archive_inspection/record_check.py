@@ -1,8 +1,8 @@
 """The model check of a built archive against its manifest record: what `add`, `upload` and a build-cache hit
 all require before an archive is listed.
 
-core.model_check inspects the archive (layout, config policy, the model file); its file name must state its
-model, format and content hash truly (core.archive_policy); and the model directory and format inside must be
+model_check inspects the archive (layout, config policy, the model file); its file name must state its
+model, format and content hash truly (archive_policy); and the model directory and format inside must be
 the ones the record names.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from triton_mme.core.archive_policy import check_identity
+from triton_mme.archive_inspection.archive_policy import check_identity
+from triton_mme.archive_inspection.model_check import check_archive_file
 from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import ArchiveRecord
-from triton_mme.core.model_check import check_archive_file
 from triton_mme.core.naming import model_directory
 
 

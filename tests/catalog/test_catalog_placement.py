@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from triton_mme.core.catalog import CatalogError, DedicatedPlacement, parse_catalog
+from triton_mme.catalog import CatalogError, DedicatedPlacement, parse_catalog
 from triton_mme.core.formats import Format
 from triton_mme.model_build.cache import cache_key
 

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from triton_mme.core.archive import ArchiveError, extract_archive, read_archive
-from triton_mme.core.catalog import Format
-from triton_mme.core.tar_blocks import (
+from triton_mme.archive_inspection.archive import ArchiveError, extract_archive, read_archive
+from triton_mme.archive_inspection.tar_blocks import (
     MAX_TRAILING_ZERO_BYTES,
     TarEntry,
     TarFormatError,
     same_view,
     scan_entries,
 )
+from triton_mme.core.formats import Format
 from triton_mme.model_build.packaging import write_archive
 
 CONFIG = b'name: "m-onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 2\n'

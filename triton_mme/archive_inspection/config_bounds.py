@@ -1,6 +1,6 @@
 """Bounds on every value of an archive's config.pbtxt that the archive policy admits.
 
-The policy (core.archive_policy) says which fields may be set; this module says how large each may be,
+The policy (archive_policy) says which fields may be set; this module says how large each may be,
 so an archive can ask a server for no more than a catalog entry could: instance counts, batch and
 preferred batch sizes, queue delays, tensor and warm-up shapes, warm-up bytes, ONNX Runtime's thread
 counts and enumerated options, enum values the schema does not name. The bounds themselves live in
@@ -39,7 +39,7 @@ from triton_mme.core.triton_config import (
 )
 
 _FLAG = range(2)
-# The values of each ONNX Runtime parameter the build writes (triton_config._onnxruntime_options), as
+# The values of each ONNX Runtime parameter the build writes (model_build.model_config), as
 # integers: an enumerated option takes one of its codes, a flag 0 or 1, a thread count the catalog's range.
 ONNX_PARAMETER_VALUES: dict[str, range] = {
     "cudnn_conv_algo_search": range(len(CUDNN_CONV_ALGO_SEARCH)),

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from hostile_archives import write_bomb, write_layout, write_many_entries
 
-from triton_mme.core import archive as archive_module
-from triton_mme.core.archive import ArchiveError, extract_archive, read_archive
-from triton_mme.core.catalog import Format
+from triton_mme.archive_inspection import archive as archive_module
+from triton_mme.archive_inspection.archive import ArchiveError, extract_archive, read_archive
+from triton_mme.archive_inspection.model_check import MODEL_CHECKS
+from triton_mme.core.formats import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.manifest import Manifest
-from triton_mme.core.model_check import MODEL_CHECKS
 from triton_mme.core.naming import ARCHIVE_NAME
 from triton_mme.model_build.packaging import file_sha256, write_archive
 from triton_mme.model_build.sandbox import MOUNT_VIEW_MADE

@@ -1,5 +1,5 @@
-"""The model check every entry point runs (core.model_check), without torch: TorchScript code read as a
-syntax tree, ONNX domains read from the protobuf, TensorRT plans that are another format."""
+"""The model check every entry point runs (archive_inspection.model_check), without torch: TorchScript code
+read as a syntax tree, ONNX domains read from the protobuf, TensorRT plans that are another format."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from hostile_archives import ELF_HEADER, custom_domain_onnx, torchscript_zip, write_plan_archive
 
-from triton_mme.core.archive import ArchiveError
+from triton_mme.archive_inspection.archive import ArchiveError
+from triton_mme.archive_inspection.model_check import check_archive_file, check_model_file
+from triton_mme.archive_inspection.torchscript_code import scan_torchscript_code
 from triton_mme.core.formats import Format
 from triton_mme.core.manifest import Manifest
-from triton_mme.core.model_check import check_archive_file, check_model_file
-from triton_mme.core.torchscript_code import scan_torchscript_code
 
 MODULE = """class M(Module):
   __parameters__ = []

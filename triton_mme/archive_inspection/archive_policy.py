@@ -7,8 +7,8 @@ warm-up's `input_data_file` reads a file, `backend`, `runtime`, `model_repositor
 `cc_model_filenames`, ...), and the schema grows with every Triton release. So the policy is an
 allowlist, not a list of known dangers: the config.pbtxt is walked field by field
 (`google.protobuf.message.ListFields`) and every set field must be one that
-`triton_config.build_model_config` writes for that format, every parameter key one the build writes,
-with a value of the form the build writes. Anything else is refused in one line naming the field.
+`model_build.model_config.build_model_config` writes for that format, every parameter key one the build
+writes, with a value of the form the build writes. Anything else is refused in one line naming the field.
 
 `--allow-field PATH` (on `add` and `verify`) admits one more field for an archive built elsewhere, except
 the fields that name files or code, which no flag admits (`NEVER_ALLOWED`).
@@ -28,7 +28,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from tritonclient.grpc import model_config_pb2 as pb
 
-from triton_mme.core.config_bounds import ONNX_PARAMETER_VALUES, parameter_problem
+from triton_mme.archive_inspection.config_bounds import ONNX_PARAMETER_VALUES, parameter_problem
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.formats import Format
 from triton_mme.core.naming import ARCHIVE_NAME, CONTENT_HASH_LENGTH, MODEL_NAME
@@ -58,7 +58,7 @@ _COMMON_FIELDS = frozenset(
         "model_warmup.inputs.zero_data",
     }
 )
-# ONNX Runtime's options (triton_config._onnxruntime_options).
+# ONNX Runtime's options (model_build.model_config).
 _ONNX_FIELDS = frozenset(
     {
         "optimization.graph.level",
@@ -88,7 +88,7 @@ NEVER_ALLOWED = frozenset(
         "model_warmup.inputs.input_data_file",
     }
 )
-# Parameter keys the build writes for ONNX Runtime, each an integer in its range (core.config_bounds).
+# Parameter keys the build writes for ONNX Runtime, each an integer in its range (config_bounds).
 ONNX_PARAMETERS = frozenset(ONNX_PARAMETER_VALUES)
 ACCELERATOR_NAME = "tensorrt"
 PRECISIONS = frozenset({"FP16", "FP32"})

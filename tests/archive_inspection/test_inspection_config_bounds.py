@@ -12,10 +12,11 @@ from hostile_archives import write_layout
 from tiny_archives import build_config
 from tritonclient.grpc import model_config_pb2 as mc
 
+from triton_mme.archive_inspection.archive import ArchiveError, read_archive
+from triton_mme.archive_inspection.config_bounds import ONNX_PARAMETER_VALUES, config_problem
+from triton_mme.catalog import CatalogError, parse_catalog
 from triton_mme.core import limits
-from triton_mme.core.archive import ArchiveError, read_archive
-from triton_mme.core.catalog import CatalogError, Format, parse_catalog
-from triton_mme.core.config_bounds import ONNX_PARAMETER_VALUES, config_problem
+from triton_mme.core.formats import Format
 
 Change = Callable[[mc.ModelConfig], object]
 

@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from triton_mme.core.catalog_lock import CatalogLock
-from triton_mme.core.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointLocation
+from triton_mme.catalog.checkpoints import ONNX_SUFFIX, SAFETENSORS_SUFFIX, CheckpointLocation
+from triton_mme.catalog.lock import CatalogLock
 from triton_mme.core.errors import UserError, quoted
 from triton_mme.core.naming import MODEL_NAME
 from triton_mme.core.suggest import did_you_mean

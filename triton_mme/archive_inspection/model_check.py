@@ -1,10 +1,10 @@
 """The one model check every entry point runs: `add`, `upload`, `serve-local` and `serving-check`.
 
-An archive is read and unpacked by core.archive (layout, the archive policy on config.pbtxt, bounds), then
+An archive is read and unpacked by archive.py (layout, the archive policy on config.pbtxt, bounds), then
 its model file is inspected without running it:
 
-- TorchScript: every code record parsed and walked, every pickle's globals read (core.torchscript_code);
-- ONNX: operator domains and tensor locations of every graph (core.onnx_check);
+- TorchScript: every code record parsed and walked, every pickle's globals read (torchscript_code);
+- ONNX: operator domains and tensor locations of every graph (onnx_check);
 - TensorRT: the plan cannot be opened without its GPU, so only its first bytes are read: a file that is
   another known format (an ELF executable or shared library, a script, a Windows or Mach-O executable, a
   zip such as a TorchScript model, a gzip) is refused. TensorRT documents no plan header to test for
@@ -21,12 +21,17 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from triton_mme.core.archive import ArchiveContents, ArchiveError, ExtractedArchive, extract_archive
+from triton_mme.archive_inspection.archive import (
+    ArchiveContents,
+    ArchiveError,
+    ExtractedArchive,
+    extract_archive,
+)
+from triton_mme.archive_inspection.onnx_check import check_onnx_file
+from triton_mme.archive_inspection.torchscript_code import scan_torchscript_code
 from triton_mme.core.errors import quoted
 from triton_mme.core.formats import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
-from triton_mme.core.onnx_check import check_onnx_file
-from triton_mme.core.torchscript_code import scan_torchscript_code
 
 # The first bytes of formats a TensorRT plan is not (Triton's TensorRT backend would hand any of them to
 # the engine deserializer; a shared library would be the payload of an attack, not a model).
@@ -82,7 +87,7 @@ def extract_checked_archive(
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     allow_fields: frozenset[str] = frozenset(),
 ) -> ExtractedArchive:
-    """Read, check and unpack an archive (core.archive), then inspect the unpacked model file: the file
+    """Read, check and unpack an archive (archive.py), then inspect the unpacked model file: the file
     that will be loaded is the file that was inspected."""
     path = Path(path)
     extracted = extract_archive(path, dest, max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields)

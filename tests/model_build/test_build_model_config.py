@@ -7,9 +7,10 @@ from build_support import entry_of, tiny_cnn, tiny_roberta
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as pb
 
-from triton_mme.core.catalog import Format
+from triton_mme.core.formats import Format
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.triton_config import ConfigError, build_model_config, parse_config, render_config
+from triton_mme.core.triton_config import ConfigError, parse_config, render_config
+from triton_mme.model_build.model_config import build_model_config
 
 IMAGE_IN = (TensorSpec(name="input", datatype="FP32", dims=(3, 64, 64)),)
 IMAGE_OUT = (TensorSpec(name="output", datatype="FP32", dims=(1000,)),)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from build_support import catalog_of, tiny_cnn, tiny_roberta
 
-from triton_mme.core.catalog import CatalogError, load_catalog, parse_catalog
+from triton_mme.catalog import CatalogError, load_catalog, parse_catalog
 from triton_mme.model_build.pipeline import build_catalog
 
 

@@ -2,7 +2,7 @@
 
 `triton-mme lock` writes it (it lists the `variants: listed` families and hashes every checkpoint, in S3 too)
 and it is committed beside the catalog; synthesis and the build read it and never write it. For each
-checkpoint entry it records the source it was made from, its sha256 (core.checkpoints), its size and its
+checkpoint entry it records the source it was made from, its sha256 (catalog.checkpoints), its size and its
 parameter count (from the safetensors headers), so synthesis can check memory and time for checkpoints it
 cannot read (S3), and a changed checkpoint changes exactly its own entry's pin.
 """

@@ -31,7 +31,7 @@ import tokenize
 import zipfile
 from pathlib import Path
 
-from triton_mme.core.archive import ArchiveError
+from triton_mme.archive_inspection.archive import ArchiveError
 from triton_mme.core.errors import quoted
 
 # Every operator kind in the TorchScript graphs the exporter produces (torch.jit.trace, then the debug
@@ -249,7 +249,7 @@ class _CodeCheck(ast.NodeVisitor):
         line = getattr(node, "lineno", 0)
         return ArchiveError(
             f"{self.where}: model.pt code {quoted(self.record)} line {line}: {what}; allowed only the "
-            "operators of the catalog's exported models (core/torchscript_code.py)"
+            "operators of the catalog's exported models (archive_inspection/torchscript_code.py)"
         )
 
     def generic_visit(self, node: ast.AST) -> None:

@@ -23,11 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from triton_mme.core.bounded import DocumentError, load_yaml
-from triton_mme.core.catalog_families import FamilyError, expand_family, is_family
-from triton_mme.core.catalog_labels import LabelsError, with_label_files_read
-from triton_mme.core.catalog_lock import CatalogLock, CheckpointPin, LockError, lock_path, read_lock
-from triton_mme.core.checkpoints import (
+from triton_mme.catalog.checkpoints import (
     CHECKPOINT_KIND,
     SHA256_HEX,
     CheckpointError,
@@ -36,6 +32,10 @@ from triton_mme.core.checkpoints import (
     checkpoint_kind,
     location_problem,
 )
+from triton_mme.catalog.families import FamilyError, expand_family, is_family
+from triton_mme.catalog.labels import LabelsError, with_label_files_read
+from triton_mme.catalog.lock import CatalogLock, CheckpointPin, LockError, lock_path, read_lock
+from triton_mme.core.bounded import DocumentError, load_yaml
 from triton_mme.core.errors import UserError, describe_error_details, quoted
 from triton_mme.core.formats import Format, Weights
 from triton_mme.core.limits import (
@@ -172,9 +172,9 @@ class ModelEntry(_Frozen):
     onnxruntime: OnnxRuntimeSettings = OnnxRuntimeSettings()
     # A state dict's model: `torchvision:<name>` (checkpoint sources only, docs/catalog.md).
     architecture: str | None = None
-    # The checkpoint's pinned content (core.checkpoints); may come from the lock file instead.
+    # The checkpoint's pinned content (catalog.checkpoints); may come from the lock file instead.
     sha256: str | None = None
-    # A fine-tune's class names, one per output (core.catalog_labels: a list, or a file read at load).
+    # A fine-tune's class names, one per output (catalog.labels: a list, or a file read at load).
     labels: tuple[Annotated[str, Field(min_length=1)], ...] | str | None = None
     # Where the endpoint serves it: the multi-model endpoint's shared cache (`mme`) or an inference component
     # of its own with scaled copies (`dedicated`, docs/placement.md).

@@ -7,9 +7,9 @@ Public API (used by the build, the store, the local Triton and the benchmarks):
 Running a model (ONNX Runtime, TorchScript) is the build's job: `triton_mme.model_build.verify`.
 
 Both readers read the archive twice from one open file: first with the strict block scanner
-(core.tar_blocks: intact ustar headers of files and directories only, no name twice, nothing after the
+(tar_blocks: intact ustar headers of files and directories only, no name twice, nothing after the
 end), then with tarfile, whose list of entries must be the scanner's exactly. They apply the archive
-policy (core.archive_policy: only the fields, parameters and names the build itself writes), and they
+policy (archive_policy: only the fields, parameters and names the build itself writes), and they
 bound what an archive may unpack to (`max_unpacked_bytes`, default
 limits.DEFAULT_MAX_UNPACKED_BYTES) from the sizes its headers declare, before any byte is written, and
 extract_archive unpacks exactly the members it checked from the same open file: nothing can change
@@ -30,15 +30,15 @@ from typing import BinaryIO
 import numpy as np
 from tritonclient.grpc import model_config_pb2 as pb
 
-from triton_mme.core.archive_policy import PolicyError, check_config
-from triton_mme.core.catalog import Format
-from triton_mme.core.config_bounds import config_problem
+from triton_mme.archive_inspection.archive_policy import PolicyError, check_config
+from triton_mme.archive_inspection.config_bounds import config_problem
+from triton_mme.archive_inspection.tar_blocks import TarEntry, TarFormatError, same_view, scan_entries
 from triton_mme.core.errors import UserError, first_line, quoted
+from triton_mme.core.formats import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_ARCHIVE_MEMBERS, MAX_CONFIG_BYTES
 from triton_mme.core.manifest import TensorSpec
 from triton_mme.core.naming import MODEL_DIRECTORY, MODEL_VERSION, PLATFORMS, format_of_model_file
 from triton_mme.core.samples import NUMPY_DTYPES
-from triton_mme.core.tar_blocks import TarEntry, TarFormatError, same_view, scan_entries
 from triton_mme.core.triton_config import ConfigError, parse_config, tensor_specs
 
 CONFIG_FILE_NAME = "config.pbtxt"
@@ -95,7 +95,7 @@ def _reading(path: Path) -> Iterator[None]:
 
 
 def _checked_entries(path: Path, raw: BinaryIO, max_unpacked_bytes: int) -> list[TarEntry]:
-    """Every entry, read header by header by the strict scanner (core.tar_blocks): the first one past a
+    """Every entry, read header by header by the strict scanner (tar_blocks): the first one past a
     bound stops the reading, so a compressed bomb is refused before its data is inflated."""
     entries: list[TarEntry] = []
     total = 0
@@ -170,7 +170,7 @@ def _layout(path: Path, members: list[tarfile.TarInfo]) -> tuple[str, tarfile.Ta
 
 
 def _bounds(path: Path, config: pb.ModelConfig) -> None:
-    """Shapes, batch sizes, counts and warm-ups a server could actually allocate (core.config_bounds)."""
+    """Shapes, batch sizes, counts and warm-ups a server could actually allocate (config_bounds)."""
     problem = config_problem(config)
     if problem:
         raise ArchiveError(f"{path.name}: {CONFIG_FILE_NAME}: {problem}")

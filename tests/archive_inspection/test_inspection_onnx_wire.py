@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from triton_mme.core import onnx_check
-from triton_mme.core.archive import ArchiveError
-from triton_mme.core.onnx_check import check_onnx_file
+from triton_mme.archive_inspection import onnx_check
+from triton_mme.archive_inspection.archive import ArchiveError
+from triton_mme.archive_inspection.onnx_check import check_onnx_file
 
 
 def _refusal(tmp_path: Path, data: bytes) -> str:

@@ -1,7 +1,7 @@
 """What the files of a Hugging Face checkpoint folder may say: each one parsed as what its name claims, and
 every file it refers to a plain name of the same folder.
 
-The build copies only the folder's listed files (core.checkpoints.HF_FOLDER_FILES and the safetensors
+The build copies only the folder's listed files (catalog.checkpoints.HF_FOLDER_FILES and the safetensors
 weights), hashes them into the pin and loads the copy. A file that names another file would take the load
 outside that copy: `model.safetensors.index.json` maps tensors to shard files (a `../` path there is read by
 `from_pretrained` wherever it points), and a `*_file` entry of tokenizer_config.json is opened by the
@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from triton_mme.catalog.checkpoints import HF_TOKENIZER_FILE, HF_WEIGHT_FILE, CheckpointError
 from triton_mme.core.bounded import DocumentError, read_json
-from triton_mme.core.checkpoints import HF_TOKENIZER_FILE, HF_WEIGHT_FILE, CheckpointError
 from triton_mme.core.errors import quoted
 from triton_mme.core.limits import MAX_HF_CONFIG_BYTES, MAX_HF_INDEX_BYTES, MAX_TOKENIZER_BYTES
 

@@ -5,9 +5,9 @@ needs a custom operator library, and a tensor stored in an external file makes i
 model names. Both are refused, in the main graph, every subgraph (`If`, `Loop`, `Scan` bodies), every
 tensor attribute and every model-local function.
 
-The core cannot use the `onnx` package (the serving check runner does not install it), so this reads only
-the fields it needs from onnx.proto's wire format, skipping every other field by its length without
-copying it: a 500 MB model is walked in its own memory map. The build's sandbox checks the same file
+Archive inspection cannot use the `onnx` package (the serving check runner does not install it), so this
+reads only the fields it needs from onnx.proto's wire format, skipping every other field by its length
+without copying it: a 500 MB model is walked in its own memory map. The build's sandbox checks the same file
 again with `onnx` itself (model_build.inspection).
 
 The walk's time is bounded by the file's size and by a count: every field read consumes at least two bytes,
@@ -22,7 +22,7 @@ import mmap
 from collections.abc import Iterator
 from pathlib import Path
 
-from triton_mme.core.archive import ArchiveError
+from triton_mme.archive_inspection.archive import ArchiveError
 from triton_mme.core.errors import quoted
 
 # ONNX Runtime's own operator sets: the default ONNX domain and its contrib ops (the transformer

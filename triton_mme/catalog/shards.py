@@ -12,7 +12,7 @@ from triton_mme.core.bounded import DocumentError, read_json
 from triton_mme.core.errors import UserError
 
 if TYPE_CHECKING:
-    from triton_mme.core.catalog import Catalog
+    from triton_mme.catalog.schema import Catalog
 
 SHARDS_FILE_NAME = "shards.json"
 MAX_SHARDS_BYTES = 8 * 1024 * 1024
