@@ -15,7 +15,7 @@ import yaml
 from benchmarks.context import REPO_ROOT, RunContext
 from benchmarks.process_tree import TreeRun, run_measured
 from benchmarks.results import Section
-from triton_mme.core.platform import CODEBUILD_GPUS
+from triton_mme.core.platform import PLATFORM
 
 NAME = "build"
 TITLE = "6. Build: full build vs unchanged rebuild; peak memory per archive vs the build runner's"
@@ -100,7 +100,7 @@ def run(ctx: RunContext, section: Section) -> None:
     section.add(
         "peak", "Full build, peak resident memory (whole process tree)", full.peak_bytes / 2**30, "GiB"
     )
-    runner = CODEBUILD_GPUS[RUNNER]
+    runner = PLATFORM.codebuild_gpus[RUNNER]
     section.add("runner", f"Build runner {RUNNER} ({runner.gpu}): memory", runner.memory_gib, "GiB")
     section.ratio("peak_share", f"Peak / {RUNNER} runner memory", "peak", "runner")
     section.target(f"Full build's peak vs the {RUNNER} runner's memory", "peak_share", "<=", 0.5)

@@ -20,7 +20,7 @@ from benchmarks.context import RunContext
 from benchmarks.placement_local import run_local
 from benchmarks.results import Section
 from triton_mme.core.manifest import Manifest
-from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.wording import plural
 from triton_mme.planner.assumptions import RESNET50_FP32_WEIGHT_BYTES
 from triton_mme.planner.options import PlanOptions
@@ -87,7 +87,12 @@ def placement_of(
     if max_instances is not None:
         options = options.model_copy(update={"max_instances": max_instances})
     plan = plan_from_files(
-        traffic, str(path), options, PriceBook(REGION), triton_tag=DEFAULT_TRITON_TAG, warn=lambda _: None
+        traffic,
+        str(path),
+        options,
+        PriceBook(REGION),
+        triton_tag=PLATFORM.images.default_tag.value,
+        warn=lambda _: None,
     )
     return placement_for(plan)
 

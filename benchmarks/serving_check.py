@@ -19,7 +19,7 @@ import yaml
 from benchmarks.build import QUICK_CATALOG, build_command, timed_build
 from benchmarks.context import REPO_ROOT, RunContext
 from benchmarks.results import Section
-from triton_mme.core.platform import SAGEMAKER_SERVE_COMMAND
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.serving_report import SERVING_REPORT_FILE_NAME, ServingReport
 
 NAME = "serving_check"
@@ -107,7 +107,10 @@ def run(ctx: RunContext, section: Section) -> None:
 def gpu_unavailable() -> str | None:
     if shutil.which("nvidia-smi") is None:
         return "not run: no GPU"
-    if shutil.which(SAGEMAKER_SERVE_COMMAND) is None or shutil.which("tritonserver") is None:
+    if (
+        shutil.which(PLATFORM.limits.sagemaker_container.serve_command) is None
+        or shutil.which("tritonserver") is None
+    ):
         return "not run: no sagemaker-tritonserver here (it runs inside that image, as the GPU stage does)"
     return None
 

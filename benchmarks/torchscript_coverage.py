@@ -127,7 +127,7 @@ def check_model(model: str, image_size: int) -> dict[str, Any]:
     from triton_mme.archive_inspection.model_check import check_model_file
     from triton_mme.core.errors import UserError
     from triton_mme.core.formats import Format
-    from triton_mme.core.platform import DEFAULT_TRITON_TAG
+    from triton_mme.core.platform import PLATFORM
     from triton_mme.model_build.exporters import ExportContext
     from triton_mme.model_build.exporters.torchscript import TorchScriptExporter
     from triton_mme.model_build.inspection import TORCHSCRIPT_OPERATORS, torchscript_operators
@@ -141,7 +141,7 @@ def check_model(model: str, image_size: int) -> dict[str, Any]:
         result["parameters"] = sum(p.numel() for p in loaded.module.parameters())
         failures = []
         try:
-            TorchScriptExporter().export(loaded, ExportContext(workdir, DEFAULT_TRITON_TAG))
+            TorchScriptExporter().export(loaded, ExportContext(workdir, PLATFORM.images.default_tag.value))
         except UserError as error:
             failures.append(f"export: {first_line(error)}")
         del loaded

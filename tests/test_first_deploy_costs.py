@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from triton_mme.core.platform import HOURS_PER_MONTH, hourly_price
+from triton_mme.core.platform import (
+    PLATFORM,
+    hourly_price,
+)
 from triton_mme_cdk.settings import Settings
 
 PAGE = (Path(__file__).resolve().parents[1] / "docs" / "first-deploy.md").read_text(encoding="utf-8")
@@ -21,8 +24,12 @@ def test_the_monthly_cost_of_the_defaults_comes_from_the_platform_table() -> Non
     assert price is not None
     assert f"{settings.endpoint.instance_type} at ${price:g}/hour" in PAGE
     assert settings.scaling.min_instance_count == settings.scaling.initial_instance_count == 2
-    assert dollars(settings.scaling.min_instance_count * price * HOURS_PER_MONTH) in PAGE  # $2,055.68
-    assert dollars(settings.scaling.max_instance_count * price * HOURS_PER_MONTH) in PAGE  # $5,139.20
+    assert (
+        dollars(settings.scaling.min_instance_count * price * PLATFORM.prices.hours_per_month.value) in PAGE
+    )  # $2,055.68
+    assert (
+        dollars(settings.scaling.max_instance_count * price * PLATFORM.prices.hours_per_month.value) in PAGE
+    )  # $5,139.20
 
 
 def test_the_second_fleet_of_an_update_is_priced_for_its_longest_duration() -> None:

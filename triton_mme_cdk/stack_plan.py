@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from triton_mme.catalog import load_catalog
-from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.context import project_context, setting_origins, settings_from
 from triton_mme_cdk.settings import Settings, SettingsError
 from triton_mme_cdk.settings.build_target import check_build_target
@@ -43,7 +43,7 @@ def accepted_instance_types(
     with synthesis's own one-line reason."""
     catalog = load_catalog(catalog_path)
     accepted, refused = [], []
-    for name in GPU_MME_INSTANCE_TYPES:
+    for name in PLATFORM.gpu_instance_types:
         try:
             candidate = settings.with_values(instanceType=name)
             check_build_target(candidate, catalog)

@@ -20,7 +20,7 @@ from triton_mme.acceptance.verdicts import (
     check_components_run,
     check_no_capacity_error,
 )
-from triton_mme.core.platform import IC_NO_CAPACITY_ERROR
+from triton_mme.core.platform import PLATFORM
 
 
 def expect_components(stub: Stubber, states: dict[str, str]) -> None:
@@ -82,8 +82,8 @@ def test_a_component_at_zero_copies_answers_the_recorded_no_capacity_error() -> 
     expect_component(stub, "team-ic-resnet50", copies=0)
     runtime_stub.add_client_error(
         "invoke_endpoint",
-        service_error_code=IC_NO_CAPACITY_ERROR.code,
-        service_message=IC_NO_CAPACITY_ERROR.message,
+        service_error_code=PLATFORM.components.no_capacity_error.code,
+        service_message=PLATFORM.components.no_capacity_error.message,
         http_status_code=400,
     )
     check = check_no_capacity_error(sagemaker, runtime, DEPLOYED_COMPONENTS)

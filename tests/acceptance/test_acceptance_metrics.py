@@ -26,7 +26,7 @@ from triton_mme.acceptance.metrics import (
     check_metrics_arrive,
     check_scaling,
 )
-from triton_mme.core.platform import INSTANCE_METRICS_NAMESPACE, INVOCATION_METRICS_NAMESPACE
+from triton_mme.core.platform import PLATFORM
 
 QUERY = {"MetricDataQueries": ANY, "StartTime": ANY, "EndTime": ANY}
 
@@ -36,10 +36,12 @@ def test_the_required_metrics_are_the_six_the_dashboard_alarms_and_scaling_read(
     assert (
         REQUIRED_METRICS["GPUUtilization"]
         == REQUIRED_METRICS["LoadedModelCount"]
-        == INSTANCE_METRICS_NAMESPACE
+        == PLATFORM.limits.metrics.instance_namespace
     )
     assert (
-        REQUIRED_METRICS["ModelCacheHit"] == REQUIRED_METRICS["Invocations"] == INVOCATION_METRICS_NAMESPACE
+        REQUIRED_METRICS["ModelCacheHit"]
+        == REQUIRED_METRICS["Invocations"]
+        == PLATFORM.limits.metrics.invocation_namespace
     )
 
 
@@ -84,13 +86,17 @@ def test_a_metric_that_never_arrives_fails_after_the_bounded_wait_naming_what_ex
         {
             "Metrics": [
                 {
-                    "Namespace": INVOCATION_METRICS_NAMESPACE,
+                    "Namespace": PLATFORM.limits.metrics.invocation_namespace,
                     "MetricName": "ModelCacheHit",
                     "Dimensions": [{"Name": "EndpointName", "Value": "TritonMultiModelEndpoint"}],
                 }
             ]
         },
-        {"Namespace": INVOCATION_METRICS_NAMESPACE, "MetricName": "ModelCacheHit", "Dimensions": ANY},
+        {
+            "Namespace": PLATFORM.limits.metrics.invocation_namespace,
+            "MetricName": "ModelCacheHit",
+            "Dimensions": ANY,
+        },
     )
     clock = FakeClock()
     checks = {

@@ -13,7 +13,7 @@ from store_support import BUCKET
 from triton_mme.acceptance.serving import RETRY_INTERVAL_S, check_serving, tolerance_for
 from triton_mme.client.manifest_source import ManifestSource
 from triton_mme.core.locations import live_manifest_key
-from triton_mme.core.platform import MODEL_LOADING_LIMIT_S
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.tolerances import FP16, GPU_FP32
 
 
@@ -62,14 +62,14 @@ def test_model_not_ready_is_retried_while_the_model_loads(s3: Any) -> None:
 
 def test_model_not_ready_past_the_documented_loading_window_fails(s3: Any) -> None:
     runtime, stubber = stubbed("sagemaker-runtime")
-    attempts = int(MODEL_LOADING_LIMIT_S / RETRY_INTERVAL_S) + 1
+    attempts = int(PLATFORM.limits.model_loading_limit_seconds.value / RETRY_INTERVAL_S) + 1
     expect_invocations(stubber, "tiny-onnx-0123456789abcdef.tar.gz", not_ready=attempts)
     clock = FakeClock()
     check = run(s3, runtime, clock)
     assert not check.passed
     assert check.seen.startswith("still ModelNotReadyException after 360 s")
-    assert sum(clock.sleeps) <= MODEL_LOADING_LIMIT_S
-    assert f"up to {MODEL_LOADING_LIMIT_S} s" in (check.fix or "")
+    assert sum(clock.sleeps) <= PLATFORM.limits.model_loading_limit_seconds.value
+    assert f"up to {PLATFORM.limits.model_loading_limit_seconds.value} s" in (check.fix or "")
 
 
 def test_a_load_error_fails_with_sagemakers_line(s3: Any) -> None:

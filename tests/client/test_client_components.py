@@ -172,15 +172,15 @@ def test_a_failure_of_a_component_that_scales_to_zero_says_what_it_may_be(
 def test_the_documented_no_capacity_answer_is_named_as_such(
     runtime: tuple[Any, Stubber], manifest_path: Path, image_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from triton_mme.core.platform import IC_NO_CAPACITY_ERROR
+    from triton_mme.core.platform import PLATFORM
 
     client, stubber = runtime
     _place_resnet(manifest_path, min_copies=0)
     stubber.add_client_error(
         "invoke_endpoint",
-        service_error_code=IC_NO_CAPACITY_ERROR.code,
-        service_message=IC_NO_CAPACITY_ERROR.message,
-        http_status_code=IC_NO_CAPACITY_ERROR.http_status,
+        service_error_code=PLATFORM.components.no_capacity_error.code,
+        service_message=PLATFORM.components.no_capacity_error.message,
+        http_status_code=PLATFORM.components.no_capacity_error.http_status,
     )
     argv = ["--component-endpoint", COMPONENTS, "--manifest", str(manifest_path), "--model", "resnet50",
             "--image", str(image_path)]  # fmt: skip

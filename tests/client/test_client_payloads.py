@@ -12,7 +12,6 @@ import pytest
 from client_support import BINARY_PREFIX, triton_binary_reply
 
 from triton_mme.client.payloads import (
-    SAGEMAKER_MAX_REQUEST_BYTES,
     PayloadError,
     check_request_size,
     decode_response,
@@ -20,6 +19,7 @@ from triton_mme.client.payloads import (
     encode_json_request,
     header_length,
 )
+from triton_mme.core.platform import PLATFORM
 
 
 def _images(batch: int) -> np.ndarray:
@@ -127,7 +127,7 @@ def test_unreadable_replies_are_one_line_errors(content_type: str, body: bytes, 
 def test_the_limit_is_the_one_botocore_enforces_for_invoke_endpoint() -> None:
     model = Path(botocore.__file__).parent / "data/sagemaker-runtime/2017-05-13/service-2.json.gz"
     shapes = json.loads(gzip.decompress(model.read_bytes()))["shapes"]
-    assert shapes["BodyBlob"]["max"] == SAGEMAKER_MAX_REQUEST_BYTES
+    assert shapes["BodyBlob"]["max"] == PLATFORM.limits.sagemaker_max_payload_bytes.value
 
 
 def test_eight_images_fit_in_binary_but_not_in_json() -> None:
@@ -137,7 +137,7 @@ def test_eight_images_fit_in_binary_but_not_in_json() -> None:
 
     check_request_size(binary)
     assert 4_800_000 < len(binary.body) < 4_900_000
-    assert len(as_json.body) > 3 * SAGEMAKER_MAX_REQUEST_BYTES
+    assert len(as_json.body) > 3 * PLATFORM.limits.sagemaker_max_payload_bytes.value
     with pytest.raises(PayloadError) as caught:
         check_request_size(as_json)
     message = str(caught.value)

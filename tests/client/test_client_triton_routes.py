@@ -18,7 +18,7 @@ from triton_mme.client.triton_routes import (
     Reply,
     SageMakerRoutes,
 )
-from triton_mme.core.platform import INVOKE_ENDPOINT_TIMEOUT_SECONDS, MODEL_LOADING_LIMIT_S
+from triton_mme.core.platform import PLATFORM
 
 
 class _Recorder(LoopbackHandler):
@@ -43,8 +43,8 @@ def listener() -> Iterator[int]:
 def test_a_load_waits_longer_than_sagemaker_keeps_loading_and_an_invocation_longer_than_invoke_endpoint() -> (
     None
 ):
-    assert LOAD_TIMEOUT_S > MODEL_LOADING_LIMIT_S
-    assert INVOKE_TIMEOUT_S > INVOKE_ENDPOINT_TIMEOUT_SECONDS
+    assert PLATFORM.limits.model_loading_limit_seconds.value < LOAD_TIMEOUT_S
+    assert PLATFORM.limits.invoke_endpoint_timeout_seconds.value < INVOKE_TIMEOUT_S
 
 
 def test_the_routes_send_what_triton_s_sagemaker_listener_reads(listener: int, tmp_path: Path) -> None:

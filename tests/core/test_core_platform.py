@@ -11,15 +11,7 @@ import yaml
 
 from triton_mme.core import platform
 from triton_mme.core.platform import (
-    BUILD_IMAGES,
-    CODEBUILD_GPU_REGIONS,
-    CODEBUILD_GPU_REGIONS_UNCONFIRMED,
-    CODEBUILD_GPUS,
-    DEFAULT_TRITON_TAG,
-    DLC_REGIONS,
-    GPU_MME_INSTANCE_TYPES,
-    INFERENCE_AMIS,
-    TRITON_IMAGES,
+    PLATFORM,
     Quota,
     deployable_regions,
     endpoint_quota,
@@ -69,15 +61,15 @@ def test_registry_accounts_match_the_sdk_table() -> None:
 
 
 def test_every_image_is_published_in_deep_learning_containers_registries() -> None:
-    for image in TRITON_IMAGES.values():
-        assert image.regions <= DLC_REGIONS, image.tag
+    for image in PLATFORM.triton_images.values():
+        assert image.regions <= PLATFORM.dlc_regions, image.tag
 
 
-@pytest.mark.parametrize("image", TRITON_IMAGES.values(), ids=lambda image: image.tag)
+@pytest.mark.parametrize("image", PLATFORM.triton_images.values(), ids=lambda image: image.tag)
 def test_image_facts_are_consistent(image: platform.TritonImage) -> None:
     assert image.release == image.tag.removesuffix("-py3")
-    assert image.cuda_major in BUILD_IMAGES, "the build runner needs an image for this CUDA"
-    assert f"-cu{image.cuda_major}" in BUILD_IMAGES[image.cuda_major].tag
+    assert image.cuda_major in PLATFORM.build_images, "the build runner needs an image for this CUDA"
+    assert f"-cu{image.cuda_major}" in PLATFORM.build_images[image.cuda_major].tag
     if image.tensorrt_requirement:
         assert image.tensorrt_requirement.startswith(f"tensorrt-cu{image.cuda_major}==")
         assert image.tensorrt_requirement.split("==")[1].startswith(image.tensorrt or "?")
@@ -90,7 +82,7 @@ def test_image_facts_are_consistent(image: platform.TritonImage) -> None:
 
 
 def test_releases_from_25_xx_dropped_pascal_and_volta() -> None:
-    assert {tag for tag, image in TRITON_IMAGES.items() if image.min_compute_capability == 7.5} == {
+    assert {tag for tag, image in PLATFORM.triton_images.items() if image.min_compute_capability == 7.5} == {
         "25.04-py3",
         "25.09-py3",
         "25.12-py3",
@@ -101,7 +93,7 @@ def test_releases_from_25_xx_dropped_pascal_and_volta() -> None:
 
 
 def test_instance_table_matches_the_sagemaker_gpu_mme_table() -> None:
-    assert len(GPU_MME_INSTANCE_TYPES) == 12
+    assert len(PLATFORM.gpu_instance_types) == 12
     expected = {"ml.g5.2xlarge": ("A10G", 8.6, 24, 8, 32), "ml.g4dn.16xlarge": ("T4", 7.5, 16, 64, 256)}
     for name, figures in expected.items():
         it = gpu_instance(name)
@@ -112,16 +104,18 @@ def test_instance_table_matches_the_sagemaker_gpu_mme_table() -> None:
     )
     assert gpu_instance("ml.g5.xlarge").instance_storage_gb == 250
     assert gpu_instance("ml.g4dn.xlarge").instance_storage_gb == 125
-    for instance in GPU_MME_INSTANCE_TYPES.values():
+    for instance in PLATFORM.gpu_instance_types.values():
         assert (instance.default_driver, instance.default_cuda) == (470, "11.4")
-        assert set(instance.inference_amis) <= set(INFERENCE_AMIS)
+        assert set(instance.inference_amis) <= set(PLATFORM.inference_amis)
     assert gpu_instance("ml.p2.xlarge").inference_amis == ()
     with pytest.raises(KeyError, match=r"unknown GPU multi-model instance type 'ml\.g6\.xlarge'"):
         gpu_instance("ml.g6.xlarge")
 
 
 def test_inference_amis_match_the_api_reference() -> None:
-    assert {name: (ami.driver, ami.cuda, ami.mounts_cuda_compat) for name, ami in INFERENCE_AMIS.items()} == {
+    assert {
+        name: (ami.driver, ami.cuda, ami.mounts_cuda_compat) for name, ami in PLATFORM.inference_amis.items()
+    } == {
         "al2023-ami-sagemaker-inference-gpu-4-1": (580, "13.0", False),
         "al2-ami-sagemaker-inference-gpu-3-1": (550, "12.4", False),
         "al2-ami-sagemaker-inference-gpu-2-1": (535, "12.2", False),
@@ -130,20 +124,25 @@ def test_inference_amis_match_the_api_reference() -> None:
 
 
 def test_the_default_tag_runs_natively_on_the_default_instance_type() -> None:
-    assert [ami.name for ami in serving_amis(DEFAULT_TRITON_TAG, "ml.g5.xlarge")] == [
+    assert [ami.name for ami in serving_amis(PLATFORM.images.default_tag.value, "ml.g5.xlarge")] == [
         "al2023-ami-sagemaker-inference-gpu-4-1"
     ]
     # The default platform driver (470, CUDA 11.4) runs none of the tags: every variant needs an AMI.
-    assert all(image.min_driver is None or image.min_driver > 470 for image in TRITON_IMAGES.values())
+    assert all(
+        image.min_driver is None or image.min_driver > 470 for image in PLATFORM.triton_images.values()
+    )
 
 
 def test_codebuild_gpus_and_regions() -> None:
-    assert (CODEBUILD_GPUS["SMALL"].gpu, CODEBUILD_GPUS["SMALL"].compute_capability) == ("A10G", 8.6)
-    assert (CODEBUILD_GPUS["LARGE"].gpu, CODEBUILD_GPUS["LARGE"].gpu_count) == ("V100", 4)
+    assert (PLATFORM.codebuild_gpus["SMALL"].gpu, PLATFORM.codebuild_gpus["SMALL"].compute_capability) == (
+        "A10G",
+        8.6,
+    )
+    assert (PLATFORM.codebuild_gpus["LARGE"].gpu, PLATFORM.codebuild_gpus["LARGE"].gpu_count) == ("V100", 4)
     # Service Quotas spells the GPU rows without the slash of the others ("Linux/Small").
     assert (
-        CODEBUILD_GPUS["SMALL"].concurrency_quota.code,
-        CODEBUILD_GPUS["SMALL"].concurrency_quota.name,
+        PLATFORM.codebuild_gpus["SMALL"].concurrency_quota.code,
+        PLATFORM.codebuild_gpus["SMALL"].concurrency_quota.name,
     ) == (
         "L-F1FE1B52",
         "Concurrently running builds for Linux GPU Small environment",
@@ -158,9 +157,11 @@ def test_codebuild_gpus_and_regions() -> None:
         "ap-northeast-1",
         "ap-southeast-2",
     }
-    assert seven == CODEBUILD_GPU_REGIONS
-    assert CODEBUILD_GPU_REGIONS.isdisjoint(CODEBUILD_GPU_REGIONS_UNCONFIRMED)
-    assert deployable_regions("25.04-py3") == sorted(CODEBUILD_GPU_REGIONS)
+    assert seven == PLATFORM.regions.codebuild_gpu_regions.value
+    assert PLATFORM.regions.codebuild_gpu_regions.value.isdisjoint(
+        PLATFORM.regions.codebuild_gpu_regions_unconfirmed.value
+    )
+    assert deployable_regions("25.04-py3") == sorted(PLATFORM.regions.codebuild_gpu_regions.value)
     assert "cn-north-1" in deployable_regions("25.04-py3", unconfirmed_build_regions=True)
     assert "cn-north-1" not in deployable_regions("25.09-py3", unconfirmed_build_regions=True)
 
@@ -168,23 +169,28 @@ def test_codebuild_gpus_and_regions() -> None:
 def test_build_images_are_the_patched_al2023_ones_where_one_exists_for_the_cuda_major() -> None:
     # aws/deep-learning-containers docs/src/data: every AL2023 PyTorch GPU image is CUDA 13; CUDA 12 has only
     # the Ubuntu pytorch-training images, past their end of patch.
-    assert (BUILD_IMAGES[13].repository, BUILD_IMAGES[13].os) == ("pytorch", "amzn2023")
-    assert BUILD_IMAGES[13].tag == "2.12.1-cu130-amzn2023"
-    assert (BUILD_IMAGES[12].repository, BUILD_IMAGES[12].end_of_patch) == ("pytorch-training", "2026-08-06")
-    for image in BUILD_IMAGES.values():
+    assert (PLATFORM.build_images[13].repository, PLATFORM.build_images[13].os) == ("pytorch", "amzn2023")
+    assert PLATFORM.build_images[13].tag == "2.12.1-cu130-amzn2023"
+    assert (PLATFORM.build_images[12].repository, PLATFORM.build_images[12].end_of_patch) == (
+        "pytorch-training",
+        "2026-08-06",
+    )
+    for image in PLATFORM.build_images.values():
         assert f"cu{image.cuda.replace('.', '')[:3]}" in image.tag
-        assert image.min_compute_capability > CODEBUILD_GPUS["LARGE"].compute_capability
+        assert image.min_compute_capability > PLATFORM.codebuild_gpus["LARGE"].compute_capability
 
 
 def test_quota_names_and_prices() -> None:
     assert endpoint_quota("ml.g5.xlarge") == Quota(
         "sagemaker", "L-1928E07B", "ml.g5.xlarge for endpoint usage"
     )
-    assert all(endpoint_quota(name).code for name in GPU_MME_INSTANCE_TYPES), "every type by its code"
+    assert all(endpoint_quota(name).code for name in PLATFORM.gpu_instance_types), "every type by its code"
     assert hourly_price("ml.g5.xlarge", "us-east-1") == 1.408
     assert hourly_price("ml.g5.xlarge", "us-east-1", {("ml.g5.xlarge", "us-east-1"): 1.2}) == 1.2
     assert hourly_price("ml.g5.xlarge", "eu-west-1") is None
-    assert not any(price.confirmed for price in platform.HOURLY_PRICES.values()), "the figures are inferred"
+    assert not any(price.confirmed for price in platform.PLATFORM.hourly_prices.values()), (
+        "the figures are inferred"
+    )
 
 
 # ----- the data files behind the table ----------------------------------------------------------------------
@@ -264,40 +270,70 @@ def test_a_malformed_file_is_refused_in_one_line_naming_file_entry_and_field() -
 
 def test_limits_read_from_the_data_keep_their_values() -> None:
     # Figures no other test pins, each stated in its source.
-    assert platform.INVOKE_ENDPOINT_TIMEOUT_SECONDS == 60 and platform.MODEL_LOADING_LIMIT_S == 360
-    assert platform.SAGEMAKER_MAX_REQUEST_BYTES == platform.SAGEMAKER_MAX_RESPONSE_BYTES == 6 * 1024 * 1024
-    assert platform.CUSTOM_RESOURCE_TIMEOUT_MINUTES == 60
-    assert (platform.CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES, platform.CODEBUILD_QUEUED_TIMEOUT_RANGE) == (
+    assert (
+        platform.PLATFORM.limits.invoke_endpoint_timeout_seconds.value == 60
+        and platform.PLATFORM.limits.model_loading_limit_seconds.value == 360
+    )
+    assert (
+        platform.PLATFORM.limits.sagemaker_max_payload_bytes.value
+        == platform.PLATFORM.limits.sagemaker_max_payload_bytes.value
+        == 6 * 1024 * 1024
+    )
+    assert platform.PLATFORM.limits.custom_resource_timeout_minutes.value == 60
+    assert (
+        platform.PLATFORM.codebuild.min_build_timeout_minutes.value,
+        platform.PLATFORM.codebuild.queued_timeout_minutes_range.value,
+    ) == (
         5,
         (5, 480),
     )
-    assert platform.GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE == (600, 28800)
-    assert (platform.CANARY_PERCENT_RANGE, platform.LINEAR_STEP_PERCENT_RANGE) == ((1, 50), (10, 50))
-    assert platform.ROLLING_BATCH_PERCENT_RANGE == (5, 50) and platform.MAX_ROLLBACK_ALARMS == 10
-    assert platform.SAGEMAKER_MULTI_MODEL_ENVIRONMENT == {
+    assert platform.PLATFORM.limits.guardrails.max_execution_seconds_range == (600, 28800)
+    assert (
+        platform.PLATFORM.limits.guardrails.canary_percent_range,
+        platform.PLATFORM.limits.guardrails.linear_step_percent_range,
+    ) == ((1, 50), (10, 50))
+    assert (
+        platform.PLATFORM.limits.guardrails.rolling_batch_percent_range == (5, 50)
+        and platform.PLATFORM.limits.guardrails.max_rollback_alarms == 10
+    )
+    assert platform.PLATFORM.multi_model_environment == {
         "SAGEMAKER_MULTI_MODEL": "true",
         "SAGEMAKER_BIND_TO_PORT": "8080",
     }
-    assert (platform.SAGEMAKER_SERVE_COMMAND, platform.SAGEMAKER_PORT) == ("serve", 8080)
-    assert platform.VARIANT_METRIC_DIMENSIONS == ("EndpointName", "VariantName")
-    assert (platform.S3_IF_NONE_MATCH_KEY, platform.S3_IF_MATCH_KEY) == ("s3:if-none-match", "s3:if-match")
-    assert platform.HOURS_PER_MONTH == 730
+    assert (
+        platform.PLATFORM.limits.sagemaker_container.serve_command,
+        platform.PLATFORM.limits.sagemaker_container.port,
+    ) == ("serve", 8080)
+    assert platform.PLATFORM.limits.metrics.variant_dimensions == ("EndpointName", "VariantName")
+    assert (
+        platform.PLATFORM.limits.s3_condition_keys.if_none_match,
+        platform.PLATFORM.limits.s3_condition_keys.if_match,
+    ) == ("s3:if-none-match", "s3:if-match")
+    assert platform.PLATFORM.prices.hours_per_month.value == 730
 
 
 # ----- inference components ---------------------------------------------------------------------------------
 def test_inference_components_run_on_the_confirmed_families_only() -> None:
-    from triton_mme.core.platform import IC_INSTANCE_FAMILIES, ic_instance_problem
+    from triton_mme.core.platform import (
+        PLATFORM,
+        ic_instance_problem,
+    )
 
     assert ic_instance_problem("ml.g5.2xlarge") is None and ic_instance_problem("ml.g4dn.xlarge") is None
     refusal = ic_instance_problem("ml.p3.2xlarge")
     assert refusal is not None and "unconfirmed" in refusal and "ml.g5.*" in refusal
-    assert {name.rsplit(".", 1)[0] for name in GPU_MME_INSTANCE_TYPES} >= set(IC_INSTANCE_FAMILIES)
+    assert {name.rsplit(".", 1)[0] for name in PLATFORM.gpu_instance_types} >= set(
+        PLATFORM.components.instance_families.supported
+    )
 
 
 def test_the_no_capacity_answer_is_recorded_for_the_client() -> None:
-    from triton_mme.core.platform import IC_NO_CAPACITY_ERROR, IC_SCALE_TO_ZERO
+    from triton_mme.core.platform import PLATFORM
 
-    assert IC_NO_CAPACITY_ERROR.code == "ValidationError" and IC_NO_CAPACITY_ERROR.http_status == 400
-    assert IC_NO_CAPACITY_ERROR.message.startswith("Inference Component has no capacity")
-    assert IC_SCALE_TO_ZERO.endpoint_min_instance_count == 0
-    assert IC_SCALE_TO_ZERO.wake_metric == "NoCapacityInvocationFailures"
+    assert (
+        PLATFORM.components.no_capacity_error.code == "ValidationError"
+        and PLATFORM.components.no_capacity_error.http_status == 400
+    )
+    assert PLATFORM.components.no_capacity_error.message.startswith("Inference Component has no capacity")
+    assert PLATFORM.components.scale_to_zero.endpoint_min_instance_count == 0
+    assert PLATFORM.components.scale_to_zero.wake_metric == "NoCapacityInvocationFailures"

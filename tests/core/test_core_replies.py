@@ -6,7 +6,7 @@ import pytest
 
 from triton_mme.catalog import CatalogError, load_catalog
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.platform import SAGEMAKER_MAX_RESPONSE_BYTES
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.replies import (
     reply_bytes_per_sample,
     reply_overhead,
@@ -31,7 +31,11 @@ def test_a_dynamic_output_dimension_is_bounded_by_the_text_inputs_length() -> No
     per_row = reply_bytes_per_sample(ROBERTA_OUTPUTS, sequence_bound(TEXT_INPUTS))
     assert per_row == (512 * 1024 + 1024) * 4
     assert rows_that_fit(per_row, 2) == 2
-    assert per_row * 3 + reply_overhead(2) > SAGEMAKER_MAX_RESPONSE_BYTES >= per_row * 2 + reply_overhead(2)
+    assert (
+        per_row * 3 + reply_overhead(2)
+        > PLATFORM.limits.sagemaker_max_payload_bytes.value
+        >= per_row * 2 + reply_overhead(2)
+    )
 
 
 def test_image_inputs_and_mixed_lengths_give_no_sequence_bound() -> None:

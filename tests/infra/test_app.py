@@ -37,7 +37,7 @@ from syrupy.types import PropertyPath
 
 from benchmarks import checkov_scan
 from benchmarks.deploy_order import dependencies, longest_waits, upstream
-from triton_mme.core.platform import CDK_MIN_BOOTSTRAP_VERSION, IC_REGIONS
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.settings import BUILD_DEADLINE_MARGIN_MINUTES
 
 SynthWith = Callable[..., Synthesized]
@@ -623,7 +623,7 @@ def test_the_synth_warns_of_nothing(synth_with: SynthWith, variant: str) -> None
 def test_templates_require_the_bootstrap_version_preflight_checks_for(default_synth: Synthesized) -> None:
     rule = default_synth.template.to_json()["Rules"]["CheckBootstrapVersion"]
     refused = rule["Assertions"][0]["Assert"]["Fn::Not"][0]["Fn::Contains"][0]
-    assert refused == [str(version) for version in range(1, CDK_MIN_BOOTSTRAP_VERSION)]
+    assert refused == [str(version) for version in range(1, PLATFORM.limits.cdk_min_bootstrap_version.value)]
 
 
 def test_every_function_of_the_stack_may_write_only_its_own_log_group(default_synth: Synthesized) -> None:
@@ -906,7 +906,7 @@ def test_cfn_lint_is_clean_on_every_template(synth_with: SynthWith, variant: str
     assert templates, "the assembly holds no template"
     regions = [synth.stack.region] if variant == "pinned-region" else LINT_REGIONS
     if variant == "hybrid-placement":  # inference components exist in fewer regions (platform data)
-        regions = [region for region in regions if region in IC_REGIONS]
+        regions = [region for region in regions if region in PLATFORM.components.regions.value]
     for template in templates:
         decoded, errors = decode_str(template.read_text(encoding="utf-8"))
         assert errors == [] and decoded is not None, errors

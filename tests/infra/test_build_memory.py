@@ -9,7 +9,7 @@ from boundaries import loaded_after
 from synth_support import REPO_ROOT
 
 from triton_mme.catalog import CatalogError, load_catalog, parse_catalog
-from triton_mme.core.platform import CODEBUILD_GPUS
+from triton_mme.core.platform import PLATFORM
 from triton_mme.model_build.build_memory import (
     BUILD_PEAK_BASE_GIB,
     BUILD_PEAK_BYTES_PER_PARAMETER,
@@ -28,7 +28,7 @@ def catalog_with(**entry: object) -> object:
 
 def fits(parameters: int, compute_type: str = "SMALL") -> bool:
     return BUILD_PEAK_BASE_GIB + parameters * BUILD_PEAK_BYTES_PER_PARAMETER / 2**30 <= (
-        CODEBUILD_GPUS[compute_type].memory_gib
+        PLATFORM.codebuild_gpus[compute_type].memory_gib
     )
 
 
@@ -36,7 +36,7 @@ def test_the_default_catalog_fits_the_small_runner() -> None:
     catalog = load_catalog(REPO_ROOT / "models.yaml")
     assert build_memory_problem(catalog, builder_compute_type="SMALL") is None
     peaks = {entry.name: estimated_build_peak_gib(entry) for entry in catalog.models}
-    assert peaks["resnet50"] < peaks["roberta-large"] <= CODEBUILD_GPUS["SMALL"].memory_gib
+    assert peaks["resnet50"] < peaks["roberta-large"] <= PLATFORM.codebuild_gpus["SMALL"].memory_gib
 
 
 # A RoBERTa twice as wide as RoBERTa-large: about 1.3 billion parameters.

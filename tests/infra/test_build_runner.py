@@ -17,7 +17,10 @@ from aws_cdk import region_info
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
-from triton_mme.core.platform import CODEBUILD_GPU_REGIONS, dlc_registry_account
+from triton_mme.core.platform import (
+    PLATFORM,
+    dlc_registry_account,
+)
 from triton_mme.model_build import cache
 from triton_mme_cdk.constructs.build.build_runner import ModelBuildRunner
 from triton_mme_cdk.constructs.build.build_spec import CUDA_COMPAT_SETUP
@@ -189,7 +192,7 @@ def test_compat_setup_without_compat_libraries_changes_nothing(tmp_path: Path) -
 
 def test_cdk_build_image_accounts_agree_with_the_platform_table_in_every_gpu_build_region() -> None:
     # The project's image comes from CDK's own region -> DLC account facts; regions CDK lacks fail at deploy.
-    for region in CODEBUILD_GPU_REGIONS:
+    for region in PLATFORM.regions.codebuild_gpu_regions.value:
         assert region_info.RegionInfo.get(region).dlc_repository_account == dlc_registry_account(region), (
             region
         )

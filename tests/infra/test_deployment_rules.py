@@ -6,15 +6,7 @@ from typing import Any
 
 import pytest
 
-from triton_mme.core.platform import (
-    CANARY_PERCENT_RANGE,
-    GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE,
-    GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE,
-    GUARDRAIL_WAIT_SECONDS_RANGE,
-    LINEAR_STEP_PERCENT_RANGE,
-    MAX_ROLLBACK_ALARMS,
-    ROLLING_BATCH_PERCENT_RANGE,
-)
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.settings import Settings, SettingsError
 from triton_mme_cdk.settings.deployment_rules import (
     CapacitySize,
@@ -32,14 +24,22 @@ from triton_mme_cdk.settings.deployment_rules import (
 
 def test_the_ranges_are_the_api_references() -> None:
     # SageMaker API reference (botocore's service model) and CloudFormation's AWS::SageMaker::Endpoint schema.
-    assert GUARDRAIL_WAIT_SECONDS_RANGE == GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE == (0, 3600)
-    assert GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE == (600, 28800)
-    assert (CANARY_PERCENT_RANGE, LINEAR_STEP_PERCENT_RANGE, ROLLING_BATCH_PERCENT_RANGE) == (
+    assert (
+        PLATFORM.limits.guardrails.wait_seconds_range
+        == PLATFORM.limits.guardrails.termination_wait_seconds_range
+        == (0, 3600)
+    )
+    assert PLATFORM.limits.guardrails.max_execution_seconds_range == (600, 28800)
+    assert (
+        PLATFORM.limits.guardrails.canary_percent_range,
+        PLATFORM.limits.guardrails.linear_step_percent_range,
+        PLATFORM.limits.guardrails.rolling_batch_percent_range,
+    ) == (
         (1, 50),
         (10, 50),
         (5, 50),
     )
-    assert MAX_ROLLBACK_ALARMS == 10
+    assert PLATFORM.limits.guardrails.max_rollback_alarms == 10
 
 
 def test_the_ranges_agree_with_botocores_service_model() -> None:
@@ -51,12 +51,15 @@ def test_the_ranges_agree_with_botocores_service_model() -> None:
     assert (
         traffic["WaitIntervalInSeconds"].metadata["min"],
         traffic["WaitIntervalInSeconds"].metadata["max"],
-    ) == (GUARDRAIL_WAIT_SECONDS_RANGE)
+    ) == (PLATFORM.limits.guardrails.wait_seconds_range)
     timeout = blue_green["MaximumExecutionTimeoutInSeconds"].metadata
-    assert (timeout["min"], timeout["max"]) == GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE
+    assert (timeout["min"], timeout["max"]) == PLATFORM.limits.guardrails.max_execution_seconds_range
     termination = blue_green["TerminationWaitInSeconds"].metadata
-    assert (termination["min"], termination["max"]) == GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE
-    assert model.shape_for("AlarmList").metadata["max"] == MAX_ROLLBACK_ALARMS
+    assert (
+        termination["min"],
+        termination["max"],
+    ) == PLATFORM.limits.guardrails.termination_wait_seconds_range
+    assert model.shape_for("AlarmList").metadata["max"] == PLATFORM.limits.guardrails.max_rollback_alarms
     assert model.shape_for("TrafficRoutingConfigType").enum == ["ALL_AT_ONCE", "CANARY", "LINEAR"]
     assert model.shape_for("CapacitySizeType").enum == [
         CapacitySize(1, False).api_type,

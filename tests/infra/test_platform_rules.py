@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
-from triton_mme.core.platform import CODEBUILD_GPU_REGIONS, GPU_MME_INSTANCE_TYPES, TRITON_IMAGES, build_image
+from triton_mme.core import platform
+from triton_mme.core.platform import (
+    PLATFORM,
+    build_image,
+)
 from triton_mme_cdk.settings import Settings, SettingsError
 from triton_mme_cdk.settings.platform_rules import (
     build_gpu_problem,
@@ -26,7 +30,7 @@ GPU_2 = "al2-ami-sagemaker-inference-gpu-2"
 
 
 def test_instance_patterns_shorten_whole_families_only() -> None:
-    g5 = [name for name in GPU_MME_INSTANCE_TYPES if name.startswith("ml.g5.")]
+    g5 = [name for name in PLATFORM.gpu_instance_types if name.startswith("ml.g5.")]
     assert instance_patterns([*g5, "ml.p3.2xlarge"]) == "ml.g5.*, ml.p3.2xlarge"
     assert instance_patterns(["ml.g4dn.xlarge", "ml.g4dn.2xlarge"]) == "ml.g4dn.xlarge, ml.g4dn.2xlarge"
 
@@ -52,7 +56,7 @@ def test_a_v100_is_refused_for_25_xx_images_with_the_newer_types_and_the_older_t
 
 
 def test_a_k80_is_refused_for_every_tag() -> None:
-    for tag in TRITON_IMAGES:
+    for tag in PLATFORM.triton_images:
         problem = compute_capability_problem(tag, "ml.p2.xlarge")
         assert problem is not None and "instanceType=ml.p2.xlarge has a K80 (3.7)" in problem
         assert "a tritonImageTag that supports" not in problem
@@ -117,8 +121,9 @@ def test_a_tag_no_ami_runs_natively_is_refused_naming_the_tags_that_work() -> No
 
 
 def test_a_tag_whose_driver_is_unknown_is_refused_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    unknown = TRITON_IMAGES["26.05-py3"].model_copy(update={"min_driver": None})
-    monkeypatch.setitem(TRITON_IMAGES, "26.05-py3", unknown)
+    unknown = PLATFORM.triton_images["26.05-py3"].model_copy(update={"min_driver": None})
+    # PLATFORM.triton_images is a read-only view of the module's table.
+    monkeypatch.setitem(platform._TRITON_IMAGES, "26.05-py3", unknown)
     problem = inference_ami_problem("26.05-py3", "ml.g5.xlarge", "auto")
     assert problem is not None
     assert "tritonImageTag=26.05-py3 natively (CUDA 13.2, whose driver is not known to ship" in problem
@@ -129,7 +134,7 @@ def test_a_tag_whose_driver_is_unknown_is_refused_everywhere(monkeypatch: pytest
 @pytest.mark.parametrize("tag", ["25.12-py3", "26.03-py3", "26.04-py3", "26.05-py3"])
 def test_the_cuda_13_tags_run_on_the_al2023_ami_through_minor_version_compatibility(tag: str) -> None:
     # CUDA 13.x needs R580 or later (CUDA Compatibility, "Minor Version Compatibility"): gpu-4-1's 580.
-    assert TRITON_IMAGES[tag].min_driver == 580
+    assert PLATFORM.triton_images[tag].min_driver == 580
     assert resolve_inference_ami(tag, "ml.g5.xlarge", "auto") == "al2023-ami-sagemaker-inference-gpu-4-1"
     assert inference_ami_problem(tag, "ml.g4dn.xlarge", "auto") is None
 
@@ -137,7 +142,7 @@ def test_the_cuda_13_tags_run_on_the_al2023_ami_through_minor_version_compatibil
 def test_forward_compatibility_is_never_counted_as_serving() -> None:
     # 25.04's release notes allow R535 through forward compatibility on data-center GPUs, but the SageMaker
     # image is not documented to set it up, and the -2-1/-3-1/-4-1 AMIs do not mount the compat libraries.
-    assert 535 in TRITON_IMAGES["25.04-py3"].forward_compatible_drivers
+    assert 535 in PLATFORM.triton_images["25.04-py3"].forward_compatible_drivers
     assert inference_ami_problem("25.04-py3", "ml.g5.xlarge", "al2-ami-sagemaker-inference-gpu-2-1")
 
 
@@ -148,7 +153,7 @@ SEVEN = "ap-northeast-1, ap-southeast-2, eu-central-1, eu-west-1, us-east-1, us-
 
 
 # The seven regions themselves are pinned in tests/core/test_core_platform.py.
-@pytest.mark.parametrize("region", [None, *sorted(CODEBUILD_GPU_REGIONS)])
+@pytest.mark.parametrize("region", [None, *sorted(PLATFORM.regions.codebuild_gpu_regions.value)])
 def test_regions_with_image_registry_and_gpu_runners_are_accepted(region: str | None) -> None:
     assert region_problem(region, "25.04-py3") is None
 
@@ -235,7 +240,7 @@ def test_settings_accept_an_older_tag_on_a_v100_with_the_ami_that_serves_it() ->
 # --- the build runner's GPU against the build image ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("tag", TRITON_IMAGES)
+@pytest.mark.parametrize("tag", PLATFORM.triton_images)
 def test_the_v100_runner_is_refused_with_every_build_image(tag: str) -> None:
     # PyTorch's CUDA 12.8/12.9 builds dropped Volta; CUDA 13 dropped everything below sm_75.
     image = build_image(tag)

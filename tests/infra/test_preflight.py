@@ -14,7 +14,11 @@ from synth_support import KEY_ARN
 
 import app
 from triton_mme.catalog import parse_catalog
-from triton_mme.core.platform import CODEBUILD_GPUS, LOGS_RESOURCE_POLICY_LIMIT, Quota, endpoint_quota
+from triton_mme.core.platform import (
+    PLATFORM,
+    Quota,
+    endpoint_quota,
+)
 from triton_mme_cdk.constructs.endpoint.deployment_events import ACCOUNT_LOGS_RESOURCE_POLICIES
 from triton_mme_cdk.preflight import PreflightClients, run_preflight
 from triton_mme_cdk.preflight.checks import (
@@ -289,8 +293,8 @@ def test_the_platform_table_holds_the_real_quota_codes_and_names() -> None:
     assert endpoint_quota("ml.g4dn.xlarge") == Quota(
         "sagemaker", "L-B67CFA0C", "ml.g4dn.xlarge for endpoint usage"
     )
-    assert CODEBUILD_GPUS["SMALL"].concurrency_quota == GPU_QUOTA
-    assert CODEBUILD_GPUS["LARGE"].concurrency_quota == Quota(
+    assert PLATFORM.codebuild_gpus["SMALL"].concurrency_quota == GPU_QUOTA
+    assert PLATFORM.codebuild_gpus["LARGE"].concurrency_quota == Quota(
         "codebuild", "L-D906BEE7", "Concurrently running builds for Linux GPU Large environment"
     )
 
@@ -609,7 +613,7 @@ def logs_check(aws: Clients, *, defines: int = 1) -> Any:
 
 
 def test_a_first_deploy_with_room_for_its_policy_passes(aws: Clients) -> None:
-    resource_policies(aws, [f"p{i}" for i in range(LOGS_RESOURCE_POLICY_LIMIT - 1)])
+    resource_policies(aws, [f"p{i}" for i in range(PLATFORM.limits.logs_resource_policy_limit.value - 1)])
     no_stack(aws, STACK, "list_stack_resources")
     result = logs_check(aws)
     assert result.ok
@@ -617,12 +621,15 @@ def test_a_first_deploy_with_room_for_its_policy_passes(aws: Clients) -> None:
 
 
 def test_a_first_deploy_past_the_limit_fails_counting_every_page(aws: Clients) -> None:
-    resource_policies(aws, [f"p{i}" for i in range(LOGS_RESOURCE_POLICY_LIMIT)], pages=2)
+    resource_policies(
+        aws, [f"p{i}" for i in range(PLATFORM.limits.logs_resource_policy_limit.value)], pages=2
+    )
     no_stack(aws, STACK, "list_stack_resources")
+    limit = PLATFORM.limits.logs_resource_policy_limit.value
     result = logs_check(aws)
     assert not result.ok
     assert result.line() == (
-        f"FAIL logs-resource-policies: {LOGS_RESOURCE_POLICY_LIMIT} of {LOGS_RESOURCE_POLICY_LIMIT} "
+        f"FAIL logs-resource-policies: {limit} of {limit} "
         f"account-level CloudWatch Logs resource policies in {REGION}; the stack adds 1, 1 past the limit; "
         "fix: delete account-level resource policies no longer in use "
         "(`aws logs describe-resource-policies`, `aws logs delete-resource-policy --policy-name NAME`); "
@@ -631,7 +638,7 @@ def test_a_first_deploy_past_the_limit_fails_counting_every_page(aws: Clients) -
 
 
 def test_a_deployed_stack_at_the_limit_adds_nothing_and_passes(aws: Clients) -> None:
-    names = [f"p{i}" for i in range(LOGS_RESOURCE_POLICY_LIMIT - 1)] + ["ours"]
+    names = [f"p{i}" for i in range(PLATFORM.limits.logs_resource_policy_limit.value - 1)] + ["ours"]
     resource_policies(aws, names)
     stack_resources(aws, STACK, ["ours"])
     result = logs_check(aws)
@@ -639,7 +646,7 @@ def test_a_deployed_stack_at_the_limit_adds_nothing_and_passes(aws: Clients) -> 
 
 
 def test_a_stack_whose_policy_is_gone_counts_it_again(aws: Clients) -> None:
-    resource_policies(aws, [f"p{i}" for i in range(LOGS_RESOURCE_POLICY_LIMIT)])
+    resource_policies(aws, [f"p{i}" for i in range(PLATFORM.limits.logs_resource_policy_limit.value)])
     stack_resources(aws, STACK, ["ours"])  # recorded by the stack, deleted outside it
     assert not logs_check(aws).ok
 

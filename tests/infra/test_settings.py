@@ -10,7 +10,8 @@ import pytest
 from pydantic import ValidationError
 from synth_support import CDK_JSON_CONTEXT, KEY_ARN
 
-from triton_mme_cdk.settings import CONTEXT_KEYS, GPU_MME_INSTANCE_TYPES, Settings, SettingsError
+from triton_mme.core.platform import PLATFORM
+from triton_mme_cdk.settings import CONTEXT_KEYS, Settings, SettingsError
 
 
 def test_cdk_json_holds_feature_flags_only_so_the_dataclass_is_the_one_place_for_defaults() -> None:
@@ -131,7 +132,7 @@ def test_only_types_without_instance_storage_take_a_volume_key(instance_type: st
 
 
 def test_every_documented_gpu_mme_type_is_known_and_the_modern_ones_take_the_default_tag() -> None:
-    for instance_type in GPU_MME_INSTANCE_TYPES:
+    for instance_type in PLATFORM.gpu_instance_types:
         if instance_type.startswith(("ml.g4dn.", "ml.g5.")):
             assert Settings(instance_type=instance_type).endpoint.instance_type == instance_type
         else:  # V100 and K80 are too old for 25.xx images (test_platform_rules.py)

@@ -13,7 +13,7 @@ from build_support import tiny_cnn
 
 from triton_mme import cli
 from triton_mme.core.manifest import Manifest
-from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.runner_environment import TRITON_TAG_ENV
 
 
@@ -107,7 +107,7 @@ def test_triton_tag_defaults_to_the_platform_default_and_the_environment_overrid
         return cli.parser().parse_args(["build"])
 
     monkeypatch.delenv(TRITON_TAG_ENV, raising=False)
-    assert build_defaults().triton_tag == DEFAULT_TRITON_TAG
+    assert build_defaults().triton_tag == PLATFORM.images.default_tag.value
     monkeypatch.setenv(TRITON_TAG_ENV, "24.09-py3")
     assert build_defaults().triton_tag == "24.09-py3"
 

@@ -18,7 +18,10 @@ from build_support import catalog_of, entry_of, tiny_cnn, tiny_roberta
 
 from triton_mme.archive_inspection.archive import read_archive
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.platform import TRITON_IMAGES, triton_release_of
+from triton_mme.core.platform import (
+    PLATFORM,
+    triton_release_of,
+)
 from triton_mme.model_build.exporters import ExportError
 from triton_mme.model_build.exporters.tensorrt import (
     TensorRTExporter,
@@ -250,5 +253,5 @@ def test_a_mismatched_tensorrt_stops_the_build_before_any_work(
 
 
 def test_version_table_covers_the_documented_images() -> None:
-    known = {image.release: image.tensorrt for image in TRITON_IMAGES.values() if image.tensorrt}
+    known = {image.release: image.tensorrt for image in PLATFORM.triton_images.values() if image.tensorrt}
     assert {"24.09": "10.4", "25.04": "10.9", "25.09": "10.13.3.9"}.items() <= known.items()

@@ -9,7 +9,7 @@ import math
 import pytest
 from planner_support import manifest_of
 
-from triton_mme.core.platform import HOURS_PER_MONTH
+from triton_mme.core.platform import PLATFORM
 from triton_mme.planner.candidates import sagemaker_candidates
 from triton_mme.planner.estimate import archive_estimates
 from triton_mme.planner.inputs import service_seconds
@@ -77,7 +77,7 @@ def test_a_capped_multi_model_endpoint_makes_the_hybrid_the_recommendation() -> 
     assert hybrid.mme_instances == 1 and 0 < len(hybrid.dedicated) < 40
     price = placed.candidate.price
     assert price is not None and hybrid.monthly_usd == pytest.approx(
-        (hybrid.mme_instances + hybrid.copies) * price.usd_per_hour * HOURS_PER_MONTH
+        (hybrid.mme_instances + hybrid.copies) * price.usd_per_hour * PLATFORM.prices.hours_per_month.value
     )
     assert all_dedicated.cold_start_rate == 0 and all_dedicated.copies == 40
     assert all_dedicated.monthly_usd is not None and all_dedicated.monthly_usd > hybrid.monthly_usd

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from planner_support import manifest_of
 
-from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES, HOURS_PER_MONTH
+from triton_mme.core.platform import PLATFORM
 from triton_mme.planner.candidates import instance_limits, local_candidate, sagemaker_candidates
 from triton_mme.planner.defaults import DEFAULT_GPU_UTILIZATION_TARGET, DEFAULT_MAX_INSTANCES
 from triton_mme.planner.estimate import archive_estimates
@@ -73,9 +73,11 @@ def test_cost_is_instances_times_the_hourly_price_and_one_endpoint_per_model_cos
     for sized in result.candidates:
         assert sized.evaluation is not None and sized.candidate.price is not None
         hourly = sized.candidate.price.usd_per_hour
-        assert sized.monthly_usd == pytest.approx(sized.evaluation.instances * hourly * HOURS_PER_MONTH)
+        assert sized.monthly_usd == pytest.approx(
+            sized.evaluation.instances * hourly * PLATFORM.prices.hours_per_month.value
+        )
         assert sized.single.instances == 200
-        assert sized.single.monthly_usd == pytest.approx(200 * hourly * HOURS_PER_MONTH)
+        assert sized.single.monthly_usd == pytest.approx(200 * hourly * PLATFORM.prices.hours_per_month.value)
     best = result.cheapest()
     assert best is not None and best.monthly_usd == min(c.monthly_usd for c in result.candidates)  # type: ignore[type-var]
     text = result.recommendation()
@@ -105,7 +107,7 @@ def test_a_model_too_large_for_the_gpu_makes_the_type_unusable() -> None:
 def test_types_whose_gpu_cannot_run_the_tag_are_left_out_with_the_reason() -> None:
     candidates, skipped = sagemaker_candidates(PriceBook("us-east-1"), "25.04-py3")
     assert {c.name for c in candidates} == {
-        n for n in GPU_MME_INSTANCE_TYPES if n.startswith(("ml.g4dn", "ml.g5"))
+        n for n in PLATFORM.gpu_instance_types if n.startswith(("ml.g4dn", "ml.g5"))
     }
     assert (
         dict(skipped)["ml.p3.2xlarge"]
@@ -116,12 +118,14 @@ def test_types_whose_gpu_cannot_run_the_tag_are_left_out_with_the_reason() -> No
 
 
 def test_an_instance_offers_its_gpu_less_tritons_share_and_its_host_less_the_reserve() -> None:
-    limits = instance_limits(GPU_MME_INSTANCE_TYPES["ml.g4dn.xlarge"])
+    limits = instance_limits(PLATFORM.gpu_instance_types["ml.g4dn.xlarge"])
     assert limits.gpu_bytes == 15360 * 2**20 - 300e6
     assert limits.host_bytes == 14 * 2**30
     assert limits.disk_bytes == 125e9
-    assert instance_limits(GPU_MME_INSTANCE_TYPES["ml.p3.2xlarge"]).disk_bytes == 30e9  # the assumed volume
-    assert instance_limits(GPU_MME_INSTANCE_TYPES["ml.g4dn.xlarge"], disk_gb=10).disk_bytes == 10e9
+    assert (
+        instance_limits(PLATFORM.gpu_instance_types["ml.p3.2xlarge"]).disk_bytes == 30e9
+    )  # the assumed volume
+    assert instance_limits(PLATFORM.gpu_instance_types["ml.g4dn.xlarge"], disk_gb=10).disk_bytes == 10e9
 
 
 def test_the_local_triton_is_a_budget_of_models_and_never_downloads() -> None:

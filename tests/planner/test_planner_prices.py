@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from triton_mme.core.platform import HOURLY_PRICES, HOURS_PER_MONTH
+from triton_mme.core.platform import PLATFORM
 from triton_mme.planner.prices import (
     PriceBook,
     PriceError,
@@ -23,9 +23,9 @@ def test_the_table_is_dated_sourced_and_marked_inferred() -> None:
     price = PriceBook("us-east-1").price("ml.g4dn.xlarge")
     assert price is not None and price.usd_per_hour == 0.736
     assert "2025-10" in price.source and "inferred" in price.source and not price.confirmed
-    assert all(p.as_of and p.source for p in HOURLY_PRICES.values())
+    assert all(p.as_of and p.source for p in PLATFORM.hourly_prices.values())
     assert PriceBook("eu-west-1").price("ml.g4dn.xlarge") is None
-    assert HOURS_PER_MONTH == 730
+    assert PLATFORM.prices.hours_per_month.value == 730
 
 
 def test_given_prices_come_first(tmp_path: Path) -> None:

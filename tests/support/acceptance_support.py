@@ -30,7 +30,7 @@ from triton_mme.core.golden import GoldenData
 from triton_mme.core.locations import build_manifest_key, live_manifest_key, serving_report_key
 from triton_mme.core.manifest import ArchiveRecord, Manifest, TensorSpec
 from triton_mme.core.naming import GOLDEN_ROLE, companion_file_name
-from triton_mme.core.platform import INSTANCE_METRICS_NAMESPACE, INVOCATION_METRICS_NAMESPACE
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.serving_report import ArchiveServing, ServingReport
 
 REGION = "us-east-1"
@@ -392,7 +392,7 @@ def alarm(name: str, *, state: str = "OK", actions: bool = True, endpoint: str =
         else "ok",
         "StateUpdatedTimestamp": START,
         "MetricName": "Invocation5XXErrors",
-        "Namespace": INVOCATION_METRICS_NAMESPACE,
+        "Namespace": PLATFORM.limits.metrics.invocation_namespace,
         "Dimensions": [
             {"Name": "EndpointName", "Value": endpoint},
             {"Name": "VariantName", "Value": VARIANT},
@@ -431,7 +431,7 @@ def expect_scaling(autoscaling: Stubber, *, registered: bool = True, max_capacit
             "TargetValue": 60.0,
             "CustomizedMetricSpecification": {
                 "MetricName": "GPUUtilization",
-                "Namespace": INSTANCE_METRICS_NAMESPACE,
+                "Namespace": PLATFORM.limits.metrics.instance_namespace,
                 "Dimensions": [
                     {"Name": "EndpointName", "Value": ENDPOINT},
                     {"Name": "VariantName", "Value": VARIANT},

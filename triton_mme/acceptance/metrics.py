@@ -17,19 +17,15 @@ from typing import Any
 from triton_mme.acceptance.report import METRICS, Check, compared, failed, passed
 from triton_mme.acceptance.stack import DeployedSettings
 from triton_mme.acceptance.timing import Timing
-from triton_mme.core.platform import (
-    INSTANCE_METRICS_NAMESPACE,
-    INVOCATION_METRICS_NAMESPACE,
-    VARIANT_METRIC_DIMENSIONS,
-)
+from triton_mme.core.platform import PLATFORM
 
 REQUIRED_METRICS = {
-    "GPUUtilization": INSTANCE_METRICS_NAMESPACE,
-    "GPUMemoryUtilization": INSTANCE_METRICS_NAMESPACE,
-    "LoadedModelCount": INSTANCE_METRICS_NAMESPACE,
-    "ModelCacheHit": INVOCATION_METRICS_NAMESPACE,
-    "ModelLatency": INVOCATION_METRICS_NAMESPACE,
-    "Invocations": INVOCATION_METRICS_NAMESPACE,
+    "GPUUtilization": PLATFORM.limits.metrics.instance_namespace,
+    "GPUMemoryUtilization": PLATFORM.limits.metrics.instance_namespace,
+    "LoadedModelCount": PLATFORM.limits.metrics.instance_namespace,
+    "ModelCacheHit": PLATFORM.limits.metrics.invocation_namespace,
+    "ModelLatency": PLATFORM.limits.metrics.invocation_namespace,
+    "Invocations": PLATFORM.limits.metrics.invocation_namespace,
 }
 POLL_INTERVAL_S = 30.0
 PERIOD_S = 60
@@ -42,7 +38,8 @@ WIRING_FIX = "deploy the stack again (`make deploy`); the alarm or target was ch
 def variant_dimensions(settings: DeployedSettings) -> list[dict[str, str]]:
     values = (settings.endpoint_name, settings.variant_name)
     return [
-        {"Name": name, "Value": value} for name, value in zip(VARIANT_METRIC_DIMENSIONS, values, strict=True)
+        {"Name": name, "Value": value}
+        for name, value in zip(PLATFORM.limits.metrics.variant_dimensions, values, strict=True)
     ]
 
 
@@ -123,7 +120,7 @@ def _known_as(cloudwatch: Any, namespace: str, name: str, settings: DeployedSett
     found = cloudwatch.list_metrics(
         Namespace=namespace,
         MetricName=name,
-        Dimensions=[{"Name": VARIANT_METRIC_DIMENSIONS[0], "Value": settings.endpoint_name}],
+        Dimensions=[{"Name": PLATFORM.limits.metrics.variant_dimensions[0], "Value": settings.endpoint_name}],
     ).get("Metrics", [])
     if not found:
         return "ListMetrics knows no such metric for this endpoint"

@@ -5,7 +5,8 @@ batch 1, the outputs compared with PyTorch's within the tolerance the serving ch
 (its serving report records it; core.tolerances by format when the report does not have the archive), then
 the same request again. The first call is timed from its first attempt to its answer (cold: download and
 load included), the second alone (warm). While the model loads, SageMaker answers ModelNotReadyException
-and keeps loading for up to MODEL_LOADING_LIMIT_S (core.platform); the call is retried until then.
+and keeps loading for up to `PLATFORM.limits.model_loading_limit_seconds` (core.platform); the call is
+retried until then.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.golden import GoldenData
 from triton_mme.core.manifest import ArchiveRecord, Manifest
 from triton_mme.core.naming import GOLDEN_ROLE
-from triton_mme.core.platform import MODEL_LOADING_LIMIT_S
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.serving_report import ServingReport
 from triton_mme.core.tolerances import FP16, GPU_FP32, Tolerance, max_abs_error
 
 MODEL_NOT_READY = "ModelNotReadyException"
 RETRY_INTERVAL_S = 5.0
+
+LOADING_LIMIT_S = PLATFORM.limits.model_loading_limit_seconds.value
 
 
 class _Refused(Exception):
@@ -84,7 +87,7 @@ def check_serving(
     runtime: Any,
     timing: Timing,
     *,
-    loading_window_s: float = MODEL_LOADING_LIMIT_S,
+    loading_window_s: float = LOADING_LIMIT_S,
     sample: int = DEFAULT_SERVING_SAMPLE,
     component_endpoint: str | None = None,
 ) -> list[Check]:
@@ -219,7 +222,7 @@ def _call_while_loading(
             if error.code == MODEL_NOT_READY:
                 raise _Refused(
                     f"still {MODEL_NOT_READY} after {waited:.0f} s ({retries} retries)",
-                    f"SageMaker loads a model for up to {MODEL_LOADING_LIMIT_S} s: read the endpoint's log "
+                    f"SageMaker loads a model for up to {LOADING_LIMIT_S} s: read the endpoint's log "
                     "group for the load, and compare its size with the instance's memory "
                     "(docs/acceptance.md#serving)",
                 ) from None
@@ -286,7 +289,7 @@ def check_isolation(
     runtime: Any,
     timing: Timing,
     *,
-    loading_window_s: float = MODEL_LOADING_LIMIT_S,
+    loading_window_s: float = LOADING_LIMIT_S,
 ) -> Check:
     """Models A and B called B, A, B, A, each with its own golden inputs: each answer must be its own model's
     within the serving tolerance (so never the other's), and B's call right after A's (which may load A) must

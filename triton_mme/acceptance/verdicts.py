@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 
 from triton_mme.acceptance.report import FIRST_DEPLOY, Check, cannot_tell, failed, passed
 from triton_mme.acceptance.stack import DeployedComponents
-from triton_mme.core.platform import IC_METRIC_DIMENSION, IC_METRICS_NAMESPACE, IC_NO_CAPACITY_ERROR
+from triton_mme.core.platform import PLATFORM
 
 ENDPOINT_LOG_GROUP = "/aws/sagemaker/Endpoints/{endpoint}"
 # What NVIDIA's container entry point prints: the driver it was built for, and, when the host's is older, that
@@ -110,16 +110,15 @@ def check_components_run(sagemaker: Any, components: DeployedComponents) -> list
 
 def check_component_metrics(cloudwatch: Any, components: DeployedComponents) -> Check:
     """Each component's rollback metric exists under the namespace and dimension its alarm watches."""
-    expected = (
-        f"{ROLLBACK_METRIC} in {IC_METRICS_NAMESPACE} with dimension {IC_METRIC_DIMENSION} per component"
-    )
+    metrics = PLATFORM.components.metrics
+    expected = f"{ROLLBACK_METRIC} in {metrics.namespace} with dimension {metrics.dimension} per component"
     missing = [
         name
         for name in (component.name for component in components.components.values())
         if not cloudwatch.list_metrics(
-            Namespace=IC_METRICS_NAMESPACE,
+            Namespace=PLATFORM.components.metrics.namespace,
             MetricName=ROLLBACK_METRIC,
-            Dimensions=[{"Name": IC_METRIC_DIMENSION, "Value": name}],
+            Dimensions=[{"Name": PLATFORM.components.metrics.dimension, "Value": name}],
         ).get("Metrics")
     ]
     if missing:
@@ -165,7 +164,8 @@ def check_component_endpoint_update(sagemaker: Any, components: DeployedComponen
 
 def check_no_capacity_error(sagemaker: Any, runtime: Any, components: DeployedComponents) -> Check:
     """A component at zero copies answers the recorded code and message (which the client's line quotes)."""
-    expected = f'{IC_NO_CAPACITY_ERROR.code} "{" ".join(IC_NO_CAPACITY_ERROR.message.split())[:60]}..."'
+    recorded = PLATFORM.components.no_capacity_error
+    expected = f'{recorded.code} "{" ".join(recorded.message.split())[:60]}..."'
     for component in components.components.values():
         described = sagemaker.describe_inference_component(InferenceComponentName=component.name)
         if described.get("RuntimeConfig", {}).get("CurrentCopyCount", 1) != 0:
@@ -180,8 +180,8 @@ def check_no_capacity_error(sagemaker: Any, runtime: Any, components: DeployedCo
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
             message = " ".join(str(error.response.get("Error", {}).get("Message", "")).split())
-            if code == IC_NO_CAPACITY_ERROR.code and message == " ".join(
-                IC_NO_CAPACITY_ERROR.message.split()
+            if code == PLATFORM.components.no_capacity_error.code and message == " ".join(
+                PLATFORM.components.no_capacity_error.message.split()
             ):
                 return passed(
                     FIRST_DEPLOY, "no-capacity-error", expected=expected, seen=f"{component.name}: {code}"

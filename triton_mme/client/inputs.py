@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from triton_mme.client.payloads import SAGEMAKER_MAX_REQUEST_BYTES
 from triton_mme.core.bounded import read_json
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.limits import MAX_HF_CONFIG_BYTES
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.samples import NUMPY_DTYPES
 
 # torchvision's ImageNet normalisation and classic resize ratio (256 -> 224), for a manifest entry that
@@ -213,7 +213,7 @@ def npy_inputs(
     arguments: Sequence[str],
     specs: Sequence[TensorSpec] | None,
     *,
-    max_bytes: int = SAGEMAKER_MAX_REQUEST_BYTES,
+    max_bytes: int = PLATFORM.limits.sagemaker_max_payload_bytes.value,
 ) -> dict[str, np.ndarray]:
     """Arrays from `FILE` (single-input models) or `NAME=FILE` arguments, sent with their own dtype.
 

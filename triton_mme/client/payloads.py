@@ -16,7 +16,7 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.platform import SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.replies import reply_bytes_per_sample, reply_overhead
 
 JSON_CONTENT_TYPE = "application/json"
@@ -115,7 +115,9 @@ def decode_response(content_type: str, body: bytes) -> dict[str, np.ndarray]:
         raise PayloadError(f"cannot read the reply's outputs ({first_line(error)})") from None
 
 
-def check_request_size(request: EncodedRequest, limit: int = SAGEMAKER_MAX_REQUEST_BYTES) -> None:
+def check_request_size(
+    request: EncodedRequest, limit: int = PLATFORM.limits.sagemaker_max_payload_bytes.value
+) -> None:
     """Refuse a body the endpoint would reject, before sending it."""
     size = len(request.body)
     if size <= limit:
@@ -143,7 +145,7 @@ def check_reply_estimate(
     batch: int,
     *,
     sequence_length: int | None = None,
-    limit: int = SAGEMAKER_MAX_RESPONSE_BYTES,
+    limit: int = PLATFORM.limits.sagemaker_max_payload_bytes.value,
 ) -> None:
     """Refuse, before sending, a batch whose reply could not come back through InvokeEndpoint.
 
@@ -162,7 +164,9 @@ def check_reply_estimate(
         )
 
 
-def check_reply_size(reply_size: int, batch: int, *, limit: int = SAGEMAKER_MAX_RESPONSE_BYTES) -> None:
+def check_reply_size(
+    reply_size: int, batch: int, *, limit: int = PLATFORM.limits.sagemaker_max_payload_bytes.value
+) -> None:
     """Refuse a reply that SageMaker would not return (a local server answers it anyway)."""
     if reply_size <= limit:
         return

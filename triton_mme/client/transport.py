@@ -15,7 +15,7 @@ from triton_mme.core.errors import UserError, aws_error_code, describe_aws_error
 from triton_mme.core.limits import MAX_REPLY_BYTES
 from triton_mme.core.manifest import ArchiveRecord, ComponentPlacement
 from triton_mme.core.naming import LOCAL_COMPONENT_ENDPOINT, inference_component_name
-from triton_mme.core.platform import IC_NO_CAPACITY_ERROR
+from triton_mme.core.platform import PLATFORM
 
 BODY_FILE_NAME = "body.bin"
 # The local endpoint's per-request cache state (triton_mme/local_triton/proxy.py CACHE_HEADER).
@@ -120,7 +120,7 @@ def failure_line(endpoint: str, route: Route, error: BaseException) -> str:
         return f"endpoint {endpoint}: {text}"
     line = f"endpoint {endpoint}, inference component {route.inference_component}: {text}"
     code = aws_error_code(error)
-    no_capacity = IC_NO_CAPACITY_ERROR
+    no_capacity = PLATFORM.components.no_capacity_error
     if route.scales_to_zero and code == no_capacity.code and "no capacity" in text.lower():
         # The answer AWS's post shows for a component without a copy (core/platform_data, unconfirmed).
         line += (

@@ -21,8 +21,8 @@ from triton_mme.core.limits import MAX_REPLY_BYTES
 
 LOOPBACK = "127.0.0.1"
 # SageMaker answers InvokeEndpoint with ModelNotReadyException after 60 s and keeps loading the model for
-# up to 360 s (core.platform MODEL_LOADING_LIMIT_S; AWS, "Invoke a multi-model endpoint", section "Retry
-# Requests on ModelNotReadyException Errors"). A load here waits longer than that, so that no load the
+# up to 360 s (model_loading_limit_seconds, core.platform; AWS, "Invoke a multi-model endpoint", section
+# "Retry Requests on ModelNotReadyException Errors"). A load here waits longer than that, so that no load the
 # platform would finish is cut short (a build runner's GPU may be slower than the endpoint's); how long a
 # load took is measured and reported by the caller.
 LOAD_TIMEOUT_S = 600.0

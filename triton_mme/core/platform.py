@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from triton_mme.core.platform_tables import (
     DATA_FOLDER,
@@ -72,20 +73,13 @@ def _require_quotas(file_name: str, table: ServiceQuotas, keys: Iterable[str]) -
 # ======================================================================================================
 # SageMaker Triton images
 # ======================================================================================================
-TRITON_REPOSITORY = _IMAGES.repository.value
-DEFAULT_TRITON_TAG = _IMAGES.default_tag.value
-# Whether a driver that runs an image's CUDA only through forward compatibility counts as serving it.
-FORWARD_COMPATIBILITY_COUNTS = _IMAGES.forward_compatibility_counts.value
-TRITON_IMAGES: dict[str, TritonImage] = {image.tag: image for image in _IMAGES.images}
-TRITON_IMAGE_TAGS: tuple[str, ...] = tuple(TRITON_IMAGES)
+_TRITON_IMAGES: dict[str, TritonImage] = {image.tag: image for image in _IMAGES.images}
 
 # How the SageMaker container starts Triton in multi-model mode, and on which port it listens.
 _CONTAINER = _LIMITS.sagemaker_container
-SAGEMAKER_SERVE_COMMAND = _CONTAINER.serve_command
-SAGEMAKER_PORT = _CONTAINER.port
-SAGEMAKER_MULTI_MODEL_ENVIRONMENT = {
+_MULTI_MODEL_ENVIRONMENT = {
     _CONTAINER.multi_model_variable: "true",
-    _CONTAINER.port_variable: str(SAGEMAKER_PORT),
+    _CONTAINER.port_variable: str(_LIMITS.sagemaker_container.port),
 }
 # The serving check runs the project's code (Python 3.11+, pyproject.toml) with the image's python3.
 SERVING_CHECK_MIN_PYTHON = (3, 11)
@@ -102,15 +96,15 @@ def runs_serving_check(image: TritonImage) -> bool:
 def triton_image(tag: str) -> TritonImage:
     """The image for a tag; KeyError names the known tags."""
     try:
-        return TRITON_IMAGES[tag]
+        return _TRITON_IMAGES[tag]
     except KeyError:
-        raise KeyError(f"unknown Triton image tag {tag!r}; known: {', '.join(TRITON_IMAGE_TAGS)}") from None
+        raise KeyError(f"unknown Triton image tag {tag!r}; known: {', '.join(_TRITON_IMAGES)}") from None
 
 
 def triton_release_of(tag: str) -> TritonImage | None:
     """The image whose release (YY.MM) matches a tag written as YY.MM or YY.MM-py3."""
     release = tag.strip().split("-", 1)[0]
-    return next((image for image in TRITON_IMAGES.values() if image.release == release), None)
+    return next((image for image in _TRITON_IMAGES.values() if image.release == release), None)
 
 
 def registry_accounts(tag: str) -> dict[str, str]:
@@ -122,9 +116,7 @@ def registry_accounts(tag: str) -> dict[str, str]:
 # SageMaker inference AMIs (ProductionVariant.InferenceAmiVersion)
 # ======================================================================================================
 # Newest first: `auto` picks the first one that applies to the instance type and runs the image natively.
-INFERENCE_AMIS: dict[str, InferenceAmi] = {ami.name: ami for ami in _AMIS.amis}
-DEFAULT_ENDPOINT_DRIVER = _AMIS.default_endpoint_driver.value
-DEFAULT_ENDPOINT_CUDA = _AMIS.default_endpoint_cuda.value
+_INFERENCE_AMIS: dict[str, InferenceAmi] = {ami.name: ami for ami in _AMIS.amis}
 
 
 # ======================================================================================================
@@ -140,8 +132,8 @@ class GpuInstanceType:
     memory_gib: float
     instance_storage_gb: int  # local NVMe; 0: EBS only
     inference_amis: tuple[str, ...]
-    default_driver: int = DEFAULT_ENDPOINT_DRIVER
-    default_cuda: str = DEFAULT_ENDPOINT_CUDA
+    default_driver: int = _AMIS.default_endpoint_driver.value
+    default_cuda: str = _AMIS.default_endpoint_cuda.value
 
     @property
     def family(self) -> str:
@@ -153,13 +145,13 @@ class GpuInstanceType:
         return self.instance_storage_gb > 0
 
 
-GPU_COMPUTE_CAPABILITIES: dict[str, float] = {gpu.name: gpu.compute_capability for gpu in _INSTANCES.gpus}
+_GPU_COMPUTE_CAPABILITIES: dict[str, float] = {gpu.name: gpu.compute_capability for gpu in _INSTANCES.gpus}
 
 
 def _instance_types() -> dict[str, GpuInstanceType]:
     found = {}
     for index, family in enumerate(_INSTANCES.families):
-        unknown = sorted(set(family.inference_amis) - set(INFERENCE_AMIS))
+        unknown = sorted(set(family.inference_amis) - set(_INFERENCE_AMIS))
         if unknown:
             raise PlatformDataError(
                 f"{PLATFORM_DATA}/gpu_instances.yaml: families[{index}] ({family.family}).inference_amis: "
@@ -170,7 +162,7 @@ def _instance_types() -> dict[str, GpuInstanceType]:
             found[name] = GpuInstanceType(
                 name,
                 family.gpu,
-                GPU_COMPUTE_CAPABILITIES[family.gpu],
+                _GPU_COMPUTE_CAPABILITIES[family.gpu],
                 family.gpu_memory_gib,
                 size.vcpus,
                 size.memory_gib,
@@ -180,15 +172,15 @@ def _instance_types() -> dict[str, GpuInstanceType]:
     return found
 
 
-GPU_MME_INSTANCE_TYPES: dict[str, GpuInstanceType] = _instance_types()
+_GPU_INSTANCE_TYPES: dict[str, GpuInstanceType] = _instance_types()
 
 
 def gpu_instance(instance_type: str) -> GpuInstanceType:
     """The instance type; KeyError names the known ones."""
     try:
-        return GPU_MME_INSTANCE_TYPES[instance_type]
+        return _GPU_INSTANCE_TYPES[instance_type]
     except KeyError:
-        known = ", ".join(GPU_MME_INSTANCE_TYPES)
+        known = ", ".join(_GPU_INSTANCE_TYPES)
         raise KeyError(f"unknown GPU multi-model instance type {instance_type!r}; known: {known}") from None
 
 
@@ -200,7 +192,7 @@ def runs_natively(image: TritonImage, ami: InferenceAmi) -> bool:
 def serving_amis(tag: str, instance_type: str) -> list[InferenceAmi]:
     """The inference AMIs that apply to the instance type and serve the tag, in `auto`'s order."""
     image = triton_image(tag)
-    amis = [INFERENCE_AMIS[name] for name in gpu_instance(instance_type).inference_amis]
+    amis = [_INFERENCE_AMIS[name] for name in gpu_instance(instance_type).inference_amis]
     return [ami for ami in amis if runs_natively(image, ami)]
 
 
@@ -211,30 +203,23 @@ def supports_compute_capability(tag: str, instance_type: str) -> bool:
 # ======================================================================================================
 # Regions and registries
 # ======================================================================================================
-# The AWS Deep Learning Containers registry; tags from 23.12 on are published there, and the build runner's
-# image comes from there too.
-DLC_ACCOUNT = _REGIONS.dlc_account.value
 
 
 def dlc_registry_account(region: str) -> str:
-    return _REGIONS.region_specific_accounts.accounts.get(region, DLC_ACCOUNT)
+    return _REGIONS.region_specific_accounts.accounts.get(region, _REGIONS.dlc_account.value)
 
 
 # Every region any listed Triton tag is published in.
-DLC_REGIONS = frozenset().union(*(image.regions for image in TRITON_IMAGES.values()))
-# CodeBuild's LINUX_GPU_CONTAINER regions; the unconfirmed ones are refused unless the setting
-# allowUnconfirmedBuildRegion is true (docs/settings-platform.md); preflight then checks the runner's quota.
-CODEBUILD_GPU_REGIONS = _REGIONS.codebuild_gpu_regions.value
-CODEBUILD_GPU_REGIONS_UNCONFIRMED = _REGIONS.codebuild_gpu_regions_unconfirmed.value
+_DLC_REGIONS = frozenset().union(*(image.regions for image in _TRITON_IMAGES.values()))
 
 
 def deployable_regions(tag: str, *, unconfirmed_build_regions: bool = False) -> list[str]:
     """Regions with the tag's Triton image, a Deep Learning Containers registry and CodeBuild GPU runners
     (with `unconfirmed_build_regions`, also those only the older CodeBuild text names)."""
-    builds = set(CODEBUILD_GPU_REGIONS)
+    builds = set(_REGIONS.codebuild_gpu_regions.value)
     if unconfirmed_build_regions:
-        builds |= CODEBUILD_GPU_REGIONS_UNCONFIRMED
-    return sorted(triton_image(tag).regions & DLC_REGIONS & builds)
+        builds |= _REGIONS.codebuild_gpu_regions_unconfirmed.value
+    return sorted(triton_image(tag).regions & _DLC_REGIONS & builds)
 
 
 # ======================================================================================================
@@ -259,7 +244,7 @@ class CodeBuildGpu:
 def _codebuild_gpus() -> dict[str, CodeBuildGpu]:
     found = {}
     for index, entry in enumerate(_CODEBUILD.gpus):
-        if entry.gpu not in GPU_COMPUTE_CAPABILITIES:
+        if entry.gpu not in _GPU_COMPUTE_CAPABILITIES:
             raise PlatformDataError(
                 f"{PLATFORM_DATA}/codebuild.yaml: gpus[{index}] ({entry.compute_type}).gpu: {entry.gpu!r} "
                 "is not one of the gpus of gpu_instances.yaml"
@@ -268,7 +253,7 @@ def _codebuild_gpus() -> dict[str, CodeBuildGpu]:
             entry.compute_type,
             entry.gpu,
             entry.gpu_count,
-            GPU_COMPUTE_CAPABILITIES[entry.gpu],
+            _GPU_COMPUTE_CAPABILITIES[entry.gpu],
             memory_gib=entry.memory_gib,
             vcpus=entry.vcpus,
             disk_gb=entry.disk_gb,
@@ -276,63 +261,19 @@ def _codebuild_gpus() -> dict[str, CodeBuildGpu]:
     return found
 
 
-CODEBUILD_GPUS: dict[str, CodeBuildGpu] = _codebuild_gpus()
-# Where an image's CUDA forward-compatibility libraries are, under /usr/local/cuda.
-CUDA_COMPAT_DIRECTORIES = _CODEBUILD.cuda_compat_directories.value
+_CODEBUILD_GPUS: dict[str, CodeBuildGpu] = _codebuild_gpus()
 # The build runner's image per CUDA major.
-BUILD_IMAGES: dict[int, BuildImage] = {image.cuda_major: image for image in _CODEBUILD.build_images}
+_BUILD_IMAGES: dict[int, BuildImage] = {image.cuda_major: image for image in _CODEBUILD.build_images}
 
 
 def build_image(tag: str) -> BuildImage:
     """The build runner's image for a Triton tag: the one of its CUDA major."""
-    return BUILD_IMAGES[triton_image(tag).cuda_major]
-
-
-NVIDIA_PIP_INDEX = _CODEBUILD.nvidia_pip_index.value
-CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES = _CODEBUILD.min_build_timeout_minutes.value
-CODEBUILD_QUEUED_TIMEOUT_RANGE = _CODEBUILD.queued_timeout_minutes_range.value
+    return _BUILD_IMAGES[triton_image(tag).cuda_major]
 
 
 # ======================================================================================================
 # Deployment limits
 # ======================================================================================================
-CUSTOM_RESOURCE_TIMEOUT_MINUTES = _LIMITS.custom_resource_timeout_minutes.value
-WAIT_CONDITION_TIMEOUT_MINUTES = _LIMITS.wait_condition_timeout_minutes.value
-ENDPOINT_NAME_PATTERN = _LIMITS.endpoint_name_pattern.value
-CDK_BOOTSTRAP_STACK = _LIMITS.cdk_bootstrap_stack.value
-CDK_MIN_BOOTSTRAP_VERSION = _LIMITS.cdk_min_bootstrap_version.value
-# Account-level CloudWatch Logs resource policies per account and region (the stack adds one).
-LOGS_RESOURCE_POLICY_LIMIT = _LIMITS.logs_resource_policy_limit.value
-
-# Endpoint updates: SageMaker deployment guardrails (the safe side of what is undocumented is taken in
-# triton_mme_cdk/deployment_rules.py).
-_GUARDRAILS = _LIMITS.guardrails
-GUARDRAIL_WAIT_SECONDS_RANGE = _GUARDRAILS.wait_seconds_range
-GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE = _GUARDRAILS.termination_wait_seconds_range
-GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE = _GUARDRAILS.max_execution_seconds_range
-CANARY_PERCENT_RANGE = _GUARDRAILS.canary_percent_range
-LINEAR_STEP_PERCENT_RANGE = _GUARDRAILS.linear_step_percent_range
-ROLLING_BATCH_PERCENT_RANGE = _GUARDRAILS.rolling_batch_percent_range
-MAX_ROLLBACK_ALARMS = _GUARDRAILS.max_rollback_alarms
-GUARDRAIL_FALLBACK_INSTANCE_PREFIXES = _LIMITS.guardrail_fallback_instance_prefixes.value
-
-# InvokeEndpoint answers within this many seconds: a latency above it is a timeout. A multi-model endpoint's
-# load still running then returns ModelNotReadyException and continues for up to MODEL_LOADING_LIMIT_S.
-INVOKE_ENDPOINT_TIMEOUT_SECONDS = _LIMITS.invoke_endpoint_timeout_seconds.value
-MODEL_LOADING_LIMIT_S = _LIMITS.model_loading_limit_seconds.value
-# InvokeEndpoint's Body limit, the same each way.
-SAGEMAKER_MAX_REQUEST_BYTES = _LIMITS.sagemaker_max_payload_bytes.value
-SAGEMAKER_MAX_RESPONSE_BYTES = SAGEMAKER_MAX_REQUEST_BYTES
-
-# S3 conditional writes: the bucket-policy condition keys.
-S3_IF_NONE_MATCH_KEY = _LIMITS.s3_condition_keys.if_none_match
-S3_IF_MATCH_KEY = _LIMITS.s3_condition_keys.if_match
-S3_OBJECT_CREATION_KEY = _LIMITS.s3_condition_keys.object_creation
-
-# Where SageMaker publishes a variant's CloudWatch metrics, and their dimensions.
-INVOCATION_METRICS_NAMESPACE = _LIMITS.metrics.invocation_namespace
-INSTANCE_METRICS_NAMESPACE = _LIMITS.metrics.instance_namespace
-VARIANT_METRIC_DIMENSIONS = _LIMITS.metrics.variant_dimensions
 
 
 def endpoint_quota(instance_type: str) -> Quota:
@@ -340,45 +281,27 @@ def endpoint_quota(instance_type: str) -> Quota:
     return _quota(_LIMITS.endpoint_quotas, instance_type)
 
 
-_require_quotas("limits.yaml", _LIMITS.endpoint_quotas, GPU_MME_INSTANCE_TYPES)
-_require_quotas("codebuild.yaml", _CODEBUILD.concurrency_quotas, CODEBUILD_GPUS)
+_require_quotas("limits.yaml", _LIMITS.endpoint_quotas, _GPU_INSTANCE_TYPES)
+_require_quotas("codebuild.yaml", _CODEBUILD.concurrency_quotas, _CODEBUILD_GPUS)
 
 
 # ======================================================================================================
 # Inference components (a catalog's `placement: dedicated` entries)
 # ======================================================================================================
-IC_INSTANCE_FAMILIES = _COMPONENTS.instance_families.supported
-IC_UNKNOWN_INSTANCE_FAMILIES = _COMPONENTS.instance_families.unknown
-# Regions whose CloudFormation has AWS::SageMaker::InferenceComponent.
-IC_REGIONS = _COMPONENTS.regions.value
-IC_MIN_ACCELERATORS_PER_COPY = _COMPONENTS.compute_requirements.min_accelerators_per_copy
-IC_MIN_MEMORY_MB = _COMPONENTS.compute_requirements.min_memory_mb
-IC_NAME_PATTERN = _COMPONENTS.copies.name_pattern
-IC_NAME_MAX_LENGTH = _COMPONENTS.copies.name_max_length
-# Scale to zero: the endpoint's MinInstanceCount, and the alarm metric whose step policy adds the first copy.
-IC_SCALE_TO_ZERO = _COMPONENTS.scale_to_zero
-# Where MinInstanceCount 0 is known to be accepted (the other component regions are unconfirmed).
-IC_SCALE_TO_ZERO_REGIONS = _COMPONENTS.scale_to_zero_regions.value
-# What InvokeEndpoint answers while a component has no copy (code, HTTP status, message).
-IC_NO_CAPACITY_ERROR = _COMPONENTS.no_capacity_error
-IC_SCALING = _COMPONENTS.scaling
-IC_ROUTING_STRATEGY = _COMPONENTS.endpoint.routing_strategy
-IC_ROLLING_BATCH_TYPE = _COMPONENTS.rolling_update.batch_type
-# A rolling step's copies as a share of the component's copy count, in percent.
-IC_ROLLING_BATCH_PERCENT_RANGE = _COMPONENTS.rolling_update.batch_percent_range
-IC_METRICS_NAMESPACE = _COMPONENTS.metrics.namespace
-IC_METRIC_DIMENSION = _COMPONENTS.metrics.dimension
-IC_SERVED_FORMATS = _COMPONENTS.container.served_formats
 
 
 def ic_instance_problem(instance_type: str) -> str | None:
     """Why an inference component endpoint cannot run on `instance_type` (words after the value), or None."""
     family = instance_type.rsplit(".", 1)[0]
-    if family in IC_INSTANCE_FAMILIES:
+    if family in _COMPONENTS.instance_families.supported:
         return None
-    known = "unconfirmed for inference components" if family in IC_UNKNOWN_INSTANCE_FAMILIES else "not known"
+    known = (
+        "unconfirmed for inference components"
+        if family in _COMPONENTS.instance_families.unknown
+        else "not known"
+    )
     return f"is {known} ({PLATFORM_DATA}/inference_components.yaml); allowed: " + ", ".join(
-        f"{name}.*" for name in IC_INSTANCE_FAMILIES
+        f"{name}.*" for name in _COMPONENTS.instance_families.supported
     )
 
 
@@ -396,18 +319,12 @@ class HourlyPrice:
 
 
 _HOURLY = _PRICES.hourly_prices
-HOURLY_PRICES: dict[tuple[str, str], HourlyPrice] = {
+_HOURLY_PRICES: dict[tuple[str, str], HourlyPrice] = {
     (instance_type, _HOURLY.region): HourlyPrice(
         instance_type, _HOURLY.region, usd, _HOURLY.as_of, _HOURLY.label, confirmed=False
     )
     for instance_type, usd in _HOURLY.usd_per_hour.items()
 }
-# The Price List API: the product attributes of SageMaker hosting, and the region it answers from.
-PRICE_LIST_SERVICE_CODE = _PRICES.price_list_api.service_code
-PRICE_LIST_API_REGION = _PRICES.price_list_api.region
-PRICE_LIST_HOSTING_COMPONENT = _PRICES.price_list_api.hosting_component
-PRICE_LIST_HOURLY_UNIT = _PRICES.price_list_api.hourly_unit
-HOURS_PER_MONTH = _PRICES.hours_per_month.value
 
 
 def hourly_price(
@@ -416,5 +333,61 @@ def hourly_price(
     """USD per instance-hour: an override first, else the table; None when neither knows."""
     if overrides and (instance_type, region) in overrides:
         return overrides[(instance_type, region)]
-    price = HOURLY_PRICES.get((instance_type, region))
+    price = _HOURLY_PRICES.get((instance_type, region))
     return price.usd if price else None
+
+
+# ======================================================================================================
+# The one object every reader uses
+# ======================================================================================================
+@dataclass(frozen=True)
+class Platform:
+    """Every platform fact, by attribute: the validated tables of platform_data/ as they are (each entry
+    with its `source`; `PLATFORM.limits.wait_condition_timeout_minutes.value`), and the views several
+    readers share, built once from them. A new fact is a YAML entry and its field in platform_tables.py."""
+
+    images: TritonImagesTable
+    amis: InferenceAmisTable
+    instances: GpuInstancesTable
+    regions: RegionsTable
+    codebuild: CodeBuildTable
+    limits: LimitsTable
+    prices: PricesTable
+    components: InferenceComponentsTable
+    # Views: by tag, by name, by instance type, by compute type, by CUDA major, by (instance type, region).
+    triton_images: Mapping[str, TritonImage]
+    inference_amis: Mapping[str, InferenceAmi]
+    gpu_compute_capabilities: Mapping[str, float]
+    gpu_instance_types: Mapping[str, GpuInstanceType]
+    codebuild_gpus: Mapping[str, CodeBuildGpu]
+    build_images: Mapping[int, BuildImage]
+    hourly_prices: Mapping[tuple[str, str], HourlyPrice]
+    # Every region any listed Triton tag is published in.
+    dlc_regions: frozenset[str]
+    # What the SageMaker container needs to start Triton in multi-model mode on its port.
+    multi_model_environment: Mapping[str, str]
+
+    @property
+    def triton_image_tags(self) -> tuple[str, ...]:
+        return tuple(self.triton_images)
+
+
+PLATFORM = Platform(
+    images=_IMAGES,
+    amis=_AMIS,
+    instances=_INSTANCES,
+    regions=_REGIONS,
+    codebuild=_CODEBUILD,
+    limits=_LIMITS,
+    prices=_PRICES,
+    components=_COMPONENTS,
+    triton_images=MappingProxyType(_TRITON_IMAGES),
+    inference_amis=MappingProxyType(_INFERENCE_AMIS),
+    gpu_compute_capabilities=MappingProxyType(_GPU_COMPUTE_CAPABILITIES),
+    gpu_instance_types=MappingProxyType(_GPU_INSTANCE_TYPES),
+    codebuild_gpus=MappingProxyType(_CODEBUILD_GPUS),
+    build_images=MappingProxyType(_BUILD_IMAGES),
+    hourly_prices=MappingProxyType(_HOURLY_PRICES),
+    dlc_regions=_DLC_REGIONS,
+    multi_model_environment=MappingProxyType(_MULTI_MODEL_ENVIRONMENT),
+)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.platform import SAGEMAKER_MAX_RESPONSE_BYTES
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.samples import NUMPY_DTYPES
 
 # The JSON header of a binary reply: model name and version, then name, datatype, shape and size per
@@ -53,7 +53,9 @@ def reply_overhead(output_count: int) -> int:
     return REPLY_HEADER_BYTES + REPLY_HEADER_BYTES_PER_OUTPUT * output_count
 
 
-def rows_that_fit(per_sample: int, output_count: int, limit: int = SAGEMAKER_MAX_RESPONSE_BYTES) -> int:
+def rows_that_fit(
+    per_sample: int, output_count: int, limit: int = PLATFORM.limits.sagemaker_max_payload_bytes.value
+) -> int:
     """The most rows whose reply comes back through InvokeEndpoint (0: not even one)."""
     if per_sample <= 0:
         return 1 << 30

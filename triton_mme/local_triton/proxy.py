@@ -21,10 +21,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
-from triton_mme.client.payloads import SAGEMAKER_MAX_REQUEST_BYTES
 from triton_mme.client.triton_routes import Reply
 from triton_mme.core.errors import printable
 from triton_mme.core.numbers import whole_number
+from triton_mme.core.platform import PLATFORM
 from triton_mme.local_triton.components import COMPONENT_HEADER, ComponentRoutes, component_in_path
 from triton_mme.local_triton.loader import ModelCache, ModelError, list_archives
 from triton_mme.local_triton.server import LOOPBACK
@@ -237,13 +237,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._send_json(HTTPStatus.LENGTH_REQUIRED, {"error": "Content-Length must be a number of bytes"})
             return None
-        if length > SAGEMAKER_MAX_REQUEST_BYTES:
+        if length > PLATFORM.limits.sagemaker_max_payload_bytes.value:
             self.close_connection = True  # the unread body must not be taken for the next request
             self._send_json(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                 {
                     "error": f"request body of {length:,} bytes; InvokeEndpoint accepts at most "
-                    f"{SAGEMAKER_MAX_REQUEST_BYTES:,}"
+                    f"{PLATFORM.limits.sagemaker_max_payload_bytes.value:,}"
                 },
             )
             return None

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from triton_mme.client.triton_routes import LOOPBACK
 from triton_mme.core.errors import UserError
-from triton_mme.core.platform import SAGEMAKER_PORT
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.triton_container import (
     CONTAINER_ENVIRONMENT,
     PING_MODE_VARIABLE,
@@ -87,7 +87,7 @@ class _BrokeredConnection(http.client.HTTPConnection):
 
     def __init__(self, broker: Broker, timeout: float):
         # The SageMaker container's own port: inside the private namespace nothing else can hold it.
-        super().__init__(LOOPBACK, SAGEMAKER_PORT, timeout=timeout)
+        super().__init__(LOOPBACK, PLATFORM.limits.sagemaker_container.port, timeout=timeout)
         self._broker = broker
 
     def connect(self) -> None:
@@ -155,7 +155,7 @@ class TritonServer:
             f"--model-repository={repository}",
             "--model-control-mode=explicit",
             "--allow-sagemaker=true",
-            f"--sagemaker-port={SAGEMAKER_PORT}",
+            f"--sagemaker-port={PLATFORM.limits.sagemaker_container.port}",
             "--allow-http=false",
             "--allow-grpc=false",
             "--allow-metrics=false",
@@ -174,7 +174,9 @@ class TritonServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         broker = Broker()
-        command = broker.launcher_command(SAGEMAKER_PORT, self.command(self._prepare_binaries()))
+        command = broker.launcher_command(
+            PLATFORM.limits.sagemaker_container.port, self.command(self._prepare_binaries())
+        )
         with self.log_path.open("ab") as log:
             try:
                 self._process = subprocess.Popen(

@@ -11,7 +11,7 @@ from typing import Any
 from triton_mme.arguments import add_allow_field, non_negative_int, number_in, positive_int
 from triton_mme.core.formats import Format, Weights
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
-from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.runner_environment import TRITON_TAG_ENV
 from triton_mme.core.wording import plural
 from triton_mme.model_build.sandbox import DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIME_LIMIT_S
@@ -63,7 +63,7 @@ def register(subparsers: Any) -> None:
     )
     build.add_argument(
         "--triton-tag",
-        default=os.environ.get(TRITON_TAG_ENV) or DEFAULT_TRITON_TAG,
+        default=os.environ.get(TRITON_TAG_ENV) or PLATFORM.images.default_tag.value,
         help=f"serving Triton image tag the TensorRT plans must match (default: ${TRITON_TAG_ENV}, "
         "else the project's default tag; now %(default)s)",
     )

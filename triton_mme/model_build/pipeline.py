@@ -27,7 +27,7 @@ from triton_mme.core.formats import Format, Weights
 from triton_mme.core.golden import GOLDEN_ROWS, GoldenData
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest, Provenance
 from triton_mme.core.naming import GOLDEN_ROLE, MODEL_FILE_NAMES, companion_file_name, model_directory
-from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.triton_config import render_config
 from triton_mme.model_build.allocator import return_freed_memory_eagerly
 from triton_mme.model_build.cache import BuildCache, builder_version, cache_key, companions_in_place
@@ -222,7 +222,7 @@ def export_model(
     workdir: Path,
     *,
     weights: Weights | None = None,
-    triton_tag: str = DEFAULT_TRITON_TAG,
+    triton_tag: str = PLATFORM.images.default_tag.value,
 ) -> ExportedModel:
     """Export one (model, format) into workdir and verify it against PyTorch; nothing is packaged."""
     from triton_mme.model_build.sources import load_model
@@ -251,7 +251,7 @@ def build_archive(
     out_dir: Path,
     *,
     weights: Weights | None = None,
-    triton_tag: str = DEFAULT_TRITON_TAG,
+    triton_tag: str = PLATFORM.images.default_tag.value,
 ) -> ArchiveRecord:
     """Export, verify and package one archive into out_dir (no cache, no manifest)."""
     from triton_mme.model_build.sources import load_model
@@ -311,7 +311,7 @@ def build_catalog(
     only: str | None = None,
     weights_override: Weights | None = None,
     skip_formats: Iterable[Format] = (),
-    triton_tag: str = DEFAULT_TRITON_TAG,
+    triton_tag: str = PLATFORM.images.default_tag.value,
     progress: bool = True,
     on_archive: Callable[[ArchiveOutcome], None] | None = None,
     workers: int = 1,
@@ -409,7 +409,10 @@ def _keys(entry: ModelEntry, formats: list[Format], triton_tag: str) -> dict[For
 
 
 def catalog_cache_keys(
-    catalog: Catalog, *, triton_tag: str = DEFAULT_TRITON_TAG, skip_formats: Iterable[Format] = ()
+    catalog: Catalog,
+    *,
+    triton_tag: str = PLATFORM.images.default_tag.value,
+    skip_formats: Iterable[Format] = (),
 ) -> dict[str, str]:
     """The build cache key of every (model, format) `build_catalog` would build here, as `<name>/<format>`
     -> key: what a store's shared cache is looked up by (store.build_cache). Raises BuildError when the

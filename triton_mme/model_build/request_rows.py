@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from triton_mme.catalog import Catalog, CatalogError, ModelEntry
 from triton_mme.core.formats import Weights
-from triton_mme.core.platform import SAGEMAKER_MAX_RESPONSE_BYTES
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.replies import FP32_BYTES, reply_overhead, rows_that_fit
 
 
@@ -29,9 +29,13 @@ def request_rows(
     per_row, outputs = text_encoder_reply_bytes(hidden_size, sequence_length)
     overhead = reply_overhead(outputs)
     fits = rows_that_fit(per_row, outputs)
-    limit = f"InvokeEndpoint's {SAGEMAKER_MAX_RESPONSE_BYTES / 2**20:.0f} MiB reply limit"
+    limit = (
+        f"InvokeEndpoint's {PLATFORM.limits.sagemaker_max_payload_bytes.value / 2**20:.0f} MiB reply limit"
+    )
     if fits == 0:
-        longest = (SAGEMAKER_MAX_RESPONSE_BYTES - overhead) // (hidden_size * FP32_BYTES) - 1
+        longest = (PLATFORM.limits.sagemaker_max_payload_bytes.value - overhead) // (
+            hidden_size * FP32_BYTES
+        ) - 1
         raise CatalogError(
             f"model {name!r}: one row's reply is {per_row + overhead:,} bytes (sequence_length "
             f"{sequence_length} x hidden_size {hidden_size}, FP32), over {limit}; allowed: a "

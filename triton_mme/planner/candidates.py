@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES, GpuInstanceType, supports_compute_capability
+from triton_mme.core.platform import (
+    PLATFORM,
+    GpuInstanceType,
+    supports_compute_capability,
+)
 from triton_mme.planner.assumptions import (
     EBS_VOLUME_GB_ASSUMED,
     GPU_REPORTED_MEMORY_MIB,
@@ -62,7 +66,7 @@ def sagemaker_candidates(
     """The GPU multi-model instance types of the platform table that can run the Triton tag, and the ones
     left out with the reason."""
     candidates, skipped = [], []
-    for name, instance in GPU_MME_INSTANCE_TYPES.items():
+    for name, instance in PLATFORM.gpu_instance_types.items():
         if only and name not in only:
             continue
         if supports_compute_capability(triton_tag, name):

@@ -12,7 +12,7 @@ from triton_mme.arguments import positive_int
 from triton_mme.core.errors import quoted
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.numbers import finite_number
-from triton_mme.core.platform import DEFAULT_TRITON_TAG, TRITON_IMAGE_TAGS
+from triton_mme.core.platform import PLATFORM
 from triton_mme.planner.defaults import (
     DEFAULT_GPU_UTILIZATION_TARGET,
     DEFAULT_MAX_INSTANCES,
@@ -78,10 +78,10 @@ def register(subparsers: Any) -> None:
     )
     plan.add_argument(
         "--triton-tag",
-        choices=TRITON_IMAGE_TAGS,
+        choices=PLATFORM.triton_image_tags,
         metavar="TAG",
         help="serving image tag: instance types whose GPU cannot run it are left out (default: the "
-        f"stack's tritonImageTag, else {DEFAULT_TRITON_TAG})",
+        f"stack's tritonImageTag, else {PLATFORM.images.default_tag.value})",
     )
     plan.add_argument(
         "--instance-types",
@@ -181,7 +181,7 @@ def _plan_for(args: argparse.Namespace) -> Any:
         gpu_utilization_target=args.gpu_utilization_target,
         triton_tag=args.triton_tag,
         instance_types=args.instance_types,
-        default_triton_tag=DEFAULT_TRITON_TAG,
+        default_triton_tag=PLATFORM.images.default_tag.value,
     )
 
 

@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from triton_mme.core.platform import HOURS_PER_MONTH
+from triton_mme.core.platform import PLATFORM
 from triton_mme.planner.candidates import Candidate
 from triton_mme.planner.latency import mixture_quantile
 from triton_mme.planner.options import PlanOptions
@@ -125,7 +125,7 @@ class PlacementPlan:
 
 def _monthly(candidate: Candidate, instances: float) -> float | None:
     price = candidate.price
-    return None if price is None else instances * price.usd_per_hour * HOURS_PER_MONTH
+    return None if price is None else instances * price.usd_per_hour * PLATFORM.prices.hours_per_month.value
 
 
 def _tail_options(options: PlanOptions, tail_share: float) -> PlanOptions:

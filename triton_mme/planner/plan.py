@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from triton_mme.core.platform import HOURS_PER_MONTH
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.wording import plural, relative_change
 from triton_mme.planner.candidates import GB, Candidate
 from triton_mme.planner.eviction import Limits, che_hit_rate
@@ -56,7 +56,11 @@ class CandidatePlan:
     def monthly_usd(self) -> float | None:
         if self.evaluation is None or self.candidate.price is None:
             return None
-        return self.evaluation.instances * self.candidate.price.usd_per_hour * HOURS_PER_MONTH
+        return (
+            self.evaluation.instances
+            * self.candidate.price.usd_per_hour
+            * PLATFORM.prices.hours_per_month.value
+        )
 
     @property
     def binding_limit(self) -> str:
@@ -188,7 +192,7 @@ def single_model_plan(served: Served, candidate: Candidate, options: PlanOptions
     )
     total = int(instances.sum())
     price = candidate.price
-    monthly = total * price.usd_per_hour * HOURS_PER_MONTH if price else None
+    monthly = total * price.usd_per_hour * PLATFORM.prices.hours_per_month.value if price else None
     problem = None
     if oversized:
         problem = f"{served.workload.labels[oversized[0]]} does not fit one {candidate.name}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import TypeAdapter
 
-from triton_mme.core.platform import INVOKE_ENDPOINT_TIMEOUT_SECONDS
+from triton_mme.core.platform import PLATFORM
 from triton_mme.planner.candidates import Candidate
 from triton_mme.planner.eviction import CacheStats, Limits, draw_stream, replicas_needed, simulate
 from triton_mme.planner.latency import cold_mixture, mixture_quantile, per_component_quantile
@@ -155,7 +155,8 @@ def evaluate(
     slow = tuple(
         labels[i]
         for i in range(len(labels))
-        if cold_s[i] > INVOKE_ENDPOINT_TIMEOUT_SECONDS and stats.hits[i] < stats.requests[i]
+        if cold_s[i] > PLATFORM.limits.invoke_endpoint_timeout_seconds.value
+        and stats.hits[i] < stats.requests[i]
     )
     return Evaluation(
         served, candidate, instances, stats, utilization, offsets, weights, p50, p99, tuple(misses), slow

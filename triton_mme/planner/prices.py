@@ -12,13 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from triton_mme.core.bounded import DocumentError, load_json, load_yaml, read_bytes
 from triton_mme.core.errors import UserError, describe_aws_error, quoted
 from triton_mme.core.limits import MAX_PRICE_FILE_BYTES, MAX_REPLY_BYTES
-from triton_mme.core.platform import (
-    HOURLY_PRICES,
-    PRICE_LIST_API_REGION,
-    PRICE_LIST_HOSTING_COMPONENT,
-    PRICE_LIST_HOURLY_UNIT,
-    PRICE_LIST_SERVICE_CODE,
-)
+from triton_mme.core.platform import PLATFORM
 
 
 class PriceError(UserError, ValueError):
@@ -70,12 +64,12 @@ def price_list_hourly_usd(client: Any, instance_type: str, region: str) -> float
         for field, value in (
             ("instanceName", instance_type),
             ("regionCode", region),
-            ("component", PRICE_LIST_HOSTING_COMPONENT),
+            ("component", PLATFORM.prices.price_list_api.hosting_component),
         )
     ]
     products: list[dict[str, Any]] = []
     for page in client.get_paginator("get_products").paginate(
-        ServiceCode=PRICE_LIST_SERVICE_CODE, Filters=filters
+        ServiceCode=PLATFORM.prices.price_list_api.service_code, Filters=filters
     ):
         products += [
             load_json(item, where="Price List API", max_bytes=MAX_REPLY_BYTES) for item in page["PriceList"]
@@ -88,7 +82,7 @@ def price_list_hourly_usd(client: Any, instance_type: str, region: str) -> float
         dimension
         for term in on_demand.values()
         for dimension in term.get("priceDimensions", {}).values()
-        if str(dimension.get("unit", "")).lower() == PRICE_LIST_HOURLY_UNIT.lower()
+        if str(dimension.get("unit", "")).lower() == PLATFORM.prices.price_list_api.hourly_unit.lower()
     ]
     if len(hourly) != 1 or "USD" not in hourly[0].get("pricePerUnit", {}):
         raise PriceError(f"{where}: expected one on-demand hourly USD price, found {len(hourly)}")
@@ -111,7 +105,7 @@ class PriceBook:
             if instance_type not in self._fetched:
                 self._fetched[instance_type] = self._from_api(instance_type)
             return self._fetched[instance_type]
-        listed = HOURLY_PRICES.get((instance_type, self.region))
+        listed = PLATFORM.hourly_prices.get((instance_type, self.region))
         if listed is None:
             return None
         source = f"{listed.source}, {listed.as_of}, inferred"
@@ -137,4 +131,4 @@ def pricing_client() -> Any:
     config = Config(
         retries={"total_max_attempts": 2, "mode": "standard"}, connect_timeout=10, read_timeout=30
     )
-    return boto3.client("pricing", region_name=PRICE_LIST_API_REGION, config=config)
+    return boto3.client("pricing", region_name=PLATFORM.prices.price_list_api.region, config=config)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from triton_mme.core.bounded import DocumentError, read_json
 from triton_mme.core.errors import UserError, describe_validation_error
 from triton_mme.core.limits import MAX_REPORT_BYTES
-from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES
+from triton_mme.core.platform import PLATFORM
 from triton_mme.planner.candidates import (
     Candidate,
     local_candidate,
@@ -97,8 +97,7 @@ def compare_with(
     candidate: Candidate
     if configuration.model_budget is not None:
         candidate = local_candidate(configuration.model_budget, configuration.endpoint)
-    elif configuration.instance_type in GPU_MME_INSTANCE_TYPES:
-        instance = GPU_MME_INSTANCE_TYPES[configuration.instance_type]
+    elif instance := PLATFORM.gpu_instance_types.get(configuration.instance_type or ""):
         candidate = sagemaker_candidate(instance, prices or PriceBook("us-east-1"), options.disk_gb)
     else:
         raise CompareError(

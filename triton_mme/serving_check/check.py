@@ -36,7 +36,7 @@ from triton_mme.core.files import file_sha256
 from triton_mme.core.golden import GoldenData, GoldenError
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.naming import GOLDEN_ROLE
-from triton_mme.core.platform import SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.replies import reply_overhead
 from triton_mme.core.serving_report import ArchiveServing, BatchFigures, ServingReport
 from triton_mme.core.tolerances import FP16, FP32, GPU_FP32, Tolerance, max_abs_error
@@ -215,7 +215,9 @@ def _unpack(directory: Path, record: ArchiveRecord, model_root: Path) -> Path:
 def largest_batch(record: ArchiveRecord, golden: GoldenData) -> int:
     """The largest batch one InvokeEndpoint call can carry both ways (6 MB each), at most max_batch_size."""
     tensors = len(golden.inputs) + len(golden.outputs)
-    room = min(SAGEMAKER_MAX_REQUEST_BYTES, SAGEMAKER_MAX_RESPONSE_BYTES) - reply_overhead(tensors)
+    room = min(
+        PLATFORM.limits.sagemaker_max_payload_bytes.value, PLATFORM.limits.sagemaker_max_payload_bytes.value
+    ) - reply_overhead(tensors)
     largest = max(record.max_batch_size, 1)
     for arrays in (golden.inputs, golden.outputs):
         per_row = sum(value.nbytes for value in arrays.values()) // golden.rows

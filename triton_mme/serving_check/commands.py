@@ -11,7 +11,7 @@ from typing import Any
 from triton_mme.arguments import non_negative_int, positive_int, report_key_file
 from triton_mme.core.errors import printable
 from triton_mme.core.locations import BUILD_DIR, SERVING_REPORT_FILE_NAME
-from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.runner_environment import TRITON_TAG_ENV
 from triton_mme.core.wording import plural
 
@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
     check.add_argument("--warmup", type=non_negative_int, default=3, help="untimed requests before timing")
     check.add_argument(
         "--triton-tag",
-        default=os.environ.get(TRITON_TAG_ENV) or DEFAULT_TRITON_TAG,
+        default=os.environ.get(TRITON_TAG_ENV) or PLATFORM.images.default_tag.value,
         help=f"the image's tag, named in the report (default: ${TRITON_TAG_ENV}, else %(default)s)",
     )
     check.set_defaults(handler=_serving_check)
@@ -60,7 +60,7 @@ def register(subparsers: Any) -> None:
     )
     cuda.add_argument(
         "--triton-tag",
-        default=os.environ.get(TRITON_TAG_ENV) or DEFAULT_TRITON_TAG,
+        default=os.environ.get(TRITON_TAG_ENV) or PLATFORM.images.default_tag.value,
         help=f"the serving image's tag (default: ${TRITON_TAG_ENV}, else %(default)s)",
     )
     cuda.set_defaults(handler=_cuda_check)

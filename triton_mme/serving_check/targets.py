@@ -17,11 +17,7 @@ from typing import Protocol
 
 from triton_mme.client.triton_routes import SageMakerRoutes
 from triton_mme.core.errors import UserError
-from triton_mme.core.platform import (
-    SAGEMAKER_MULTI_MODEL_ENVIRONMENT,
-    SAGEMAKER_PORT,
-    SAGEMAKER_SERVE_COMMAND,
-)
+from triton_mme.core.platform import PLATFORM
 from triton_mme.serving_check import gpu
 
 READY_TIMEOUT_S = 300.0
@@ -67,8 +63,8 @@ class SageMakerTriton:
         *,
         log_path: Path | None,
         triton_tag: str,
-        command: Sequence[str] = (SAGEMAKER_SERVE_COMMAND,),
-        port: int = SAGEMAKER_PORT,
+        command: Sequence[str] = (PLATFORM.limits.sagemaker_container.serve_command,),
+        port: int = PLATFORM.limits.sagemaker_container.port,
         ready_timeout_s: float = READY_TIMEOUT_S,
     ):
         self.log_path = log_path
@@ -85,7 +81,7 @@ class SageMakerTriton:
     def start(self) -> None:
         environment = {
             **os.environ,
-            **SAGEMAKER_MULTI_MODEL_ENVIRONMENT,
+            **PLATFORM.multi_model_environment,
             "SAGEMAKER_BIND_TO_PORT": str(self.port),
         }
         with contextlib.ExitStack() as files:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from triton_mme.arguments import add_allow_field, add_unpacked_limit, non_negative_int, report_key_file
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
-from triton_mme.core.platform import DEFAULT_TRITON_TAG
+from triton_mme.core.platform import PLATFORM
 from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
 from triton_mme.core.wording import plural
 
@@ -111,7 +111,7 @@ def register(subparsers: Any) -> None:
     _add_shard_arguments(fetch_cache)
     fetch_cache.add_argument(
         "--triton-tag",
-        default=os.environ.get(TRITON_TAG_ENV) or DEFAULT_TRITON_TAG,
+        default=os.environ.get(TRITON_TAG_ENV) or PLATFORM.images.default_tag.value,
         help=f"the build's --triton-tag (part of a TensorRT plan's key; default: ${TRITON_TAG_ENV}, else "
         "%(default)s)",
     )

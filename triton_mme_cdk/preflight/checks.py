@@ -14,7 +14,10 @@ from typing import Any, ParamSpec
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from triton_mme.core.errors import describe_aws_error
-from triton_mme.core.platform import CDK_BOOTSTRAP_STACK, CDK_MIN_BOOTSTRAP_VERSION, Quota
+from triton_mme.core.platform import (
+    PLATFORM,
+    Quota,
+)
 
 P = ParamSpec("P")
 # CloudFormation states in which a stack is usable (a failed or rolled-back creation is not).
@@ -183,21 +186,28 @@ def check_image(ecr: Any, name: str, *, region: str, registry: str, repository: 
 
 
 @reports_aws_errors("cdk-bootstrap")
-def check_bootstrap(cloudformation: Any, minimum: int = CDK_MIN_BOOTSTRAP_VERSION) -> CheckResult:
+def check_bootstrap(
+    cloudformation: Any, minimum: int = PLATFORM.limits.cdk_min_bootstrap_version.value
+) -> CheckResult:
     """The CDK bootstrap stack must exist, be usable and be at least the version the templates require."""
     fix = "run `npx cdk bootstrap aws://<account>/<region>` with this project's CDK"
     try:
-        stacks = cloudformation.describe_stacks(StackName=CDK_BOOTSTRAP_STACK)["Stacks"]
+        stacks = cloudformation.describe_stacks(StackName=PLATFORM.limits.cdk_bootstrap_stack.value)["Stacks"]
     except ClientError as error:
         if "does not exist" not in str(error.response.get("Error", {}).get("Message", "")):
             raise
-        return CheckResult("cdk-bootstrap", False, f"no {CDK_BOOTSTRAP_STACK} stack in this region", fix)
+        return CheckResult(
+            "cdk-bootstrap",
+            False,
+            f"no {PLATFORM.limits.cdk_bootstrap_stack.value} stack in this region",
+            fix,
+        )
     stack = stacks[0]
     if stack["StackStatus"] not in USABLE_STACK_STATES:
         return CheckResult(
             "cdk-bootstrap",
             False,
-            f"{CDK_BOOTSTRAP_STACK} is {stack['StackStatus']}",
+            f"{PLATFORM.limits.cdk_bootstrap_stack.value} is {stack['StackStatus']}",
             f"repair it, then {fix}",
         )
     outputs = {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
@@ -206,4 +216,6 @@ def check_bootstrap(cloudformation: Any, minimum: int = CDK_MIN_BOOTSTRAP_VERSIO
         return CheckResult(
             "cdk-bootstrap", False, f"bootstrap version {version} is older than the required {minimum}", fix
         )
-    return CheckResult("cdk-bootstrap", True, f"{CDK_BOOTSTRAP_STACK} version {version} (>= {minimum})")
+    return CheckResult(
+        "cdk-bootstrap", True, f"{PLATFORM.limits.cdk_bootstrap_stack.value} version {version} (>= {minimum})"
+    )

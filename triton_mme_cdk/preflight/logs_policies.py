@@ -1,7 +1,7 @@
 """The account's CloudWatch Logs resource policies: the stack adds account-level ones (its deployment events'
 log group, triton_mme_cdk/constructs/endpoint/deployment_events.py), and an account and region hold at most
-LOGS_RESOURCE_POLICY_LIMIT of them (core.platform, with its source). Past the limit the deployment fails half
-way, on the policy's creation, after the GPU build has already run."""
+logs_resource_policy_limit of them (core.platform, with its source). Past the limit the deployment fails
+half way, on the policy's creation, after the GPU build has already run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from triton_mme.core.platform import LOGS_RESOURCE_POLICY_LIMIT
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.preflight.checks import CheckResult, reports_aws_errors
 
 NAME = "logs-resource-policies"
@@ -46,7 +46,7 @@ def check_logs_resource_policies(
     stack_name: str,
     stack_defines: int,
     region: str,
-    limit: int = LOGS_RESOURCE_POLICY_LIMIT,
+    limit: int = PLATFORM.limits.logs_resource_policy_limit.value,
 ) -> CheckResult:
     """The account's policies plus the ones the stack would add (`stack_defines` less those it already has)
     must stay within `limit`."""

@@ -7,8 +7,7 @@ from typing import Any
 
 from triton_mme.catalog import Catalog
 from triton_mme.core.platform import (
-    CODEBUILD_GPUS,
-    TRITON_REPOSITORY,
+    PLATFORM,
     build_image,
     deployable_regions,
     dlc_registry_account,
@@ -102,7 +101,7 @@ def run_preflight(
         ),
         check_codebuild_gpu_quota(
             clients.service_quotas,
-            CODEBUILD_GPUS[settings.build.compute_type].concurrency_quota,
+            PLATFORM.codebuild_gpus[settings.build.compute_type].concurrency_quota,
             settings.build.runners,
         ),
         check_image(
@@ -110,7 +109,7 @@ def run_preflight(
             "triton-image",
             region=region,
             registry=registry,
-            repository=TRITON_REPOSITORY,
+            repository=PLATFORM.images.repository.value,
             tag=tag,
         ),
         check_image(

@@ -11,7 +11,6 @@ every setting). The groups go to the constructs as they are (AlarmThresholds to 
 to the endpoint's guard_updates).
 """
 
-from triton_mme.core.platform import GPU_MME_INSTANCE_TYPES
 from triton_mme_cdk.settings.alarms import AlarmThresholds
 from triton_mme_cdk.settings.app_settings import CONTEXT_KEYS, Settings
 from triton_mme_cdk.settings.base import (
@@ -30,7 +29,6 @@ from triton_mme_cdk.settings.updates import UpdatePolicy
 __all__ = [
     "BUILD_DEADLINE_MARGIN_MINUTES",
     "CONTEXT_KEYS",
-    "GPU_MME_INSTANCE_TYPES",
     "LOG_RETENTION_DAYS",
     "LONG_BUILD_DEADLINE_MINUTES",
     "MAX_INSTANCES",

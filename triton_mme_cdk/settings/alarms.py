@@ -6,9 +6,7 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
-from triton_mme.core.platform import (
-    INVOKE_ENDPOINT_TIMEOUT_SECONDS,
-)
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.settings.base import (
     EMAIL_PATTERN,
     MAX_ALARM_EVALUATION_MINUTES,
@@ -65,13 +63,13 @@ class AlarmThresholds(SettingsGroup):
                 self.model_loading_wait_ms,
                 "is out of range; allowed: 1..3600000 milliseconds",
             )
-        longest_latency_ms = INVOKE_ENDPOINT_TIMEOUT_SECONDS * 1000
+        longest_latency_ms = PLATFORM.limits.invoke_endpoint_timeout_seconds.value * 1000
         if not 1 <= self.model_latency_p99_ms <= longest_latency_ms:
             raise setting_error(
                 "alarmModelLatencyP99Ms",
                 self.model_latency_p99_ms,
                 f"is out of range; allowed: 1..{longest_latency_ms} milliseconds (InvokeEndpoint times out "
-                f"after {INVOKE_ENDPOINT_TIMEOUT_SECONDS} s)",
+                f"after {PLATFORM.limits.invoke_endpoint_timeout_seconds.value} s)",
             )
         if not 1 <= self.evaluation_minutes <= MAX_ALARM_EVALUATION_MINUTES:
             raise setting_error(

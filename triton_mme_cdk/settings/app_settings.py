@@ -9,11 +9,7 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from triton_mme.core.errors import describe_validation_error
-from triton_mme.core.platform import (
-    ENDPOINT_NAME_PATTERN,
-    GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE,
-    GUARDRAIL_WAIT_SECONDS_RANGE,
-)
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.settings.alarms import AlarmThresholds
 from triton_mme_cdk.settings.base import (
     KMS_KEY_ARN_PATTERN,
@@ -126,7 +122,7 @@ class Settings(BaseModel):
             raise setting_error(
                 "stackName", self.stack_name, "is not a valid stack name; allowed: letters, digits, hyphens"
             )
-        if not re.fullmatch(ENDPOINT_NAME_PATTERN, self.endpoint_name):
+        if not re.fullmatch(PLATFORM.limits.endpoint_name_pattern.value, self.endpoint_name):
             raise setting_error(
                 "stackName",
                 self.stack_name,
@@ -201,12 +197,12 @@ class Settings(BaseModel):
                 updates.wait_seconds,
                 f"is shorter than the rollback alarms need to fire (alarmDatapointsToAlarm="
                 f"{self.alarms.datapoints_to_alarm} one-minute periods); allowed: "
-                f"{alarm_seconds}..{GUARDRAIL_WAIT_SECONDS_RANGE[1]} seconds",
+                f"{alarm_seconds}..{PLATFORM.limits.guardrails.wait_seconds_range[1]} seconds",
             )
         waiting = total_wait_seconds(
             strategy, step, fleet, updates.wait_seconds, updates.termination_wait_seconds
         )
-        longest = GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE[1]
+        longest = PLATFORM.limits.guardrails.max_execution_seconds_range[1]
         if updates.timeout_seconds <= waiting:
             allowed = f"{waiting + 1}..{longest} seconds" if waiting < longest else "none: shorten the waits"
             raise setting_error(

@@ -12,9 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from triton_mme.core.errors import describe_validation_error
 from triton_mme.core.limits import MAX_NUMBER_DIGITS
 from triton_mme.core.numbers import finite_number, whole_number
-from triton_mme.core.platform import (
-    WAIT_CONDITION_TIMEOUT_MINUTES,
-)
+from triton_mme.core.platform import PLATFORM
 
 if TYPE_CHECKING:
     from aws_cdk import aws_logs as logs
@@ -40,7 +38,9 @@ LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 
 # limit is 12 hours: both stages, their queueing and this margin (the stages' start retries, each task's
 # backstop minute and the signal) must fit in it.
 BUILD_DEADLINE_MARGIN_MINUTES = 5
-LONG_BUILD_DEADLINE_MINUTES = WAIT_CONDITION_TIMEOUT_MINUTES - BUILD_DEADLINE_MARGIN_MINUTES
+LONG_BUILD_DEADLINE_MINUTES = (
+    PLATFORM.limits.wait_condition_timeout_minutes.value - BUILD_DEADLINE_MARGIN_MINUTES
+)
 
 # A step size may be written as a JSON number in cdk.json: 2 means "2" (instances).
 NUMBER_AS_TEXT = "number-as-text"

@@ -6,12 +6,7 @@ from typing import TYPE_CHECKING, Self
 
 from pydantic import Field, model_validator
 
-from triton_mme.core.platform import (
-    CODEBUILD_GPUS,
-    CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES,
-    CODEBUILD_QUEUED_TIMEOUT_RANGE,
-    WAIT_CONDITION_TIMEOUT_MINUTES,
-)
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.settings.base import (
     BUILD_DEADLINE_MARGIN_MINUTES,
     LONG_BUILD_DEADLINE_MINUTES,
@@ -26,8 +21,8 @@ if TYPE_CHECKING:
     from aws_cdk import aws_logs as logs
 
 _WAITS = (
-    f"cdk deploy waits at most {WAIT_CONDITION_TIMEOUT_MINUTES // 60} hours for the build, the serving "
-    "check and their queueing, on a wait condition, docs/deploy.md#time-limit"
+    f"cdk deploy waits at most {PLATFORM.limits.wait_condition_timeout_minutes.value // 60} hours for the "
+    "build, the serving check and their queueing, on a wait condition, docs/deploy.md#time-limit"
 )
 # A bound against typos, not a platform limit (none is documented for a batch's size): the account's
 # concurrent-build quota for the GPU size is the real one, and preflight checks it.
@@ -54,13 +49,13 @@ class BuildRunnerSettings(SettingsGroup):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        if self.compute_type not in CODEBUILD_GPUS:
-            allowed = ", ".join(f"{name} ({gpu.gpu})" for name, gpu in CODEBUILD_GPUS.items())
+        if self.compute_type not in PLATFORM.codebuild_gpus:
+            allowed = ", ".join(f"{name} ({gpu.gpu})" for name, gpu in PLATFORM.codebuild_gpus.items())
             raise setting_error(
                 "builderComputeType", self.compute_type, f"is not a CodeBuild GPU size; allowed: {allowed}"
             )
-        lowest_queue, highest_queue = CODEBUILD_QUEUED_TIMEOUT_RANGE
-        lowest_stage = CODEBUILD_MIN_BUILD_TIMEOUT_MINUTES
+        lowest_queue, highest_queue = PLATFORM.codebuild.queued_timeout_minutes_range.value
+        lowest_stage = PLATFORM.codebuild.min_build_timeout_minutes.value
         # Two stages, each queueing and running: 2 x queue + build + check must end before the deadline.
         together = LONG_BUILD_DEADLINE_MINUTES - 2 * lowest_queue
         for name in ("timeout_minutes", "serving_check_timeout_minutes"):
@@ -85,7 +80,7 @@ class BuildRunnerSettings(SettingsGroup):
                 f"is out of range with buildTimeoutMinutes={build} and servingCheckTimeoutMinutes={check}; "
                 f"allowed: {lowest_queue}..{longest_queue} (both stages queue: 2 x queue + build + check "
                 f"must end {BUILD_DEADLINE_MARGIN_MINUTES} minutes before cdk deploy stops waiting after "
-                f"{WAIT_CONDITION_TIMEOUT_MINUTES // 60} hours)",
+                f"{PLATFORM.limits.wait_condition_timeout_minutes.value // 60} hours)",
             )
         problem = retention_problem("buildLogRetentionDays", self.log_retention_days)
         if problem:

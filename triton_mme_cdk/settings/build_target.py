@@ -9,9 +9,7 @@ from triton_mme.catalog import Catalog
 from triton_mme.core.errors import quoted
 from triton_mme.core.formats import Format
 from triton_mme.core.platform import (
-    CODEBUILD_GPUS,
-    GPU_MME_INSTANCE_TYPES,
-    TRITON_IMAGES,
+    PLATFORM,
     gpu_instance,
     supports_compute_capability,
     triton_image,
@@ -53,18 +51,18 @@ def tensorrt_problem(*, builder_compute_type: str, instance_type: str, triton_im
     A plan runs only on the compute capability that built it (hardware-compatible plans cover Ampere and
     newer only, and are slower), so the runner's GPU and the endpoint's GPU must have the same one.
     """
-    builder = CODEBUILD_GPUS[builder_compute_type]
+    builder = PLATFORM.codebuild_gpus[builder_compute_type]
     instance = gpu_instance(instance_type)
     if builder.compute_capability != instance.compute_capability:
         same_as_builder = [
             name
-            for name, other in GPU_MME_INSTANCE_TYPES.items()
+            for name, other in PLATFORM.gpu_instance_types.items()
             if other.compute_capability == builder.compute_capability
             and supports_compute_capability(triton_image_tag, name)
         ]
         fitting_builders = [
             name
-            for name, gpu in CODEBUILD_GPUS.items()
+            for name, gpu in PLATFORM.codebuild_gpus.items()
             if gpu.compute_capability == instance.compute_capability
             and build_gpu_problem(name, triton_image_tag) is None
         ]
@@ -81,7 +79,7 @@ def tensorrt_problem(*, builder_compute_type: str, instance_type: str, triton_im
             + ", or ".join(fixes)
         )
     if triton_image(triton_image_tag).tensorrt_requirement is None:
-        known = ", ".join(tag for tag, image in TRITON_IMAGES.items() if image.tensorrt_requirement)
+        known = ", ".join(tag for tag, image in PLATFORM.triton_images.items() if image.tensorrt_requirement)
         return (
             f"the catalog asks for tensorrt, but the TensorRT of tritonImageTag={triton_image_tag} has no "
             f"known pip pin; use a tritonImageTag with one ({known}), or drop 'tensorrt' from the formats"
@@ -94,7 +92,7 @@ def build_memory_problem(catalog: Catalog, *, builder_compute_type: str) -> str 
 
     Raises CatalogError for a model whose parameters cannot be known before the build.
     """
-    runner = CODEBUILD_GPUS[builder_compute_type]
+    runner = PLATFORM.codebuild_gpus[builder_compute_type]
     for entry in catalog.models:
         peak = estimated_build_peak_gib(entry)
         if peak <= runner.memory_gib:
@@ -102,7 +100,7 @@ def build_memory_problem(catalog: Catalog, *, builder_compute_type: str) -> str 
         largest = (runner.memory_gib - BUILD_PEAK_BASE_GIB) * 2**30 / BUILD_PEAK_BYTES_PER_PARAMETER
         roomier = [
             f"builderComputeType={name} ({gpu.memory_gib} GiB)"
-            for name, gpu in CODEBUILD_GPUS.items()
+            for name, gpu in PLATFORM.codebuild_gpus.items()
             if gpu.memory_gib >= peak
         ]
         millions = parameter_count(entry) / 1e6

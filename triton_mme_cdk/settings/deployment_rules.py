@@ -21,12 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from triton_mme.core.numbers import whole_number
-from triton_mme.core.platform import (
-    CANARY_PERCENT_RANGE,
-    GUARDRAIL_FALLBACK_INSTANCE_PREFIXES,
-    LINEAR_STEP_PERCENT_RANGE,
-    ROLLING_BATCH_PERCENT_RANGE,
-)
+from triton_mme.core.platform import PLATFORM
 
 SECONDS_PER_MINUTE = 60
 
@@ -96,9 +91,9 @@ class Fleet:
 
 # The share of the fleet one step may move, in percent (platform.py, from the SageMaker API reference).
 STEP_SHARES = {
-    Strategy.CANARY: CANARY_PERCENT_RANGE,
-    Strategy.LINEAR: LINEAR_STEP_PERCENT_RANGE,
-    Strategy.ROLLING: ROLLING_BATCH_PERCENT_RANGE,
+    Strategy.CANARY: PLATFORM.limits.guardrails.canary_percent_range,
+    Strategy.LINEAR: PLATFORM.limits.guardrails.linear_step_percent_range,
+    Strategy.ROLLING: PLATFORM.limits.guardrails.rolling_batch_percent_range,
 }
 
 
@@ -144,7 +139,7 @@ def fleet_problem(strategy: Strategy, fleet: Fleet) -> str | None:
 def instance_type_problem(strategy: Strategy, instance_type: str) -> str | None:
     """Instance families on which SageMaker ignores the guardrails (deployment-guardrails-exclusions)."""
     if strategy is not Strategy.ALL_AT_ONCE and instance_type.startswith(
-        GUARDRAIL_FALLBACK_INSTANCE_PREFIXES
+        PLATFORM.limits.guardrail_fallback_instance_prefixes.value
     ):
         return f"{instance_type} endpoints fall back to blue/green all at once with no baking period"
     return None

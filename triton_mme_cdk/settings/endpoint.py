@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING, Self
 from pydantic import Field, model_validator
 
 from triton_mme.core.platform import (
-    DEFAULT_TRITON_TAG,
-    GPU_MME_INSTANCE_TYPES,
-    TRITON_IMAGE_TAGS,
+    PLATFORM,
     gpu_instance,
 )
 from triton_mme_cdk.settings.base import SettingsGroup, log_retention_of, retention_problem, setting_error
@@ -26,7 +24,7 @@ class EndpointSettings(SettingsGroup):
     """The endpoint's instances, image and logs."""
 
     instance_type: str = Field("ml.g5.xlarge", alias="instanceType")
-    triton_image_tag: str = Field(DEFAULT_TRITON_TAG, alias="tritonImageTag")
+    triton_image_tag: str = Field(PLATFORM.images.default_tag.value, alias="tritonImageTag")
     # The SageMaker inference AMI (NVIDIA driver) of the variant; `auto` picks the newest one whose driver
     # runs the tag's CUDA natively on the instance type (triton_mme_cdk/settings/platform_rules.py).
     inference_ami_version: str = Field(AUTO, alias="inferenceAmiVersion")
@@ -36,18 +34,19 @@ class EndpointSettings(SettingsGroup):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        if self.instance_type not in GPU_MME_INSTANCE_TYPES:
+        if self.instance_type not in PLATFORM.gpu_instance_types:
             raise setting_error(
                 "instanceType",
                 self.instance_type,
                 "is not a single-GPU type supported by GPU multi-model endpoints; allowed: "
-                + ", ".join(GPU_MME_INSTANCE_TYPES),
+                + ", ".join(PLATFORM.gpu_instance_types),
             )
-        if self.triton_image_tag not in TRITON_IMAGE_TAGS:
+        if self.triton_image_tag not in PLATFORM.triton_image_tags:
             raise setting_error(
                 "tritonImageTag",
                 self.triton_image_tag,
-                "is not a known SageMaker Triton image tag; allowed: " + ", ".join(TRITON_IMAGE_TAGS),
+                "is not a known SageMaker Triton image tag; allowed: "
+                + ", ".join(PLATFORM.triton_image_tags),
             )
         problem = retention_problem("endpointLogRetentionDays", self.log_retention_days)
         if problem:

@@ -16,12 +16,7 @@ from triton_mme.catalog import Catalog, DedicatedPlacement, ModelEntry
 from triton_mme.core.errors import quoted
 from triton_mme.core.formats import Format
 from triton_mme.core.platform import (
-    IC_MIN_ACCELERATORS_PER_COPY,
-    IC_MIN_MEMORY_MB,
-    IC_REGIONS,
-    IC_ROLLING_BATCH_PERCENT_RANGE,
-    IC_SCALE_TO_ZERO_REGIONS,
-    IC_SERVED_FORMATS,
+    PLATFORM,
     PLATFORM_DATA,
     gpu_instance,
     ic_instance_problem,
@@ -53,11 +48,11 @@ class CopyFootprint:
     format: Format
     gpu_bytes: float
     host_bytes: float
-    accelerators: int = IC_MIN_ACCELERATORS_PER_COPY
+    accelerators: int = PLATFORM.components.compute_requirements.min_accelerators_per_copy
 
     @property
     def min_memory_mb(self) -> int:
-        return max(IC_MIN_MEMORY_MB, math.ceil(self.host_bytes / MIB))
+        return max(PLATFORM.components.compute_requirements.min_memory_mb, math.ceil(self.host_bytes / MIB))
 
 
 def dedicated_entries(catalog: Catalog) -> tuple[ModelEntry, ...]:
@@ -84,7 +79,7 @@ def rolling_batch(placement: DedicatedPlacement) -> int | None:
     copy), or None where no whole copy fits that range for all of them: the component then updates all at
     once (docs/placement.md)."""
     low, high = placement.copy_range
-    smallest, largest = IC_ROLLING_BATCH_PERCENT_RANGE
+    smallest, largest = PLATFORM.components.rolling_update.batch_percent_range
     batch = max(1, math.ceil(high * smallest / 100))
     return batch if batch * 100 <= max(low, 1) * largest else None
 
@@ -118,11 +113,12 @@ def dedicated_problem(settings: Settings, catalog: Catalog) -> str | None:
     if problem:
         names = ", ".join(quoted(entry.name) for entry in entries)
         return f"models {names} have placement: dedicated, but instanceType={instance_type} {problem}"
-    if settings.region and settings.region not in IC_REGIONS:
+    if settings.region and settings.region not in PLATFORM.components.regions.value:
         names = ", ".join(quoted(entry.name) for entry in entries)
         return (
             f"models {names} have placement: dedicated, but region={settings.region} has no "
-            "AWS::SageMaker::InferenceComponent in CloudFormation; allowed: " + ", ".join(sorted(IC_REGIONS))
+            "AWS::SageMaker::InferenceComponent in CloudFormation; allowed: "
+            + ", ".join(sorted(PLATFORM.components.regions.value))
         )
     for entry in entries:
         problem = _entry_problem(entry, settings)
@@ -144,12 +140,12 @@ def dedicated_problem(settings: Settings, catalog: Catalog) -> str | None:
 def scale_to_zero_problem(region: str | None, entries: tuple[ModelEntry, ...]) -> str | None:
     """Why entries with min_copies 0 cannot scale the endpoint to zero in `region`, or None (an unknown
     region, as in an environment-agnostic template, is preflight's to check)."""
-    if region is None or region in IC_SCALE_TO_ZERO_REGIONS:
+    if region is None or region in PLATFORM.components.scale_to_zero_regions.value:
         return None
     names = ", ".join(
         quoted(entry.name) for entry in entries if entry.dedicated and entry.dedicated.min_copies == 0
     )
-    known = sorted(IC_SCALE_TO_ZERO_REGIONS)
+    known = sorted(PLATFORM.components.scale_to_zero_regions.value)
     return (
         f"models {names} have dedicated.min_copies: 0, which scales the endpoint to zero instances "
         f"(MinInstanceCount 0), known to be accepted only in {', '.join(known)}, not region={region} "
@@ -162,10 +158,10 @@ def _entry_problem(entry: ModelEntry, settings: Settings) -> str | None:
     assert entry.dedicated is not None and entry.dedicated.format is not None
     served = entry.dedicated.format
     instance_type = settings.endpoint.instance_type
-    if served.value not in IC_SERVED_FORMATS:
+    if served.value not in PLATFORM.components.container.served_formats:
         return (
             f"dedicated.format: {served.value} is not served by the inference component's Triton container; "
-            f"allowed: {', '.join(IC_SERVED_FORMATS)}"
+            f"allowed: {', '.join(PLATFORM.components.container.served_formats)}"
         )
     if entry.dedicated.min_copies == 0 and not settings.scaling.enabled:
         return (

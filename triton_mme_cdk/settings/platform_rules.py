@@ -9,13 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from triton_mme.core.platform import (
-    CODEBUILD_GPU_REGIONS,
-    CODEBUILD_GPU_REGIONS_UNCONFIRMED,
-    CODEBUILD_GPUS,
-    DLC_REGIONS,
-    GPU_MME_INSTANCE_TYPES,
-    INFERENCE_AMIS,
-    TRITON_IMAGES,
+    PLATFORM,
     GpuInstanceType,
     TritonImage,
     build_image,
@@ -33,7 +27,7 @@ def instance_patterns(names: Iterable[str]) -> str:
     """Instance type names with whole families shortened, e.g. 'ml.g5.*, ml.p3.2xlarge'."""
     chosen = set(names)
     families: dict[str, list[str]] = {}
-    for instance in GPU_MME_INSTANCE_TYPES.values():
+    for instance in PLATFORM.gpu_instance_types.values():
         families.setdefault(instance.family, []).append(instance.name)
     parts = []
     for family, members in families.items():
@@ -50,8 +44,10 @@ def compute_capability_problem(tag: str, instance_type: str) -> str | None:
     if supports_compute_capability(tag, instance_type):
         return None
     image, instance = triton_image(tag), gpu_instance(instance_type)
-    newer = [name for name in GPU_MME_INSTANCE_TYPES if supports_compute_capability(tag, name)]
-    older_tags = [other for other in TRITON_IMAGES if supports_compute_capability(other, instance_type)]
+    newer = [name for name in PLATFORM.gpu_instance_types if supports_compute_capability(tag, name)]
+    older_tags = [
+        other for other in PLATFORM.triton_images if supports_compute_capability(other, instance_type)
+    ]
     allowed = [f"an instanceType with {image.min_compute_capability:.1f}+ ({instance_patterns(newer)})"]
     if older_tags:
         allowed.append(
@@ -70,9 +66,9 @@ def inference_ami_problem(tag: str, instance_type: str, requested: str) -> str |
     serving = [ami.name for ami in serving_amis(tag, instance_type)]
     if requested == AUTO:
         return None if serving else _nothing_serves(image, instance)
-    if requested not in INFERENCE_AMIS:
+    if requested not in PLATFORM.inference_amis:
         return f"inferenceAmiVersion={requested} is not a SageMaker GPU inference AMI; allowed: " + ", ".join(
-            [AUTO, *INFERENCE_AMIS]
+            [AUTO, *PLATFORM.inference_amis]
         )
     if requested not in instance.inference_amis:
         return (
@@ -83,7 +79,7 @@ def inference_ami_problem(tag: str, instance_type: str, requested: str) -> str |
         return None
     if not serving:
         return _nothing_serves(image, instance)
-    ami = INFERENCE_AMIS[requested]
+    ami = PLATFORM.inference_amis[requested]
     return (
         f"inferenceAmiVersion={requested} has NVIDIA driver {ami.driver} (CUDA {ami.cuda}), which does not "
         f"run tritonImageTag={tag} natively ({_needs(image)}); allowed with instanceType={instance_type}: "
@@ -111,10 +107,12 @@ def region_problem(
     missing = []
     if region not in triton_image(tag).regions:
         missing.append(f"no SageMaker Triton image {tag}")
-    if region not in DLC_REGIONS:
+    if region not in PLATFORM.dlc_regions:
         missing.append("no Deep Learning Containers registry for the build image")
-    unconfirmed = region in CODEBUILD_GPU_REGIONS_UNCONFIRMED
-    if region not in CODEBUILD_GPU_REGIONS and not (unconfirmed and allow_unconfirmed_build_region):
+    unconfirmed = region in PLATFORM.regions.codebuild_gpu_regions_unconfirmed.value
+    if region not in PLATFORM.regions.codebuild_gpu_regions.value and not (
+        unconfirmed and allow_unconfirmed_build_region
+    ):
         missing.append("no confirmed CodeBuild GPU runners" if unconfirmed else "no CodeBuild GPU runners")
     if not missing:
         return None
@@ -130,11 +128,11 @@ def region_problem(
 
 def build_gpu_problem(builder_compute_type: str, tag: str) -> str | None:
     """The runner's GPU must be one the build image's PyTorch supports, and the serving check's Triton."""
-    gpu, image = CODEBUILD_GPUS[builder_compute_type], build_image(tag)
+    gpu, image = PLATFORM.codebuild_gpus[builder_compute_type], build_image(tag)
     needed = max(image.min_compute_capability, triton_image(tag).min_compute_capability)
     if gpu.compute_capability >= needed:
         return None
-    fitting = [name for name, other in CODEBUILD_GPUS.items() if other.compute_capability >= needed]
+    fitting = [name for name, other in PLATFORM.codebuild_gpus.items() if other.compute_capability >= needed]
     return (
         f"builderComputeType={builder_compute_type} builds on {gpu.gpu} (compute capability "
         f"{gpu.compute_capability:.1f}), which the build image {image.repository}:{image.tag} (PyTorch "
@@ -151,12 +149,14 @@ def _needs(image: TritonImage) -> str:
 
 def _nothing_serves(image: TritonImage, instance: GpuInstanceType) -> str:
     offered = (
-        ", ".join(f"{name} (driver {INFERENCE_AMIS[name].driver})" for name in instance.inference_amis)
+        ", ".join(
+            f"{name} (driver {PLATFORM.inference_amis[name].driver})" for name in instance.inference_amis
+        )
         or f"only its default driver {instance.default_driver}"
     )
     working = [
         tag
-        for tag in TRITON_IMAGES
+        for tag in PLATFORM.triton_images
         if supports_compute_capability(tag, instance.name) and serving_amis(tag, instance.name)
     ]
     allowed = (

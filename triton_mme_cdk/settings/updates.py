@@ -7,11 +7,7 @@ from typing import Any, Self
 
 from pydantic import Field, model_validator
 
-from triton_mme.core.platform import (
-    GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE,
-    GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE,
-    GUARDRAIL_WAIT_SECONDS_RANGE,
-)
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.settings.base import SettingsGroup, StepSize, setting_error
 from triton_mme_cdk.settings.deployment_rules import (
     STRATEGIES,
@@ -82,9 +78,9 @@ class UpdatePolicy(SettingsGroup):
                 f"deploymentStrategy={self.strategy.value}",
             )
         for name, (low, high) in (
-            ("wait_seconds", GUARDRAIL_WAIT_SECONDS_RANGE),
-            ("termination_wait_seconds", GUARDRAIL_TERMINATION_WAIT_SECONDS_RANGE),
-            ("timeout_seconds", GUARDRAIL_MAX_EXECUTION_SECONDS_RANGE),
+            ("wait_seconds", PLATFORM.limits.guardrails.wait_seconds_range),
+            ("termination_wait_seconds", PLATFORM.limits.guardrails.termination_wait_seconds_range),
+            ("timeout_seconds", PLATFORM.limits.guardrails.max_execution_seconds_range),
         ):
             if not low <= getattr(self, name) <= high:
                 raise setting_error(

@@ -18,7 +18,10 @@ import torch
 from triton_mme.catalog import ModelEntry
 from triton_mme.core.formats import Format
 from triton_mme.core.manifest import TensorSpec
-from triton_mme.core.platform import TRITON_IMAGES, triton_release_of
+from triton_mme.core.platform import (
+    PLATFORM,
+    triton_release_of,
+)
 from triton_mme.model_build.exporters import ExportContext, ExportedModel, ExportError, verification_batches
 from triton_mme.model_build.parity import FP16, FP32, compare
 from triton_mme.model_build.sources import LoadedModel
@@ -38,7 +41,7 @@ def check_tensorrt_version(installed: str, triton_tag: str) -> str:
         raise ExportError(f"Triton image tag '{triton_tag}': expected YY.MM or YY.MM-py3 (e.g. 25.04-py3)")
     image = triton_release_of(triton_tag)
     if image is None or image.tensorrt is None:
-        known = ", ".join(i.release for i in TRITON_IMAGES.values() if i.tensorrt)
+        known = ", ".join(i.release for i in PLATFORM.triton_images.values() if i.tensorrt)
         raise ExportError(
             f"Triton image tag '{triton_tag}': TensorRT version unknown; known releases: {known}"
         )

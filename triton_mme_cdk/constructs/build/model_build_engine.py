@@ -25,7 +25,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from triton_mme.core.platform import WAIT_CONDITION_TIMEOUT_MINUTES
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.constructs.build.build_spec import CANDIDATE_VARIABLE, FINGERPRINT_VARIABLE
 from triton_mme_cdk.constructs.scanners.checkov import skip_function_checks
 from triton_mme_cdk.constructs.functions.handler_function import function_log_group, handler_function, on_event_provider
@@ -82,10 +82,10 @@ class ModelBuildEngine(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.wait_minutes = build.minutes + check.minutes + BUILD_DEADLINE_MARGIN_MINUTES
-        if self.wait_minutes > WAIT_CONDITION_TIMEOUT_MINUTES:
+        if self.wait_minutes > PLATFORM.limits.wait_condition_timeout_minutes.value:
             raise ValueError(
                 f"build stages of {build.minutes} and {check.minutes} minutes: allowed together at most "
-                f"{WAIT_CONDITION_TIMEOUT_MINUTES - BUILD_DEADLINE_MARGIN_MINUTES} (a wait condition's limit)"
+                f"{PLATFORM.limits.wait_condition_timeout_minutes.value - BUILD_DEADLINE_MARGIN_MINUTES} (a wait condition's limit)"
             )
         stack, self._retention = Stack.of(self), log_retention
         step = self._function(

@@ -11,7 +11,7 @@ from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from triton_mme.core.platform import TRITON_REPOSITORY, runs_serving_check, triton_image
+from triton_mme.core.platform import (runs_serving_check, triton_image, PLATFORM,)
 from triton_mme_cdk.constructs.build.build_spec import TRITON_TAG_VARIABLE, store_variables
 from triton_mme_cdk.constructs.build.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.build.serving_check_spec import serving_check_spec
@@ -81,7 +81,7 @@ class ServingCheckRunner(GpuRunner):
                 "publishes the build's manifest",
                 # The image's registry account from the endpoint's mapping; CDK grants the pull.
                 build_image=codebuild.LinuxGpuBuildImage.aws_deep_learning_containers_image(
-                    TRITON_REPOSITORY, image.tag, image.registry_account
+                    PLATFORM.images.repository.value, image.tag, image.registry_account
                 ),
                 runner=runner,
                 files=shipped_files(SOURCE_FILES, root=source_root),

@@ -5,7 +5,7 @@ from aws_cdk import aws_applicationautoscaling as autoscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from triton_mme.core.platform import IC_METRIC_DIMENSION, IC_METRICS_NAMESPACE, IC_SCALE_TO_ZERO, IC_SCALING
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.constructs.endpoint.endpoint_autoscaling import service_linked_role
 from triton_mme_cdk.settings import ScalingSettings
 
@@ -35,8 +35,8 @@ class ComponentScaling(Construct):
             self,
             "Target",
             service_namespace=autoscaling.ServiceNamespace.SAGEMAKER,
-            resource_id=IC_SCALING.resource_id.format(name=component_name),
-            scalable_dimension=IC_SCALING.scalable_dimension,
+            resource_id=PLATFORM.components.scaling.resource_id.format(name=component_name),
+            scalable_dimension=PLATFORM.components.scaling.scalable_dimension,
             min_capacity=low,
             max_capacity=high,
             role=service_linked_role(self),
@@ -51,16 +51,16 @@ class ComponentScaling(Construct):
         self.wake_policy: autoscaling.StepScalingPolicy | None = None
         self.wake_alarm: cloudwatch.IAlarm | None = None
         if low == 0:
-            wake = IC_SCALE_TO_ZERO
+            wake = PLATFORM.components.scale_to_zero
             period = Duration.seconds(wake.wake_period_seconds)
             self.wake_policy = autoscaling.StepScalingPolicy(
                 self,
                 "WakeFromZero",
                 scaling_target=self.target,
                 metric=cloudwatch.Metric(
-                    namespace=IC_METRICS_NAMESPACE,
+                    namespace=PLATFORM.components.metrics.namespace,
                     metric_name=wake.wake_metric,
-                    dimensions_map={IC_METRIC_DIMENSION: component_name},
+                    dimensions_map={PLATFORM.components.metrics.dimension: component_name},
                     statistic=cloudwatch.Stats.SUM,
                     period=period,
                 ),

@@ -10,7 +10,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from triton_mme.catalog import DedicatedPlacement
-from triton_mme.core.platform import IC_METRIC_DIMENSION, IC_METRICS_NAMESPACE, IC_ROLLING_BATCH_TYPE
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.constructs.dedicated.component_scaling import ComponentScaling
 from triton_mme_cdk.settings import AlarmThresholds, ScalingSettings, UpdatePolicy
 from triton_mme_cdk.settings.placement_rules import CopyFootprint, rolling_batch
@@ -93,9 +93,9 @@ class DedicatedModel(Construct):
     def metric(self, name: str, statistic: str = cloudwatch.Stats.SUM) -> cloudwatch.Metric:
         """One of the component's metrics, by its fixed name (so alarms may exist before it)."""
         return cloudwatch.Metric(
-            namespace=IC_METRICS_NAMESPACE,
+            namespace=PLATFORM.components.metrics.namespace,
             metric_name=name,
-            dimensions_map={IC_METRIC_DIMENSION: self.name},
+            dimensions_map={PLATFORM.components.metrics.dimension: self.name},
             statistic=statistic,
             period=Duration.minutes(1),
         )
@@ -125,7 +125,9 @@ class DedicatedModel(Construct):
         batch = rolling_batch(self.placement)
         if batch is None:
             return self.errors_5xx
-        step = Component.InferenceComponentCapacitySizeProperty(type=IC_ROLLING_BATCH_TYPE, value=batch)
+        step = Component.InferenceComponentCapacitySizeProperty(
+            type=PLATFORM.components.rolling_update.batch_type, value=batch
+        )
         self.component.deployment_config = Component.InferenceComponentDeploymentConfigProperty(
             rolling_update_policy=Component.InferenceComponentRollingUpdatePolicyProperty(
                 maximum_batch_size=step,

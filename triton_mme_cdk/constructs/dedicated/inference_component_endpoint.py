@@ -11,7 +11,7 @@ from constructs import Construct
 
 from triton_mme.catalog import ModelEntry
 from triton_mme.core.naming import inference_component_name
-from triton_mme.core.platform import IC_ROUTING_STRATEGY
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.constructs.dedicated.dedicated_model import DedicatedModel
 from triton_mme_cdk.constructs.endpoint.hosting_role import HostingRole
 from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage
@@ -81,7 +81,7 @@ class InferenceComponentEndpoint(Construct):
                         status="ENABLED", min_instance_count=lowest, max_instance_count=highest
                     ),
                     routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
-                        routing_strategy=IC_ROUTING_STRATEGY
+                        routing_strategy=PLATFORM.components.endpoint.routing_strategy
                     ),
                 )
             ],

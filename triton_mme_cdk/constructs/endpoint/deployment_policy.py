@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from aws_cdk import aws_sagemaker as sagemaker
 
-from triton_mme.core.platform import MAX_ROLLBACK_ALARMS
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.settings import UpdatePolicy
 from triton_mme_cdk.settings.deployment_rules import CapacitySize, Strategy
 
@@ -22,8 +22,9 @@ Endpoint = sagemaker.CfnEndpoint
 def deployment_config(policy: UpdatePolicy, alarm_names: Sequence[str]) -> Endpoint.DeploymentConfigProperty:
     """The endpoint's DeploymentConfig for `policy` (the settings' `updates` group), rolling back when any
     of `alarm_names` fires."""
-    if not 1 <= len(alarm_names) <= MAX_ROLLBACK_ALARMS:
-        raise ValueError(f"an update rolls back on 1..{MAX_ROLLBACK_ALARMS} alarms, not {len(alarm_names)}")
+    most = PLATFORM.limits.guardrails.max_rollback_alarms
+    if not 1 <= len(alarm_names) <= most:
+        raise ValueError(f"an update rolls back on 1..{most} alarms, not {len(alarm_names)}")
     rollback = Endpoint.AutoRollbackConfigProperty(
         alarms=[Endpoint.AlarmProperty(alarm_name=name) for name in alarm_names]
     )

@@ -6,7 +6,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from triton_mme.core.platform import INSTANCE_METRICS_NAMESPACE
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.settings import ScalingSettings
 
 SERVICE_LINKED_ROLE = (
@@ -57,7 +57,7 @@ class EndpointAutoscaling(Construct):
             role=scaling_role,
         )
         self.gpu_utilization = cloudwatch.Metric(
-            namespace=INSTANCE_METRICS_NAMESPACE,
+            namespace=PLATFORM.limits.metrics.instance_namespace,
             metric_name="GPUUtilization",
             dimensions_map={"EndpointName": endpoint_name, "VariantName": variant_name},
             statistic=cloudwatch.Stats.AVERAGE,

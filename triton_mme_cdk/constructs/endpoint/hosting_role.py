@@ -5,7 +5,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from triton_mme.core.platform import INSTANCE_METRICS_NAMESPACE
+from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.constructs.endpoint.endpoint_logs import endpoint_log_group_name
 from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resources
 from triton_mme_cdk.constructs.store.model_store import ModelStore
@@ -67,7 +67,9 @@ class HostingRole(Construct):
             iam.PolicyStatement(
                 actions=["cloudwatch:PutMetricData"],
                 resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": INSTANCE_METRICS_NAMESPACE}},
+                conditions={
+                    "StringEquals": {"cloudwatch:namespace": PLATFORM.limits.metrics.instance_namespace}
+                },
             ),
         ]
         if encryption_key is not None:

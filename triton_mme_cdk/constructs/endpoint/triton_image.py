@@ -3,7 +3,10 @@ from __future__ import annotations
 from aws_cdk import Aws, CfnMapping, Stack
 from constructs import Construct
 
-from triton_mme.core.platform import TRITON_REPOSITORY, registry_accounts
+from triton_mme.core.platform import (
+    PLATFORM,
+    registry_accounts,
+)
 
 
 class TritonImage(Construct):
@@ -23,12 +26,11 @@ class TritonImage(Construct):
         )
         self.registry_account = self.mapping.find_in_map(Aws.REGION, "account")
         # URL_SUFFIX is amazonaws.com.cn in the China regions.
-        self.image_uri = (
-            f"{self.registry_account}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{TRITON_REPOSITORY}:{tag}"
-        )
+        repository = PLATFORM.images.repository.value
+        self.image_uri = f"{self.registry_account}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{repository}:{tag}"
         self.repository_arn = Stack.of(self).format_arn(
             service="ecr",
             account=self.registry_account,
             resource="repository",
-            resource_name=TRITON_REPOSITORY,
+            resource_name=PLATFORM.images.repository.value,
         )

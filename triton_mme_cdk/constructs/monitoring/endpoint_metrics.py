@@ -3,11 +3,7 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-from triton_mme.core.platform import (
-    INSTANCE_METRICS_NAMESPACE,
-    INVOCATION_METRICS_NAMESPACE,
-    VARIANT_METRIC_DIMENSIONS,
-)
+from triton_mme.core.platform import PLATFORM
 
 # Namespaces and dimensions: core.platform (LoadedModelCount has one datapoint per instance).
 PERIOD = Duration.minutes(1)
@@ -36,7 +32,9 @@ class EndpointMetrics:
     """
 
     def __init__(self, *, endpoint_name: str, variant_name: str) -> None:
-        self.dimensions = dict(zip(VARIANT_METRIC_DIMENSIONS, (endpoint_name, variant_name), strict=True))
+        self.dimensions = dict(
+            zip(PLATFORM.limits.metrics.variant_dimensions, (endpoint_name, variant_name), strict=True)
+        )
 
     def invocations(self) -> cloudwatch.Metric:
         return self._request("Invocations", cloudwatch.Stats.SUM)
@@ -86,10 +84,10 @@ class EndpointMetrics:
         )
 
     def _request(self, name: str, statistic: str, label: str | None = None) -> cloudwatch.Metric:
-        return self._metric(INVOCATION_METRICS_NAMESPACE, name, statistic, label)
+        return self._metric(PLATFORM.limits.metrics.invocation_namespace, name, statistic, label)
 
     def _instance(self, name: str, statistic: str, label: str | None = None) -> cloudwatch.Metric:
-        return self._metric(INSTANCE_METRICS_NAMESPACE, name, statistic, label)
+        return self._metric(PLATFORM.limits.metrics.instance_namespace, name, statistic, label)
 
     def _metric(self, namespace: str, name: str, statistic: str, label: str | None) -> cloudwatch.Metric:
         return cloudwatch.Metric(

@@ -20,7 +20,7 @@ from triton_mme.core.locations import (
     SERVING_REPORT_SUFFIX,
 )
 from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
-from triton_mme.core.platform import S3_IF_MATCH_KEY, S3_IF_NONE_MATCH_KEY, S3_OBJECT_CREATION_KEY
+from triton_mme.core.platform import PLATFORM
 
 LIVE_MANIFEST_KEY = locations.live_manifest_key(MANIFEST_PREFIX)
 
@@ -33,7 +33,7 @@ def conditional_write_statements(bucket: s3.IBucket) -> list[iam.PolicyStatement
     conditional header, so a multipart upload is judged by its completion. CopyObject into the bucket
     stops working under this policy; nothing here copies.
     """
-    creates = {"Bool": {S3_OBJECT_CREATION_KEY: "true"}}
+    creates = {"Bool": {PLATFORM.limits.s3_condition_keys.object_creation: "true"}}
     pointer = bucket.arn_for_objects(LIVE_MANIFEST_KEY)
     return [
         iam.PolicyStatement(
@@ -42,7 +42,7 @@ def conditional_write_statements(bucket: s3.IBucket) -> list[iam.PolicyStatement
             principals=[iam.AnyPrincipal()],
             actions=["s3:PutObject"],
             not_resources=[pointer],
-            conditions={**creates, "Null": {S3_IF_NONE_MATCH_KEY: "true"}},
+            conditions={**creates, "Null": {PLATFORM.limits.s3_condition_keys.if_none_match: "true"}},
         ),
         iam.PolicyStatement(
             sid="ReplaceTheLiveManifestOnlyConditionally",
@@ -50,7 +50,13 @@ def conditional_write_statements(bucket: s3.IBucket) -> list[iam.PolicyStatement
             principals=[iam.AnyPrincipal()],
             actions=["s3:PutObject"],
             resources=[pointer],
-            conditions={**creates, "Null": {S3_IF_NONE_MATCH_KEY: "true", S3_IF_MATCH_KEY: "true"}},
+            conditions={
+                **creates,
+                "Null": {
+                    PLATFORM.limits.s3_condition_keys.if_none_match: "true",
+                    PLATFORM.limits.s3_condition_keys.if_match: "true",
+                },
+            },
         ),
     ]
 
