@@ -17,34 +17,32 @@ ARCHITECTURE = REPO_ROOT / "docs" / "architecture.md"
 # Each job package and the packages of ours it may import (through their public names only).
 ALLOWED = {
     "core": set(),
-    "model_build": {"core"},
+    # What is known of a catalog before its build, for synthesis, the build and the planner alike.
+    "sizing": {"core"},
+    "model_build": {"core", "sizing"},
     "store": {"core", "model_build"},
     "client": {"core"},
     "local_triton": {"core", "client"},
     # client for the request payloads, local_triton for the offline target (imported only when used).
     "serving_check": {"core", "client", "local_triton"},
-    "planner": {"core", "client"},
+    "planner": {"core", "client", "sizing"},
     "loadtest": {"core", "client", "planner"},
     # client for the manifest, golden replay and InvokeEndpoint.
     "acceptance": {"core", "client"},
     "observability": {"core"},
 }
-# What the construct library imports of triton_mme: the whole core, and today these modules of other packages
-# (what synthesis needs of sizing, the acceptance output's name, the log reader function's parser). Moving
-# them into one leaf package both sides use is later work; until then each edge is named here and in the
-# table, and a new one fails below.
+# What the construct library imports of triton_mme, each edge for its reason (the table in
+# docs/architecture.md lists the same); a new one fails below.
 CDK_ALLOWED = {
     "triton_mme",  # the package itself, for where its files are (runner_files: what a GPU runner ships)
-    "core",
-    "model_build.build_time",
-    "model_build.build_memory",
-    "model_build.offline_sources",
-    "planner.assumptions",
-    "planner.estimate",
-    "planner.defaults",
-    "acceptance.stack",
-    "observability.triton_log",
+    "core",  # the catalog schema, naming, locations, platform facts
+    "sizing",  # the catalog's sources checked offline, its build's memory and time, a dedicated model's size
+    "acceptance.stack",  # the name of the stack output `triton-mme acceptance` reads: its reader's
+    "observability.triton_log",  # the parser the log reader function runs (shipped in its Lambda asset)
 }
+# Packages the construct library may use whole: leaves that import only the core (sizing) or nothing of ours.
+CDK_WHOLE_PACKAGES = {"core", "sizing"}
+FORBIDDEN_IN_SIZING = (*FORBIDDEN_IN_CORE, "onnx", "numpy")
 # Loads by module name, which the import walk cannot see: the planner reads the stack's settings from a
 # checkout (`triton-mme plan`; the module, and the folder it looks for), the one place triton_mme reaches
 # triton_mme_cdk.
@@ -88,6 +86,15 @@ def test_the_core_imports_neither_torch_nor_boto3() -> None:
     assert loaded.isdisjoint(FORBIDDEN_IN_CORE), sorted(loaded & set(FORBIDDEN_IN_CORE))
 
 
+def test_sizing_imports_no_deep_learning_library_numpy_nor_boto3() -> None:
+    """Synthesis sizes a catalog with it: `cdk synth` must not load PyTorch, ONNX or numpy."""
+    sizing = sorted((PACKAGE_ROOT / "sizing").glob("*.py"))
+    modules = ", ".join(path.stem for path in sizing if path.stem != "__init__")
+    loaded = loaded_after(f"from triton_mme.sizing import {modules}")
+    assert "triton_mme.sizing.build_time" in loaded
+    assert loaded.isdisjoint(FORBIDDEN_IN_SIZING), sorted(loaded & set(FORBIDDEN_IN_SIZING))
+
+
 def test_the_command_line_starts_without_a_deep_learning_library() -> None:
     loaded = loaded_after("from triton_mme.cli import parser\nparser()")
     assert loaded.isdisjoint({*FORBIDDEN_IN_CORE, "boto3"}), sorted(loaded & set(FORBIDDEN_IN_CORE))
@@ -122,7 +129,8 @@ def test_the_construct_library_imports_only_the_listed_modules_of_triton_mme() -
                 continue  # triton_mme_cdk's own modules
             assert not any(p.startswith("_") for p in parts), f"{path} imports private {module}"
             assert not [n for n in names if n.startswith("_")], f"{path} imports private names of {module}"
-            edge = ".".join(parts[1:2] if parts[1:2] == ["core"] else parts[1:3]) or "triton_mme"
+            package = parts[1] if len(parts) > 1 else None
+            edge = package if package in CDK_WHOLE_PACKAGES else ".".join(parts[1:3]) or "triton_mme"
             where = f"{path.relative_to(REPO_ROOT)} imports {module}"
             assert edge in CDK_ALLOWED, f"{where}: triton_mme_cdk may use only {sorted(CDK_ALLOWED)}"
             used.add(edge)

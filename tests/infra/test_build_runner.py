@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import json
 import os
@@ -307,7 +308,7 @@ def test_build_logs_go_to_their_own_group_with_the_retention_setting(default: An
     assert template.to_json()["Resources"][group_id]["Properties"]["RetentionInDays"] == 30
 
 
-SHIPPED_PACKAGES = ("core", "model_build", "store")
+SHIPPED_PACKAGES = ("core", "sizing", "model_build", "store")
 
 
 def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(default: Any) -> None:
@@ -329,6 +330,23 @@ def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(de
     }
     assert outside == set()
     assert not any("__pycache__" in f or f.endswith(".pyc") or "/tests/" in f for f in files)
+
+
+def test_the_shipped_packages_import_only_what_is_shipped() -> None:
+    """A module the runner runs that moves out of a shipped package fails here, not on the GPU runner."""
+    shipped = {*SHIPPED_PACKAGES, "arguments", "cli"}
+    unshipped = []
+    for package in SHIPPED_PACKAGES:
+        for path in (REPO_ROOT / "triton_mme" / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+                unshipped += [
+                    f"{path.relative_to(REPO_ROOT)}: {name}"
+                    for name in names
+                    if name.startswith("triton_mme.") and name.split(".")[1] not in shipped
+                ]
+    assert unshipped == []
 
 
 def fake_project(root: Path, catalog: str) -> Path:

@@ -13,11 +13,8 @@ from triton_mme.core.errors import quoted
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.numbers import finite_number
 from triton_mme.core.platform import DEFAULT_TRITON_TAG, TRITON_IMAGE_TAGS
-from triton_mme.planner.defaults import (
-    DEFAULT_GPU_UTILIZATION_TARGET,
-    DEFAULT_MAX_INSTANCES,
-    DEFAULT_SIMULATED_REQUESTS,
-)
+from triton_mme.planner.defaults import DEFAULT_MAX_INSTANCES, DEFAULT_SIMULATED_REQUESTS
+from triton_mme.sizing.targets import DEFAULT_GPU_UTILIZATION_TARGET
 
 DEFAULT_REGION = "us-east-1"
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from triton_mme.core.errors import UserError
-from triton_mme.planner.defaults import DEFAULT_GPU_UTILIZATION_TARGET, DEFAULT_MAX_INSTANCES
+from triton_mme.planner.defaults import DEFAULT_MAX_INSTANCES
+from triton_mme.sizing.targets import DEFAULT_GPU_UTILIZATION_TARGET
 
 STACK_MODULE = "triton_mme_cdk.stack_plan"
 PLANNER_DEFAULT = "planner default"

@@ -24,8 +24,8 @@ from triton_mme.core.catalog import Catalog, Format, load_catalog
 from triton_mme.core.locations import build_manifest_key
 from triton_mme.core.naming import bounded_name
 from triton_mme.core.triton_container import COMPONENT_ENVIRONMENT
-from triton_mme.model_build.build_time import catalog_shards, image_change_note
-from triton_mme.model_build.offline_sources import check_sources
+from triton_mme.sizing.build_time import catalog_shards, image_change_note
+from triton_mme.sizing.offline_sources import check_sources
 from triton_mme_cdk.build_target import check_build_target, resolve_build_runners
 from triton_mme_cdk.constructs.archive_locations import ArchiveLocations
 from triton_mme_cdk.constructs.build_runner import ModelBuildRunner

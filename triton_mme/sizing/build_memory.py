@@ -17,7 +17,7 @@ from typing import Any
 from triton_mme.core.catalog import CatalogError, ModelEntry, Weights
 from triton_mme.core.checkpoints import CHECKPOINT_KIND
 from triton_mme.core.errors import quoted
-from triton_mme.model_build.hf_config import resolve_hf_config
+from triton_mme.sizing.hf_config import resolve_hf_config
 
 # Measured with `python -m benchmarks --only build` on the default catalog (2-core workstation, random
 # weights, no TensorRT; the build's line per archive gives the build process's peak over its steps): ResNet-50
