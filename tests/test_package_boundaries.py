@@ -43,20 +43,28 @@ CDK_ALLOWED = {
 # Packages the construct library may use whole: leaves that import only the core (sizing) or nothing of ours.
 CDK_WHOLE_PACKAGES = {"core", "sizing"}
 FORBIDDEN_IN_SIZING = (*FORBIDDEN_IN_CORE, "onnx", "numpy")
-# Loads by module name, which the import walk cannot see: the planner reads the stack's settings from a
-# checkout (`triton-mme plan`; the module, and the folder it looks for), the one place triton_mme reaches
-# triton_mme_cdk.
-LOADED_BY_NAME = {"triton_mme/planner/stack.py": {"triton_mme_cdk.stack_plan", "triton_mme_cdk"}}
+# The one place triton_mme reaches triton_mme_cdk: the plan command imports the app's reader of a checkout's
+# settings (where triton_mme_cdk is installed) and passes it to the planner, which imports nothing of the app.
+REACHES_THE_CDK_LIBRARY = {"triton_mme/planner/commands.py": {"triton_mme_cdk.stack_plan", "triton_mme_cdk"}}
+# Nothing loads a module by name, which the import walk cannot see, but inside its own package: the command
+# line finds each package's `commands` module (a runner that ships some packages offers just theirs), and
+# triton_mme_cdk's public names load on first use (`import triton_mme_cdk.settings` starts no jsii process).
+LOADS_BY_NAME = {"triton_mme/cli.py": "triton_mme", "triton_mme_cdk/__init__.py": "triton_mme_cdk"}
+DYNAMIC_LOADERS = {"import_module", "__import__", "run_module", "run_path", "spec_from_file_location"}
+
+
+def _is_triton_mme(module: str) -> bool:
+    return module.split(".")[0] == "triton_mme"
 
 
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
     """(module, names) for every import of triton_mme in a file, at any depth."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("triton_mme"):
+        if isinstance(node, ast.ImportFrom) and node.module and _is_triton_mme(node.module):
             found.append((node.module, [alias.name for alias in node.names]))
         elif isinstance(node, ast.Import):
-            found += [(a.name, []) for a in node.names if a.name.startswith("triton_mme")]
+            found += [(a.name, []) for a in node.names if _is_triton_mme(a.name)]
     return found
 
 
@@ -156,7 +164,28 @@ def test_triton_mme_reaches_the_construct_library_only_where_listed() -> None:
         for path in PACKAGE_ROOT.rglob("*.py")
         if (names := _names_of_ours(path, ("triton_mme_cdk",)))
     }
-    assert found == LOADED_BY_NAME
+    assert found == REACHES_THE_CDK_LIBRARY
+
+
+def _dynamic_loads(path: Path) -> list[int]:
+    """The lines of every call that loads a module by name (importlib.import_module, __import__, runpy)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in DYNAMIC_LOADERS:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_loads_another_package_by_name() -> None:
+    roots = (PACKAGE_ROOT, CDK_ROOT, REPO_ROOT / "benchmarks")
+    paths = [REPO_ROOT / "app.py", *(path for root in roots for path in root.rglob("*.py"))]
+    loads = {str(path.relative_to(REPO_ROOT)): lines for path in paths if (lines := _dynamic_loads(path))}
+    assert sorted(loads) == sorted(LOADS_BY_NAME), f"loads by name, lines: {loads}"
+    for file, package in LOADS_BY_NAME.items():
+        named = _names_of_ours(REPO_ROOT / file, ("triton_mme", "triton_mme_cdk", "benchmarks"))
+        assert {name.split(".")[0] for name in named} == {package}, f"{file} names {sorted(named)}"
 
 
 def test_neither_installed_package_uses_the_benchmarks() -> None:
