@@ -29,7 +29,7 @@ BUILD_PEAK_BASE_GIB = 2.0
 BUILD_PEAK_BYTES_PER_PARAMETER = 17.5
 # torchvision 0.29.1 (requirements-torch.txt): `weights.meta["num_params"]` of every model in
 # `torchvision.models.list_models()`, the largest over the model's weights (a ViT's position embeddings
-# grow with the image size of some weights). tests/model_build/test_build_parameters.py checks the table
+# grow with the image size of some weights). tests/sizing/test_build_parameters.py checks the table
 # against the installed torchvision.
 TORCHVISION_PARAMETERS: dict[str, int] = {
     "alexnet": 61100840,
