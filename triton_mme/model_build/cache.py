@@ -21,9 +21,12 @@ from triton_mme.core.naming import COMPANION_NAME
 from triton_mme.core.record_check import check_record_archive
 
 CACHE_DIR_NAME = ".cache"
-# Everything the build imports of this project: the shared core and the build package itself (its
-# exporters and shipped Hugging Face configs included). Other packages cannot change an archive.
-BUILD_CODE_DIRS = (Path(__file__).resolve().parents[1] / "core", Path(__file__).resolve().parent)
+# Everything the build imports of this project: the shared core, sizing (the sources it resolves, the shipped
+# Hugging Face configs) and the build package itself (its exporters included). Other packages cannot change an
+# archive.
+BUILD_CODE_DIRS = tuple(
+    Path(__file__).resolve().parents[1] / name for name in ("core", "sizing", "model_build")
+)
 BUILD_CODE_SUFFIXES = (".py", ".json")
 LIBRARIES = (
     "torch",
