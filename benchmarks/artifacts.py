@@ -91,7 +91,7 @@ def text_config() -> Any:
     """The shipped RoBERTa-base architecture, resolved as the build resolves it (never downloaded)."""
     import transformers
 
-    from triton_mme.model_build.hf_config import resolve_hf_config
+    from triton_mme.sizing.hf_config import resolve_hf_config
 
     return transformers.AutoConfig.for_model(**resolve_hf_config(text_entry()))
 

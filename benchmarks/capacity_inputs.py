@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from triton_mme.core.manifest import ArchiveRecord, Manifest, TensorSpec
-from triton_mme.planner.assumptions import RESNET50_FP32_WEIGHT_BYTES
+from triton_mme.sizing.assumptions import RESNET50_FP32_WEIGHT_BYTES
 
 
 def synthetic_record(

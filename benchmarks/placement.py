@@ -22,12 +22,12 @@ from benchmarks.results import Section
 from triton_mme.core.manifest import Manifest
 from triton_mme.core.platform import PLATFORM
 from triton_mme.core.wording import plural
-from triton_mme.planner.assumptions import RESNET50_FP32_WEIGHT_BYTES
 from triton_mme.planner.options import PlanOptions
 from triton_mme.planner.placement import PlacementPlan, placement_for
 from triton_mme.planner.prices import PriceBook
 from triton_mme.planner.run import plan_from_files
 from triton_mme.planner.traffic import TrafficFile, parse_traffic
+from triton_mme.sizing.assumptions import RESNET50_FP32_WEIGHT_BYTES
 
 NAME = "placement"
 TITLE = "16. Placement: hybrid vs all on the multi-model endpoint vs all on inference components"

@@ -36,7 +36,7 @@ IMAGE_SIZE = 224
 FIXED_SIZE = {"vit_": 224, "maxvit_": 224, "swin_": 224}
 SEQUENCE_LENGTH = 16
 MAX_BATCH_SIZE = 2
-# A tiny encoder of each text type the build accepts (model_build.checkpoint_sources.HF_CHECKPOINT_TYPES).
+# A tiny encoder of each text type the build accepts (sizing.checkpoint_sources.HF_CHECKPOINT_TYPES).
 _TINY_BERT_LIKE = {
     "hidden_size": 32,
     "num_hidden_layers": 2,
@@ -68,7 +68,7 @@ def torchvision_classifiers() -> list[str]:
 
 
 def text_models() -> list[str]:
-    from triton_mme.model_build.checkpoint_sources import HF_CHECKPOINT_TYPES
+    from triton_mme.sizing.checkpoint_sources import HF_CHECKPOINT_TYPES
 
     return [f"{kind}:{head}" for kind in HF_CHECKPOINT_TYPES for head in ("encoder", "classifier")]
 

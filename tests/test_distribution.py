@@ -43,8 +43,11 @@ def test_the_wheel_installs_the_product_packages_and_no_benchmarks(tmp_path: Pat
     top_level = {name.split("/", 1)[0] for name in files if not name.split("/", 1)[0].endswith(".dist-info")}
     assert top_level == {"triton_mme", "triton_mme_cdk"}
     assert not [name for name in files if name.startswith("benchmarks")]
-    # the package data the runners and the planner read travels with the code
-    assert "triton_mme/planner/assumptions.yaml" in files
+    # the package data the runners, synthesis and the planner read travels with the code
+    sizing = ("assumptions.yaml", "torchvision_models.txt", "torchvision_state_dicts.json", "hf_configs/")
+    assert [
+        data for data in sizing if not any(name.startswith(f"triton_mme/sizing/{data}") for name in files)
+    ] == []
     assert any(name.startswith("triton_mme/core/platform_data/") for name in files)
     assert any(name.startswith("triton_mme_cdk/runner_requirements/") for name in files)
     assert [name for name in files if name.endswith(".dist-info/entry_points.txt")], "the triton-mme command"

@@ -19,51 +19,58 @@ ALLOWED = {
     "core": set(),
     "catalog": {"core"},
     "archive_inspection": {"core"},
-    "model_build": {"core", "catalog", "archive_inspection"},
+    # What is known of a catalog before its build, for synthesis, the build and the planner alike.
+    "sizing": {"core", "catalog"},
+    "model_build": {"core", "catalog", "archive_inspection", "sizing"},
     "store": {"core", "catalog", "archive_inspection", "model_build"},
     "client": {"core"},
     "local_triton": {"core", "archive_inspection", "client"},
     # client for the request payloads, local_triton for the offline target (imported only when used).
     "serving_check": {"core", "archive_inspection", "client", "local_triton"},
-    "planner": {"core", "catalog", "client"},
+    "planner": {"core", "catalog", "client", "sizing"},
     "loadtest": {"core", "client", "planner"},
     # client for the manifest, golden replay and InvokeEndpoint.
     "acceptance": {"core", "client"},
     "observability": {"core"},
 }
-# What the construct library imports of triton_mme: the whole core and catalog (synthesis reads models.yaml),
-# and today these modules of other packages (what synthesis needs of sizing, the acceptance output's name, the
-# log reader function's parser). Moving them into one leaf package both sides use is later work; until then
-# each edge is named here and in the table, and a new one fails below.
+# What the construct library imports of triton_mme, each edge for its reason (the table in
+# docs/architecture.md lists the same); a new one fails below.
 CDK_ALLOWED = {
     "triton_mme",  # the package itself, for where its files are (runner_files: what a GPU runner ships)
-    "core",
-    "catalog",
-    "model_build.build_time",
-    "model_build.build_memory",
-    "model_build.offline_sources",
-    "planner.assumptions",
-    "planner.estimate",
-    "planner.defaults",
-    "acceptance.stack",
-    "observability.triton_log",
+    "core",  # naming, locations, platform facts
+    "catalog",  # synthesis reads models.yaml and pins its checkpoints
+    "sizing",  # the catalog's sources checked offline, its build's memory and time, a dedicated model's size
+    "acceptance.stack",  # the name of the stack output `triton-mme acceptance` reads: its reader's
+    "observability.triton_log",  # the parser the log reader function runs (shipped in its Lambda asset)
 }
+# Packages the construct library may use whole: leaves that import only the core and the catalog, or
+# nothing of ours.
+CDK_WHOLE_PACKAGES = {"core", "catalog", "sizing"}
 # Packages others use through the package itself (its __init__), never through its modules.
 ENTRY_ONLY = {"archive_inspection"}
-# Loads by module name, which the import walk cannot see: the planner reads the stack's settings from a
-# checkout (`triton-mme plan`; the module, and the folder it looks for), the one place triton_mme reaches
-# triton_mme_cdk.
-LOADED_BY_NAME = {"triton_mme/planner/stack.py": {"triton_mme_cdk.stack_plan", "triton_mme_cdk"}}
+FORBIDDEN_IN_SIZING = (*FORBIDDEN_IN_CORE, "onnx", "numpy")
+# The one place triton_mme reaches triton_mme_cdk: the plan command imports the app's reader of a checkout's
+# settings (where triton_mme_cdk is installed) and passes it to the planner, which imports nothing of the app.
+REACHES_THE_CDK_LIBRARY = {"triton_mme/planner/commands.py": {"triton_mme_cdk.stack_plan", "triton_mme_cdk"}}
+# Nothing loads a module by name, which the import walk cannot see, but inside its own package: the command
+# line finds each package's `commands` module (a runner that ships some packages offers just theirs), and
+# triton_mme_cdk's public names load on first use (`import triton_mme_cdk.settings` starts no jsii process).
+LOADS_BY_NAME = {"triton_mme/cli.py": "triton_mme", "triton_mme_cdk/__init__.py": "triton_mme_cdk"}
+DYNAMIC_LOADERS = {"import_module", "__import__", "run_module", "run_path", "spec_from_file_location"}
+
+
+def _is_triton_mme(module: str) -> bool:
+    return module.split(".")[0] == "triton_mme"
 
 
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
     """(module, names) for every import of triton_mme in a file, at any depth."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("triton_mme"):
+        if isinstance(node, ast.ImportFrom) and node.module and _is_triton_mme(node.module):
             found.append((node.module, [alias.name for alias in node.names]))
         elif isinstance(node, ast.Import):
-            found += [(a.name, []) for a in node.names if a.name.startswith("triton_mme")]
+            found += [(a.name, []) for a in node.names if _is_triton_mme(a.name)]
     return found
 
 
@@ -95,6 +102,15 @@ def test_the_core_catalog_and_archive_inspection_import_neither_torch_nor_boto3(
     assert loaded.isdisjoint(FORBIDDEN_IN_CORE), sorted(loaded & set(FORBIDDEN_IN_CORE))
 
 
+def test_sizing_imports_no_deep_learning_library_numpy_nor_boto3() -> None:
+    """Synthesis sizes a catalog with it: `cdk synth` must not load PyTorch, ONNX or numpy."""
+    sizing = sorted((PACKAGE_ROOT / "sizing").glob("*.py"))
+    modules = ", ".join(path.stem for path in sizing if path.stem != "__init__")
+    loaded = loaded_after(f"from triton_mme.sizing import {modules}")
+    assert "triton_mme.sizing.build_time" in loaded
+    assert loaded.isdisjoint(FORBIDDEN_IN_SIZING), sorted(loaded & set(FORBIDDEN_IN_SIZING))
+
+
 def test_the_command_line_starts_without_a_deep_learning_library() -> None:
     loaded = loaded_after("from triton_mme.cli import parser\nparser()")
     assert loaded.isdisjoint({*FORBIDDEN_IN_CORE, "boto3"}), sorted(loaded & set(FORBIDDEN_IN_CORE))
@@ -115,9 +131,7 @@ def _documented_imports() -> dict[str, set[str]]:
 
 
 def test_the_architecture_table_lists_what_the_test_allows() -> None:
-    documented = _documented_imports()
-    assert {package: documented.get(package) for package in ALLOWED} == ALLOWED
-    assert documented.get("triton_mme_cdk") == CDK_ALLOWED
+    assert _documented_imports() == {**ALLOWED, "triton_mme_cdk": CDK_ALLOWED}
 
 
 def test_the_construct_library_imports_only_the_listed_modules_of_triton_mme() -> None:
@@ -129,8 +143,8 @@ def test_the_construct_library_imports_only_the_listed_modules_of_triton_mme() -
                 continue  # triton_mme_cdk's own modules
             assert not any(p.startswith("_") for p in parts), f"{path} imports private {module}"
             assert not [n for n in names if n.startswith("_")], f"{path} imports private names of {module}"
-            whole = parts[1:2] in (["core"], ["catalog"])
-            edge = ".".join(parts[1:2] if whole else parts[1:3]) or "triton_mme"
+            package = parts[1] if len(parts) > 1 else None
+            edge = package if package in CDK_WHOLE_PACKAGES else ".".join(parts[1:3]) or "triton_mme"
             where = f"{path.relative_to(REPO_ROOT)} imports {module}"
             assert edge in CDK_ALLOWED, f"{where}: triton_mme_cdk may use only {sorted(CDK_ALLOWED)}"
             used.add(edge)
@@ -156,7 +170,28 @@ def test_triton_mme_reaches_the_construct_library_only_where_listed() -> None:
         for path in PACKAGE_ROOT.rglob("*.py")
         if (names := _names_of_ours(path, ("triton_mme_cdk",)))
     }
-    assert found == LOADED_BY_NAME
+    assert found == REACHES_THE_CDK_LIBRARY
+
+
+def _dynamic_loads(path: Path) -> list[int]:
+    """The lines of every call that loads a module by name (importlib.import_module, __import__, runpy)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in DYNAMIC_LOADERS:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_loads_another_package_by_name() -> None:
+    roots = (PACKAGE_ROOT, CDK_ROOT, REPO_ROOT / "benchmarks")
+    paths = [REPO_ROOT / "app.py", *(path for root in roots for path in root.rglob("*.py"))]
+    loads = {str(path.relative_to(REPO_ROOT)): lines for path in paths if (lines := _dynamic_loads(path))}
+    assert sorted(loads) == sorted(LOADS_BY_NAME), f"loads by name, lines: {loads}"
+    for file, package in LOADS_BY_NAME.items():
+        named = _names_of_ours(REPO_ROOT / file, ("triton_mme", "triton_mme_cdk", "benchmarks"))
+        assert {name.split(".")[0] for name in named} == {package}, f"{file} names {sorted(named)}"
 
 
 def test_neither_installed_package_uses_the_benchmarks() -> None:

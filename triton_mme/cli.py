@@ -2,7 +2,7 @@
 
 Each job package may hold a `commands` module with `register(subparsers)`, which adds its sub-commands
 and sets each one's `handler` (parsed arguments -> exit status). Packages are found at start-up, so a
-machine that has only some of them (the build runner ships core, model_build and store; the serving
+machine that has only some of them (the build runner ships core, sizing, model_build and store; the serving
 check runner core, client, serving_check and store)
 offers just those.
 Command modules stay cheap to import: heavy libraries are imported inside the handlers.

@@ -20,8 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real types for type checkers; at run time they load on first use
-    from triton_mme.catalog import Catalog
-    from triton_mme_cdk.catalog_files import CatalogFiles, load_build_catalog
+    from triton_mme_cdk.catalog_files import Catalog, CatalogFiles, load_build_catalog
     from triton_mme_cdk.constructs.build.gpu_runner import GpuRunner, GpuRunnerProps
     from triton_mme_cdk.constructs.multi_model_endpoint import TritonMultiModelEndpoint
     from triton_mme_cdk.constructs.multi_model_endpoint_props import TritonMultiModelEndpointProps, validate
@@ -40,7 +39,7 @@ _EXPORTS = {
     "TritonMultiModelEndpoint": "triton_mme_cdk.constructs.multi_model_endpoint",
     "TritonMultiModelEndpointProps": "triton_mme_cdk.constructs.multi_model_endpoint_props",
     "validate": "triton_mme_cdk.constructs.multi_model_endpoint_props",
-    "Catalog": "triton_mme.catalog",
+    "Catalog": "triton_mme_cdk.catalog_files",  # triton_mme.catalog's, as the props take it
     "CatalogFiles": "triton_mme_cdk.catalog_files",
     "load_build_catalog": "triton_mme_cdk.catalog_files",
     "ModelStore": "triton_mme_cdk.constructs.store.model_store",

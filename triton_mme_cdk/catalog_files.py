@@ -17,7 +17,7 @@ from triton_mme.catalog import Catalog, CatalogError, load_catalog
 from triton_mme.catalog.checkpoints import CheckpointError, local_folder_files
 from triton_mme.catalog.lock import lock_path
 from triton_mme.core.errors import quoted
-from triton_mme.model_build.offline_sources import check_sources
+from triton_mme.sizing.offline_sources import check_sources
 
 
 @dataclass(frozen=True, kw_only=True)

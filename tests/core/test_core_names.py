@@ -20,8 +20,8 @@ from triton_mme.core.naming import (
     InvalidName,
     NameRule,
 )
-from triton_mme.model_build import hf_config
 from triton_mme.model_build.pipeline import build_catalog
+from triton_mme.sizing import hf_config
 
 RECORD = {
     "name": "resnet50",

@@ -195,8 +195,8 @@ def test_quota_names_and_prices() -> None:
 
 # ----- the data files behind the table ----------------------------------------------------------------------
 REPO = Path(__file__).resolve().parents[2]
-PLANNER_ASSUMPTIONS = REPO / "triton_mme" / "planner" / "assumptions.yaml"
-DATA_FILES = [*sorted((REPO / "triton_mme" / "core" / DATA_FOLDER).glob("*.yaml")), PLANNER_ASSUMPTIONS]
+SIZING_ASSUMPTIONS = REPO / "triton_mme" / "sizing" / "assumptions.yaml"
+DATA_FILES = [*sorted((REPO / "triton_mme" / "core" / DATA_FOLDER).glob("*.yaml")), SIZING_ASSUMPTIONS]
 
 
 @pytest.mark.parametrize("path", DATA_FILES, ids=lambda path: path.name)

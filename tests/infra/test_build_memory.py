@@ -10,7 +10,7 @@ from synth_support import REPO_ROOT
 
 from triton_mme.catalog import CatalogError, load_catalog, parse_catalog
 from triton_mme.core.platform import PLATFORM
-from triton_mme.model_build.build_memory import (
+from triton_mme.sizing.build_memory import (
     BUILD_PEAK_BASE_GIB,
     BUILD_PEAK_BYTES_PER_PARAMETER,
     TORCHVISION_PARAMETERS,

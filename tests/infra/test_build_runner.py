@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import json
 import os
@@ -310,7 +311,7 @@ def test_build_logs_go_to_their_own_group_with_the_retention_setting(default: An
     assert template.to_json()["Resources"][group_id]["Properties"]["RetentionInDays"] == 30
 
 
-SHIPPED_PACKAGES = ("core", "catalog", "archive_inspection", "model_build", "store")
+SHIPPED_PACKAGES = ("core", "catalog", "archive_inspection", "sizing", "model_build", "store")
 
 
 def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(default: Any) -> None:
@@ -332,6 +333,39 @@ def test_source_asset_holds_the_runner_packages_catalog_and_requirements_only(de
     }
     assert outside == set()
     assert not any("__pycache__" in f or f.endswith(".pyc") or "/tests/" in f for f in files)
+
+
+def _imports_of_ours(package: str) -> dict[str, set[str]]:
+    """Each package of triton_mme that `package` imports -> the files that import it."""
+    found: dict[str, set[str]] = {}
+    for path in (REPO_ROOT / "triton_mme" / package).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if name.startswith("triton_mme.") and name.split(".")[1] not in ("arguments", "cli"):
+                    found.setdefault(name.split(".")[1], set()).add(str(path.relative_to(REPO_ROOT)))
+    return found
+
+
+def test_the_shipped_packages_import_only_what_is_shipped() -> None:
+    """A module the runner runs that moves out of a shipped package fails here, not on the GPU runner."""
+    unshipped = {
+        used: files
+        for package in SHIPPED_PACKAGES
+        for used, files in _imports_of_ours(package).items()
+        if used not in SHIPPED_PACKAGES
+    }
+    assert unshipped == {}
+
+
+def test_the_build_cache_key_covers_every_package_the_build_imports() -> None:
+    """A change to code the build runs (a source it resolves, a shipped config) rebuilds, never reuses."""
+    imported, new = set(), {"model_build"}
+    while new:
+        imported |= new
+        new = {used for package in new for used in _imports_of_ours(package)} - imported
+    assert {path.name for path in cache.BUILD_CODE_DIRS} == imported
 
 
 def fake_project(root: Path, catalog: str) -> Path:
@@ -362,7 +396,7 @@ def test_an_edit_to_the_client_changes_neither_the_asset_nor_a_build_cache_key(
     catalog = (REPO_ROOT / "models.yaml").read_text()
     project = fake_project(tmp_path / "project", catalog)
     monkeypatch.setattr(
-        cache, "BUILD_CODE_DIRS", (project / "triton_mme/core", project / "triton_mme/model_build")
+        cache, "BUILD_CODE_DIRS", tuple(project / "triton_mme" / path.name for path in cache.BUILD_CODE_DIRS)
     )
     before = runner_stack(tmp_path / "a", source_root=project)[1].source.asset_hash, cache.build_code_hash()
 

@@ -13,7 +13,7 @@ from synth_support import Synthesized
 
 from triton_mme.catalog import load_catalog
 from triton_mme.catalog.shards import SHARDS_FILE_NAME, read_shards
-from triton_mme.model_build.build_time import catalog_shards
+from triton_mme.sizing.build_time import catalog_shards
 from triton_mme_cdk.constructs.build.build_spec import SHARD_VARIABLE, build_spec
 from triton_mme_cdk.constructs.build.serving_check_spec import (
     PUBLISH_TASK,

@@ -14,9 +14,9 @@ import pytest
 from build_support import catalog_of, tiny_cnn, tiny_roberta
 
 from benchmarks.torchscript_coverage import tiny_text_config
-from triton_mme.model_build.checkpoint_sources import HF_CHECKPOINT_TYPES
 from triton_mme.model_build.pipeline import build_catalog
 from triton_mme.model_build.verify import verify_archive
+from triton_mme.sizing.checkpoint_sources import HF_CHECKPOINT_TYPES
 
 # torchvision module -> (its smallest classifier, the smallest square input it accepts in both formats).
 # AlexNet and VGG pool adaptively to 6 x 6 and 7 x 7, which the ONNX exporter takes only from a multiple:

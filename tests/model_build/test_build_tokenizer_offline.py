@@ -17,8 +17,8 @@ from triton_mme.client.inputs import load_tokenizer, text_batch
 from triton_mme.core.golden import GoldenData
 from triton_mme.core.manifest import Manifest
 from triton_mme.model_build import runtimes
-from triton_mme.model_build.hf_config import HF_CONFIG_DIR
 from triton_mme.model_build.tokenizer_offline import corpus_lines, offline_tokenizer_json
+from triton_mme.sizing.hf_config import HF_CONFIG_DIR
 
 
 def test_the_build_records_a_tokenizer_whose_ids_the_model_runs_on(

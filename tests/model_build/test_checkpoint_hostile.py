@@ -18,8 +18,8 @@ from benchmarks.checkpoints import write_hf_folders, write_state_dicts
 from triton_mme.catalog import CatalogError, load_catalog
 from triton_mme.catalog.checkpoints import CheckpointKind, local_digest
 from triton_mme.model_build.lock import write_lock
-from triton_mme.model_build.offline_sources import check_sources
 from triton_mme.model_build.pipeline import fetch_checkpoints
+from triton_mme.sizing.offline_sources import check_sources
 
 FOLDER = {"name": "intent", "source": "checkpoint:checkpoints/intent/", "formats": ["onnx"],
           "max_batch_size": 2, "sequence_length": 16}  # fmt: skip

@@ -20,8 +20,8 @@ from triton_mme.core.files import file_sha256
 from triton_mme.core.formats import Weights
 from triton_mme.model_build.cache import cache_key
 from triton_mme.model_build.lock import write_lock
-from triton_mme.model_build.offline_sources import check_sources
-from triton_mme.model_build.state_dict_signatures import architecture_signature, recorded_signatures
+from triton_mme.sizing.offline_sources import check_sources
+from triton_mme.sizing.state_dict_signatures import architecture_signature, recorded_signatures
 
 VISION = {
     "family": "vision",

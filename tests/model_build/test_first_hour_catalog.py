@@ -18,9 +18,9 @@ from triton_mme.catalog.checkpoints import TensorHeader
 from triton_mme.catalog.lock import read_lock
 from triton_mme.cli import main
 from triton_mme.core.files import file_sha256
-from triton_mme.model_build.checkpoint_contract import _vit_image_size, config_labels
 from triton_mme.model_build.lock import write_lock
-from triton_mme.model_build.offline_sources import check_sources
+from triton_mme.sizing.checkpoint_contract import _vit_image_size, config_labels
+from triton_mme.sizing.offline_sources import check_sources
 
 VISION = {
     "family": "vision",

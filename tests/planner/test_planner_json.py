@@ -13,7 +13,7 @@ import pytest
 from planner_support import manifest_of, serving_report_of, write_manifest
 
 from triton_mme.cli import main
-from triton_mme.planner.assumptions import RESNET50_FP32_WEIGHT_BYTES
+from triton_mme.sizing.assumptions import RESNET50_FP32_WEIGHT_BYTES
 
 RECORDED = Path(__file__).parent / "data" / "plan_recorded.json"
 TRAFFIC = (

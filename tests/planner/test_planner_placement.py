@@ -11,7 +11,6 @@ from planner_support import manifest_of
 
 from triton_mme.core.platform import PLATFORM
 from triton_mme.planner.candidates import sagemaker_candidates
-from triton_mme.planner.estimate import archive_estimates
 from triton_mme.planner.inputs import service_seconds
 from triton_mme.planner.options import PlanOptions
 from triton_mme.planner.placement import (
@@ -25,6 +24,7 @@ from triton_mme.planner.plan import plan
 from triton_mme.planner.prices import PriceBook
 from triton_mme.planner.served import Served
 from triton_mme.planner.traffic import parse_traffic, workload
+from triton_mme.sizing.estimate import archive_estimates
 
 GB = 10**9
 

@@ -8,14 +8,15 @@ from planner_support import manifest_of
 
 from triton_mme.core.platform import PLATFORM
 from triton_mme.planner.candidates import instance_limits, local_candidate, sagemaker_candidates
-from triton_mme.planner.defaults import DEFAULT_GPU_UTILIZATION_TARGET, DEFAULT_MAX_INSTANCES
-from triton_mme.planner.estimate import archive_estimates
+from triton_mme.planner.defaults import DEFAULT_MAX_INSTANCES
 from triton_mme.planner.options import PlanOptions
 from triton_mme.planner.plan import fewest, plan
 from triton_mme.planner.prediction import predict
 from triton_mme.planner.prices import PriceBook
 from triton_mme.planner.served import Served
 from triton_mme.planner.traffic import parse_traffic, workload
+from triton_mme.sizing.estimate import archive_estimates
+from triton_mme.sizing.targets import DEFAULT_GPU_UTILIZATION_TARGET
 from triton_mme_cdk.settings import MAX_INSTANCES, Settings
 
 SIMULATED = 20_000

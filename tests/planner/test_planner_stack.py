@@ -11,13 +11,14 @@ from planner_support import manifest_of, write_manifest
 from triton_mme.cli import main
 from triton_mme.core.platform import PLATFORM
 from triton_mme.planner.stack import StackError, plan_for
+from triton_mme_cdk.stack_plan import stack_plan
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = "default (triton_mme_cdk/settings/)"
 
 
 def test_the_default_stack_gives_its_counts_target_and_the_types_synth_accepts() -> None:
-    chosen = plan_for(REPO_ROOT, default_triton_tag=PLATFORM.images.default_tag.value)
+    chosen = plan_for(REPO_ROOT, default_triton_tag=PLATFORM.images.default_tag.value, read_stack=stack_plan)
     assert (chosen.min_instances.value, chosen.max_instances.value) == (2, 5)
     assert chosen.min_instances.origin == f"minInstanceCount, {DEFAULT}"
     assert chosen.gpu_utilization_target.value == 60.0
@@ -33,6 +34,7 @@ def test_context_and_options_outrank_the_defaults_and_say_so() -> None:
         ["minInstanceCount=3", "initialInstanceCount=3"],
         max_instances=8,
         default_triton_tag=PLATFORM.images.default_tag.value,
+        read_stack=stack_plan,
     )
     assert chosen.min_instances.value == 3 and chosen.min_instances.origin == "minInstanceCount, -c"
     assert chosen.max_instances.value == 8 and chosen.max_instances.origin == "--max-instances"
@@ -43,13 +45,24 @@ def test_a_bad_context_value_is_one_line_naming_the_setting_the_user_set() -> No
     with pytest.raises(
         StackError, match=r"maxInstanceCount=1 does not fit minInstanceCount=2 \(the default\)"
     ):
-        plan_for(REPO_ROOT, ["maxInstanceCount=1"], default_triton_tag=PLATFORM.images.default_tag.value)
+        plan_for(
+            REPO_ROOT,
+            ["maxInstanceCount=1"],
+            default_triton_tag=PLATFORM.images.default_tag.value,
+            read_stack=stack_plan,
+        )
 
 
 def test_outside_a_checkout_the_planner_defaults_apply(tmp_path: Path) -> None:
-    chosen = plan_for(tmp_path, default_triton_tag=PLATFORM.images.default_tag.value)
+    chosen = plan_for(tmp_path, default_triton_tag=PLATFORM.images.default_tag.value, read_stack=stack_plan)
     assert chosen.stack_root is None and chosen.min_instances.value == 1
     assert chosen.instance_types.value == () and chosen.min_instances.origin == "planner default"
+
+
+def test_without_a_reader_the_planner_reads_no_stack_even_in_a_checkout() -> None:
+    """The planner takes the app's reader from its caller; it never loads the app itself."""
+    chosen = plan_for(REPO_ROOT, default_triton_tag=PLATFORM.images.default_tag.value)
+    assert chosen.stack_root is None and chosen.min_instances.origin == "planner default"
 
 
 def test_the_plan_command_plans_the_stacks_types_and_minimum(

@@ -7,7 +7,7 @@ from benchmarks.capacity_inputs import synthetic_record as record
 from benchmarks.capacity_inputs import write_manifest
 from triton_mme.core.manifest import Manifest
 from triton_mme.core.serving_report import ArchiveServing, BatchFigures, ServingReport
-from triton_mme.planner.assumptions import RESNET50_FP32_WEIGHT_BYTES
+from triton_mme.sizing.assumptions import RESNET50_FP32_WEIGHT_BYTES
 
 __all__ = ["manifest_of", "record", "serving_report_of", "write_manifest"]
 

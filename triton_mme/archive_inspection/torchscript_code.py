@@ -36,7 +36,7 @@ from triton_mme.core.errors import quoted
 
 # Every operator kind in the TorchScript graphs the exporter produces (torch.jit.trace, then the debug
 # records dropped) for every architecture the catalog accepts: the 80 torchvision classifiers and each text
-# type of model_build.checkpoint_sources.HF_CHECKPOINT_TYPES, encoder and sequence classifier. Derived and
+# type of sizing.checkpoint_sources.HF_CHECKPOINT_TYPES, encoder and sequence classifier. Derived and
 # checked by `python -m benchmarks.torchscript_coverage` (benchmarks/results/torchscript-coverage.json: its
 # `operators` is the union over all models); `python -m triton_mme.model_build.inspection MODEL.pt` prints
 # one file's. Tensor arithmetic, shapes and the traced graph's own nodes only: no operator that reads or

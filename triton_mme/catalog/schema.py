@@ -161,7 +161,7 @@ class ModelEntry(_Frozen):
     input_shape: Annotated[tuple[Annotated[int, Field(ge=1)], ...], Field(min_length=1)] | None = None
     sequence_length: Annotated[int, Field(ge=1, le=MAX_SEQUENCE_LENGTH)] | None = None
     # Hugging Face architecture for `weights: random`: a dict of config fields, or the name of a
-    # config shipped with the project (triton_mme/model_build/hf_configs/<name>.json). Never fetched.
+    # config shipped with the project (triton_mme/sizing/hf_configs/<name>.json). Never fetched.
     hf_config: dict[str, Any] | str | None = None
     dynamic_batching: DynamicBatching = DynamicBatching()
     instance_count: Annotated[int, Field(ge=1, le=MAX_INSTANCE_COUNT)] = 1

@@ -95,7 +95,7 @@ MODEL_DIRECTORY = NameRule(
     re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"),
     "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 128 characters",
 )
-# A config shipped with the build (model_build/hf_configs/<name>.json): one file name, never a path.
+# A config shipped with the build (sizing/hf_configs/<name>.json): one file name, never a path.
 HF_CONFIG_NAME = NameRule(
     "a shipped config name",
     re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"),

@@ -22,12 +22,12 @@ from triton_mme.core.manifest import ArchiveRecord
 from triton_mme.core.naming import COMPANION_NAME
 
 CACHE_DIR_NAME = ".cache"
-# Everything the build imports of this project: the shared core, the catalog, archive inspection and the build
-# package itself (its exporters and shipped Hugging Face configs included). Other packages cannot change an
-# archive.
+# Everything the build imports of this project: the shared core, the catalog, archive inspection, sizing
+# (the sources it resolves, the shipped Hugging Face configs) and the build package itself (its exporters
+# included). Other packages cannot change an archive.
 BUILD_CODE_DIRS = tuple(
     Path(__file__).resolve().parents[1] / package
-    for package in ("core", "catalog", "archive_inspection", "model_build")
+    for package in ("core", "catalog", "archive_inspection", "sizing", "model_build")
 )
 BUILD_CODE_SUFFIXES = (".py", ".json")
 LIBRARIES = (

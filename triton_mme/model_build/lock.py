@@ -37,8 +37,8 @@ from triton_mme.core.errors import quoted
 from triton_mme.core.files import write_atomically
 from triton_mme.core.limits import MAX_CATALOG_BYTES
 from triton_mme.model_build import checkpoint_files
-from triton_mme.model_build.checkpoint_sources import inspect_local, local_pin
 from triton_mme.model_build.lock_stat_cache import StatCache, signature
+from triton_mme.sizing.checkpoint_sources import inspect_local, local_pin
 
 
 @dataclass(frozen=True)

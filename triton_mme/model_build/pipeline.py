@@ -89,7 +89,7 @@ def _check_sources(entries: list[ModelEntry]) -> None:
         return
     import torchvision
 
-    from triton_mme.model_build.hf_config import resolve_hf_config
+    from triton_mme.sizing.hf_config import resolve_hf_config
 
     known = set(torchvision.models.list_models())
     for entry in entries:
@@ -444,7 +444,7 @@ def fetch_checkpoints(entries: list[ModelEntry], base_dir: Path, out_dir: Path) 
     """The verified local copy of every checkpoint entry's source, by model name, checked as synthesis checks
     it (kind, headers, config); CatalogError (one line) for the first that cannot be used."""
     from triton_mme.model_build.checkpoint_files import SOURCES_DIR_NAME, materialize
-    from triton_mme.model_build.checkpoint_sources import inspect_local
+    from triton_mme.sizing.checkpoint_sources import inspect_local
 
     copies = {}
     for entry in entries:

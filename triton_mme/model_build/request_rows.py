@@ -53,7 +53,7 @@ def request_rows(
 
 def _hidden_size(entry: ModelEntry) -> int | None:
     """The architecture's hidden size where the project has its config without a download."""
-    from triton_mme.model_build.hf_config import resolve_hf_config
+    from triton_mme.sizing.hf_config import resolve_hf_config
 
     if entry.source_kind != "huggingface":
         return None

@@ -2,7 +2,7 @@
 
 `weights: pretrained` downloads (torchvision `weights="DEFAULT"`, Hugging Face `from_pretrained`);
 `weights: random` builds the same architecture offline from a fixed seed, and for Hugging Face from a
-configuration shipped in triton_mme/model_build/hf_configs or given in the catalog — never fetched.
+configuration shipped in triton_mme/sizing/hf_configs or given in the catalog — never fetched.
 A `checkpoint:` source loads the user's own weights from a verified local copy (model_build.checkpoint_files):
 safetensors only, a Hugging Face folder with `local_files_only` and no remote code.
 """
@@ -24,8 +24,8 @@ from triton_mme.core.errors import UserError, first_line, quoted
 from triton_mme.core.formats import Weights
 from triton_mme.core.manifest import ImagePreprocessing, TensorSpec
 from triton_mme.core.samples import sample_inputs
-from triton_mme.model_build.hf_config import resolve_hf_config
 from triton_mme.model_build.tokenizer_offline import offline_tokenizer_json
+from triton_mme.sizing.hf_config import resolve_hf_config
 
 SEED = 0
 TEXT_INPUTS = ("input_ids", "attention_mask")
@@ -251,8 +251,8 @@ def _hf_folder(entry: ModelEntry, folder: Path) -> LoadedModel:
     """A Hugging Face folder: safetensors weights only, local files only, no remote code, in fp32."""
     import transformers
 
-    from triton_mme.model_build.checkpoint_contract import config_labels
-    from triton_mme.model_build.checkpoint_sources import hf_task
+    from triton_mme.sizing.checkpoint_contract import config_labels
+    from triton_mme.sizing.checkpoint_sources import hf_task
 
     transformers.logging.set_verbosity_error()
     config = read_hf_config(folder / "config.json", where=f"{folder}/config.json")
@@ -302,7 +302,7 @@ def _state_dict(entry: ModelEntry, path: Path) -> LoadedModel:
     import torchvision
     from safetensors.torch import load_file
 
-    from triton_mme.model_build.checkpoint_sources import state_dict_classes
+    from triton_mme.sizing.checkpoint_sources import state_dict_classes
 
     tensors = load_file(path)
     headers = {k: TensorHeader(str(v.dtype), tuple(v.shape)) for k, v in tensors.items()}

@@ -5,20 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triton_mme.core.platform import (
-    PLATFORM,
-    GpuInstanceType,
-    supports_compute_capability,
-)
-from triton_mme.planner.assumptions import (
+from triton_mme.core.platform import PLATFORM, GpuInstanceType, supports_compute_capability
+from triton_mme.planner.eviction import Limits
+from triton_mme.planner.outcome import Configuration
+from triton_mme.planner.prices import Price, PriceBook
+from triton_mme.sizing.assumptions import (
     EBS_VOLUME_GB_ASSUMED,
     GPU_REPORTED_MEMORY_MIB,
     HOST_RESERVED_BYTES,
     TRITON_SERVER_GPU_BYTES,
 )
-from triton_mme.planner.eviction import Limits
-from triton_mme.planner.outcome import Configuration
-from triton_mme.planner.prices import Price, PriceBook
 
 GB = 10**9
 

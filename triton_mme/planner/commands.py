@@ -6,18 +6,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triton_mme.arguments import positive_int
 from triton_mme.core.errors import quoted
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_FILE_NAME
 from triton_mme.core.numbers import finite_number
 from triton_mme.core.platform import PLATFORM
-from triton_mme.planner.defaults import (
-    DEFAULT_GPU_UTILIZATION_TARGET,
-    DEFAULT_MAX_INSTANCES,
-    DEFAULT_SIMULATED_REQUESTS,
-)
+from triton_mme.planner.defaults import DEFAULT_MAX_INSTANCES, DEFAULT_SIMULATED_REQUESTS
+from triton_mme.sizing.targets import DEFAULT_GPU_UTILIZATION_TARGET
+
+if TYPE_CHECKING:
+    from triton_mme.planner.stack import StackReader
 
 DEFAULT_REGION = "us-east-1"
 
@@ -170,6 +170,18 @@ def register(subparsers: Any) -> None:
     plan.set_defaults(handler=_plan)
 
 
+def _stack_reader() -> StackReader | None:
+    """The CDK app's reader of a checkout's settings, where triton_mme_cdk is installed (else None: the
+    planner's defaults). The command wires the app to the planner, which imports nothing of the app."""
+    try:
+        from triton_mme_cdk.stack_plan import stack_plan
+    except ModuleNotFoundError as error:
+        if error.name != "triton_mme_cdk":
+            raise  # installed, but lacking one of its own dependencies: a real error
+        return None
+    return stack_plan
+
+
 def _plan_for(args: argparse.Namespace) -> Any:
     from triton_mme.planner.stack import plan_for
 
@@ -182,6 +194,7 @@ def _plan_for(args: argparse.Namespace) -> Any:
         triton_tag=args.triton_tag,
         instance_types=args.instance_types,
         default_triton_tag=PLATFORM.images.default_tag.value,
+        read_stack=_stack_reader(),
     )
 
 

@@ -11,9 +11,9 @@ import numpy as np
 from triton_mme.client.manifest_source import ManifestSource
 from triton_mme.core.manifest import Manifest
 from triton_mme.core.serving_report import ServingReport
-from triton_mme.planner.estimate import archive_estimates
 from triton_mme.planner.served import Served
 from triton_mme.planner.traffic import TrafficError, TrafficFile, Workload, workload
+from triton_mme.sizing.estimate import archive_estimates
 
 BATCH_OF_ONE = 1
 

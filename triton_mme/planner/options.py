@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from triton_mme.planner.defaults import (
-    DEFAULT_GPU_UTILIZATION_TARGET,
-    DEFAULT_MAX_INSTANCES,
-    DEFAULT_SIMULATED_REQUESTS,
-)
+from triton_mme.planner.defaults import DEFAULT_MAX_INSTANCES, DEFAULT_SIMULATED_REQUESTS
+from triton_mme.sizing.targets import DEFAULT_GPU_UTILIZATION_TARGET
 
 
 class PlanOptions(BaseModel):

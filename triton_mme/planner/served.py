@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triton_mme.planner.estimate import ArchiveEstimate
 from triton_mme.planner.eviction import Footprint
 from triton_mme.planner.traffic import Workload
+from triton_mme.sizing.estimate import ArchiveEstimate
 
 
 @dataclass(frozen=True)

@@ -1,31 +1,49 @@
 """The stack a plan is for: by default the settings `cdk deploy` would read in the project checkout.
 
 The instance counts, the GPU utilisation target, the Triton tag and the instance types that synthesis
-accepts for the settings' catalog come from the CDK app's own code (triton_mme_cdk.stack_plan, which reads
-cdk.json, cdk.context.json and `-c` pairs through triton_mme_cdk.context and validates through
-triton_mme_cdk.settings, its build_target among them), imported only when a plan runs in a checkout: the
-planner never retypes a default or a rule of the app.
+accepts for the settings' catalog come from the CDK app's own code, which the caller passes in as
+`read_stack` (the plan command passes triton_mme_cdk.stack_plan.stack_plan, which reads cdk.json,
+cdk.context.json and `-c` pairs and validates them as synthesis does): the planner never retypes a default
+or a rule of the app, and imports nothing of it.
 Every value the plan uses is reported with where it came from.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from triton_mme.core.errors import UserError
-from triton_mme.planner.defaults import DEFAULT_GPU_UTILIZATION_TARGET, DEFAULT_MAX_INSTANCES
+from triton_mme.planner.defaults import DEFAULT_MAX_INSTANCES
+from triton_mme.sizing.targets import DEFAULT_GPU_UTILIZATION_TARGET
 
-STACK_MODULE = "triton_mme_cdk.stack_plan"
 PLANNER_DEFAULT = "planner default"
+# What marks the project's checkout: its app and the module that reads its settings for a plan.
+CHECKOUT_FILES = ("app.py", "triton_mme_cdk/stack_plan.py")
 
 
 class StackError(UserError, ValueError):
     """The stack's settings cannot be read; one line."""
+
+
+class StackSettings(Protocol):
+    """The stack's settings as synthesis reads them (triton_mme_cdk.stack_plan.StackPlan)."""
+
+    @property
+    def accepted_instance_types(self) -> tuple[str, ...]: ...
+
+    @property
+    def refused_instance_types(self) -> tuple[tuple[str, str], ...]: ...
+
+    def value(self, key: str) -> Any: ...
+
+    def origin(self, key: str) -> str: ...
+
+
+# The project's checkout and `-c` pairs -> its stack's settings; ValueError (one line) for a bad one.
+StackReader = Callable[[Path, Sequence[str]], StackSettings]
 
 
 @dataclass(frozen=True)
@@ -72,13 +90,8 @@ class PlanFor:
         return f"the settings `cdk deploy` reads in {self.stack_root}{deployed}"
 
 
-def _stack_module(root: Path) -> Any:
-    if not (root / "app.py").is_file() or not (root / "triton_mme_cdk" / "stack_plan.py").is_file():
-        return None
-    where = str(root.resolve())
-    if where not in sys.path:
-        sys.path.insert(0, where)
-    return importlib.import_module(STACK_MODULE)
+def is_checkout(root: Path) -> bool:
+    return all((root / name).is_file() for name in CHECKOUT_FILES)
 
 
 def _origin(key: str, origin: str) -> str:
@@ -95,13 +108,14 @@ def plan_for(
     triton_tag: str | None = None,
     instance_types: Sequence[str] = (),
     default_triton_tag: str,
+    read_stack: StackReader | None = None,
 ) -> PlanFor:
-    """The values a plan uses: an option given wins, then the stack's setting, then the planner default."""
-    module = _stack_module(root) if root is not None else None
+    """The values a plan uses: an option given wins, then the stack's setting (where `root` is a checkout and
+    `read_stack` reads it), then the planner default."""
     stack = None
-    if module is not None:
+    if root is not None and read_stack is not None and is_checkout(root):
         try:
-            stack = module.stack_plan(root, list(context))
+            stack = read_stack(root, list(context))
         except ValueError as error:  # SettingsError, CatalogError: one line each
             raise StackError(f"the stack's settings in {root}: {error}") from None
 

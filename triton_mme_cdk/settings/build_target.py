@@ -15,13 +15,13 @@ from triton_mme.core.platform import (
     triton_image,
 )
 from triton_mme.core.wording import plural
-from triton_mme.model_build.build_memory import (
+from triton_mme.sizing.build_memory import (
     BUILD_PEAK_BASE_GIB,
     BUILD_PEAK_BYTES_PER_PARAMETER,
     estimated_build_peak_gib,
     parameter_count,
 )
-from triton_mme.model_build.build_time import SETUP_MINUTES, balanced_shards, estimate, model_seconds
+from triton_mme.sizing.build_time import SETUP_MINUTES, balanced_shards, estimate, model_seconds
 from triton_mme_cdk.settings import Settings, SettingsError
 from triton_mme_cdk.settings.build import AUTO_BUILD_RUNNERS_CAP, MAX_BUILD_RUNNERS, BuildRunnerSettings
 from triton_mme_cdk.settings.platform_rules import build_gpu_problem, instance_patterns
@@ -236,7 +236,7 @@ def _advice(found: BuildRunnerSettings | None, runner: BuildRunnerSettings) -> s
 def build_time_problem(catalog: Catalog, settings: Settings) -> str | None:
     """Why the catalog's build or serving check cannot finish in its stage's time (one line, with the figures
     and one combination of runners and stage timeouts on which both fit), or None. Estimates:
-    model_build.build_time; the serving check runs on the build's shards."""
+    sizing.build_time; the serving check runs on the build's shards."""
     times = estimate(catalog)
     runner = resolve_build_runners(settings, catalog).build
     build, check = model_seconds(times.build_seconds), model_seconds(times.check_seconds)

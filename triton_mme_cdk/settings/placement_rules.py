@@ -4,7 +4,7 @@ and what each copy asks of an instance (docs/placement.md, docs/constructs.md).
 A copy is its own single-model Triton container (the MME's image, without SAGEMAKER_MULTI_MODEL) that serves
 one archive, unpacked from its S3 URL. Its footprint at synth is the planner's estimate from the catalog
 (parameters x bytes per weight + the backend's per-model overhead + Triton's own memory, which every copy
-pays: triton_mme/planner/estimate.py); the build's serving report measures the real figure on a GPU.
+pays: triton_mme/sizing/estimate.py); the build's serving report measures the real figure on a GPU.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from triton_mme.core.platform import (
     gpu_instance,
     ic_instance_problem,
 )
-from triton_mme.model_build.build_memory import parameter_count
-from triton_mme.planner.assumptions import (
+from triton_mme.sizing.assumptions import (
     GPU_REPORTED_MEMORY_MIB,
     HOST_RESERVED_BYTES,
     TRITON_SERVER_GPU_BYTES,
 )
-from triton_mme.planner.estimate import HOST_OVERHEAD_BYTES, MIB, estimate_gpu_bytes
+from triton_mme.sizing.build_memory import parameter_count
+from triton_mme.sizing.estimate import HOST_OVERHEAD_BYTES, MIB, estimate_gpu_bytes
 from triton_mme_cdk.settings import Settings
 from triton_mme_cdk.settings.base import MAX_INSTANCES
 

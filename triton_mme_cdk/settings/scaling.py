@@ -6,7 +6,7 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
-from triton_mme.planner.defaults import DEFAULT_GPU_UTILIZATION_TARGET
+from triton_mme.sizing.targets import DEFAULT_GPU_UTILIZATION_TARGET
 from triton_mme_cdk.settings.base import (
     MAX_INSTANCES,
     SettingsError,
@@ -29,7 +29,7 @@ class ScalingSettings(SettingsGroup):
     # of the instances at a time, at least one (docs/updates.md).
     min_instance_count: int = Field(2, alias="minInstanceCount")
     max_instance_count: int = Field(5, alias="maxInstanceCount")
-    # The planner plans for the same target when it reads no stack (triton_mme/planner/defaults.py).
+    # The planner plans for the same target when it reads no stack (triton_mme/sizing/targets.py).
     gpu_utilization_target: float = Field(DEFAULT_GPU_UTILIZATION_TARGET, alias="gpuUtilizationTarget")
     invocations_per_instance_target: int = Field(0, alias="invocationsPerInstanceTarget")
     # Each inference component's own target tracking (a catalog's dedicated entries): invocations per copy per

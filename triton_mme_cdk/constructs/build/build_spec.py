@@ -22,7 +22,7 @@ from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
 if TYPE_CHECKING:
     from triton_mme_cdk.constructs.store.model_store import ModelStore
 
-# The runner runs the project's one command line from its source (core, model_build, store).
+# The runner runs the project's one command line from its source (core, sizing, model_build, store).
 COMMAND = "python -m triton_mme"
 # Set by the build state machine on every build it starts (model_build_engine.py imports it).
 FINGERPRINT_VARIABLE = FINGERPRINT_ENV

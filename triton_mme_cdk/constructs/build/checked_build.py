@@ -11,7 +11,7 @@ from constructs import Construct
 from triton_mme.catalog import Catalog
 from triton_mme.core.formats import Format
 from triton_mme.core.locations import build_manifest_key
-from triton_mme.model_build.build_time import catalog_shards, image_change_note
+from triton_mme.sizing.build_time import catalog_shards, image_change_note
 from triton_mme_cdk.catalog_files import CatalogFiles
 from triton_mme_cdk.constructs.build.archive_locations import ArchiveLocations
 from triton_mme_cdk.constructs.build.build_runner import ModelBuildRunner

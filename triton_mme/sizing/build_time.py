@@ -1,6 +1,6 @@
 """How long a catalog's build and serving check take, known before the build: without PyTorch or the network.
 
-Each archive's time is a base plus its model's parameters (model_build.build_memory.parameter_count) times a
+Each archive's time is a base plus its model's parameters (sizing.build_memory.parameter_count) times a
 factor per kind of model and format, measured with the benchmark suite on the 2-core workstation (random
 weights; `python -m benchmarks --only build` and `--only serving-check`, benchmarks/results/build/ and
 benchmarks/results/serving-check/ of 2026-12-01):
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from triton_mme.catalog import Catalog, ModelEntry
 from triton_mme.core.formats import Format
-from triton_mme.model_build.build_memory import parameter_count
+from triton_mme.sizing.build_memory import parameter_count
 
 ARCHIVE_BASE_SECONDS = 1.5
 # Seconds per parameter, by (image model?, format).

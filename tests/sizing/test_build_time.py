@@ -7,8 +7,8 @@ import pytest
 
 from triton_mme.catalog import load_catalog
 from triton_mme.core.formats import Format
-from triton_mme.model_build.build_memory import TORCHVISION_PARAMETERS
-from triton_mme.model_build.build_time import balanced_shards, estimate, wall_seconds
+from triton_mme.sizing.build_memory import TORCHVISION_PARAMETERS
+from triton_mme.sizing.build_time import balanced_shards, estimate, wall_seconds
 
 
 def test_the_factors_reproduce_the_recorded_build_benchmark() -> None:
@@ -33,7 +33,7 @@ def test_shards_are_balanced_by_time_and_the_same_for_the_same_catalog() -> None
 
 
 def test_a_catalogs_shards_keep_each_model_whole_and_never_exceed_its_models() -> None:
-    from triton_mme.model_build.build_time import catalog_shards
+    from triton_mme.sizing.build_time import catalog_shards
 
     catalog = load_catalog("models.yaml")
     assert sorted(name for shard in catalog_shards(catalog, 8) for name in shard) == [
@@ -48,7 +48,7 @@ def test_a_catalogs_shards_keep_each_model_whole_and_never_exceed_its_models() -
 def test_an_image_change_note_counts_the_plans_it_rebuilds_and_the_archives_it_checks() -> None:
     from build_support import catalog_of, tiny_cnn
 
-    from triton_mme.model_build.build_time import archive_seconds, image_change_note
+    from triton_mme.sizing.build_time import archive_seconds, image_change_note
 
     default = load_catalog("models.yaml")
     note = image_change_note(default, "25.04-py3")

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from triton_mme.core.manifest import ArchiveRecord
 from triton_mme.core.serving_report import ArchiveServing, ServingReport
-from triton_mme.planner.assumptions import (
+from triton_mme.sizing.assumptions import (
     DOWNLOAD_BYTES_PER_S_ASSUMED,
     GPU_REPORTED_MEMORY_MIB,
     RESNET50_FP32_WEIGHT_BYTES,

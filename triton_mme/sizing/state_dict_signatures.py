@@ -6,7 +6,7 @@ head's), and the head's tensors with their class dimension (whose size is the fi
 classes). A fine-tune keeps the body and changes the head's class count; anything else is another model.
 
 Recorded for the torchvision of requirements-torch.txt by
-`python -m triton_mme.model_build.state_dict_signatures --write` (models built on PyTorch's meta device: no
+`python -m triton_mme.sizing.state_dict_signatures --write` (models built on PyTorch's meta device: no
 weights allocated); tests/model_build/test_checkpoint_sources.py compares the file with the installed one.
 """
 

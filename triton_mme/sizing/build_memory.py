@@ -18,7 +18,7 @@ from triton_mme.catalog import CatalogError, ModelEntry
 from triton_mme.catalog.checkpoints import CHECKPOINT_KIND
 from triton_mme.core.errors import quoted
 from triton_mme.core.formats import Weights
-from triton_mme.model_build.hf_config import resolve_hf_config
+from triton_mme.sizing.hf_config import resolve_hf_config
 
 # Measured with `python -m benchmarks --only build` on the default catalog (2-core workstation, random
 # weights, no TensorRT; the build's line per archive gives the build process's peak over its steps): ResNet-50
@@ -30,7 +30,7 @@ BUILD_PEAK_BASE_GIB = 2.0
 BUILD_PEAK_BYTES_PER_PARAMETER = 17.5
 # torchvision 0.29.1 (requirements-torch.txt): `weights.meta["num_params"]` of every model in
 # `torchvision.models.list_models()`, the largest over the model's weights (a ViT's position embeddings
-# grow with the image size of some weights). tests/model_build/test_build_parameters.py checks the table
+# grow with the image size of some weights). tests/sizing/test_build_parameters.py checks the table
 # against the installed torchvision.
 TORCHVISION_PARAMETERS: dict[str, int] = {
     "alexnet": 61100840,

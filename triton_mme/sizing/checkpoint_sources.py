@@ -2,7 +2,7 @@
 
 A local checkpoint is read here: its safetensors headers (never its tensors), its config, and its bytes for
 the sha256 pin. A state dict must have the tensors of the architecture it names
-(model_build.state_dict_signatures) with any number of classes; a Hugging Face folder must be an encoder
+(sizing.state_dict_signatures) with any number of classes; a Hugging Face folder must be an encoder
 type the build exports, with safetensors weights and a fast tokenizer. An S3 checkpoint cannot be read at
 synthesis: it must be in the lock file (`triton-mme lock`), and `make preflight` checks that each object is
 there with its locked ETag.
@@ -30,11 +30,11 @@ from triton_mme.catalog.checkpoints import (
 from triton_mme.catalog.lock import CheckpointPin
 from triton_mme.core.errors import quoted
 from triton_mme.core.suggest import did_you_mean
-from triton_mme.model_build.checkpoint_contract import check_image_contract, check_text_contract
-from triton_mme.model_build.checkpoint_parameters import agreed_parameters
-from triton_mme.model_build.state_dict_signatures import body_digest, recorded_signatures
+from triton_mme.sizing.checkpoint_contract import check_image_contract, check_text_contract
+from triton_mme.sizing.checkpoint_parameters import agreed_parameters
+from triton_mme.sizing.state_dict_signatures import body_digest, recorded_signatures
 
-# The Hugging Face encoders the build exports (and whose memory it can estimate, model_build.build_memory),
+# The Hugging Face encoders the build exports (and whose memory it can estimate, sizing.build_memory),
 # and the heads it serves: the bare encoder (last_hidden_state) or a sequence classifier (logits).
 HF_CHECKPOINT_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
 HF_TASK_SUFFIXES = ("Model", "ForSequenceClassification")

@@ -9,7 +9,7 @@ from boundaries import FORBIDDEN_IN_CORE, loaded_after
 
 from triton_mme.catalog import parse_catalog
 from triton_mme.core.errors import quoted
-from triton_mme.model_build.offline_sources import (
+from triton_mme.sizing.offline_sources import (
     HUB_REPO_ID,
     check_sources,
     shipped_hf_config_names,
@@ -26,13 +26,13 @@ def entry(source: str, **fields: Any) -> Any:
 def test_the_recorded_registry_is_the_installed_torchvisions() -> None:
     torchvision = pytest.importorskip("torchvision")
     # Re-record with: python -c "import torchvision.models as m; print(*m.list_models(), sep='\n')"
-    #   > triton_mme/model_build/torchvision_models.txt
+    #   > triton_mme/sizing/torchvision_models.txt
     assert list(torchvision_models()) == torchvision.models.list_models()
 
 
 def test_resolving_sources_imports_no_deep_learning_library() -> None:
     loaded = loaded_after(
-        "from triton_mme.model_build.offline_sources import check_sources, torchvision_models\n"
+        "from triton_mme.sizing.offline_sources import check_sources, torchvision_models\n"
         "torchvision_models()"
     )
     assert loaded.isdisjoint(FORBIDDEN_IN_CORE), sorted(loaded & set(FORBIDDEN_IN_CORE))

@@ -10,7 +10,7 @@ instead of the GPU runner.
   and is not checked. An `hf_config` name must be a shipped config (hf_configs/), and random weights need
   one: a shipped config named by `hf_config` or by the id's last part, or a mapping with `model_type`.
 - `checkpoint:<location>` must be a checkpoint the build can load, with its pinned content
-  (model_build.checkpoint_sources).
+  (sizing.checkpoint_sources).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from triton_mme.catalog import Catalog, CatalogError, ModelEntry
 from triton_mme.catalog.checkpoints import CHECKPOINT_KIND
 from triton_mme.core.errors import quoted
 from triton_mme.core.formats import Weights
-from triton_mme.model_build.checkpoint_sources import resolve_checkpoint
-from triton_mme.model_build.hf_config import shipped_hf_configs
+from triton_mme.sizing.checkpoint_sources import resolve_checkpoint
+from triton_mme.sizing.hf_config import shipped_hf_configs
 
 PACKAGE_DIR = Path(__file__).parent
 TORCHVISION_MODELS_FILE = PACKAGE_DIR / "torchvision_models.txt"

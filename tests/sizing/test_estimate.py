@@ -6,12 +6,12 @@ import pytest
 from planner_support import record
 
 from triton_mme.core.serving_report import ArchiveServing, BatchFigures, ServingReport
-from triton_mme.planner.assumptions import (
+from triton_mme.sizing.assumptions import (
     GPU_REPORTED_MEMORY_MIB,
     RESNET50_FP32_WEIGHT_BYTES,
     TRITON_SERVER_GPU_BYTES,
 )
-from triton_mme.planner.estimate import (
+from triton_mme.sizing.estimate import (
     BACKEND_GPU_OVERHEAD_BYTES,
     archive_estimate,
     archive_estimates,

@@ -25,7 +25,7 @@ class PlannerAssumptions(Frozen):
     download_bytes_per_s: Fact[int]
 
 
-_ASSUMED = load_table("assumptions.yaml", PlannerAssumptions, package="triton_mme.planner", folder="")
+_ASSUMED = load_table("assumptions.yaml", PlannerAssumptions, package="triton_mme.sizing", folder="")
 
 GPU_REPORTED_MEMORY_MIB: dict[str, int] = _ASSUMED.gpu_reported_memory_mib.value
 TRITON_SERVER_GPU_BYTES = _ASSUMED.triton_server_gpu_bytes.value

@@ -11,8 +11,8 @@ import transformers
 from build_support import tiny_roberta
 
 from triton_mme.catalog import parse_catalog
-from triton_mme.model_build.build_memory import TORCHVISION_PARAMETERS, hf_parameters
-from triton_mme.model_build.hf_config import resolve_hf_config, shipped_hf_configs
+from triton_mme.sizing.build_memory import TORCHVISION_PARAMETERS, hf_parameters
+from triton_mme.sizing.hf_config import resolve_hf_config, shipped_hf_configs
 
 
 def test_the_torchvision_table_is_torchvisions_own_metadata() -> None:

@@ -18,7 +18,7 @@ from triton_mme.catalog.checkpoints import CheckpointError, TensorHeader
 from triton_mme.core.errors import quoted
 from triton_mme.core.limits import MAX_TENSOR_DIM
 from triton_mme.core.numbers import whole_number
-from triton_mme.model_build.build_memory import BERT_LIKE_TYPES, hf_parameters
+from triton_mme.sizing.build_memory import BERT_LIKE_TYPES, hf_parameters
 
 # The config fields the count reads (BERT's names and DistilBERT's), each a size of some tensor.
 COUNTED_FIELDS = (
