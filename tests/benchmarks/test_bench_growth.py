@@ -144,6 +144,8 @@ def test_the_client_growth_figures_come_from_one_rerunnable_command(tmp_path: Pa
     out = tmp_path / "client.json"
     assert client_growth(["--models", "30", "--out", str(out)]) == 0
     row = json.loads(out.read_text())["sizes"]["30"]
-    assert set(row) == {"manifest_kb", "index", "whole_manifest"}
+    assert set(row) == {"manifest_kb", "index", "whole_manifest", "invoke_dry_run"}
     assert set(row["index"]) == {"first_ms", "above_import_mib", "later_ms"}
     assert row["index"]["first_ms"] > 0 and row["index"]["later_ms"] < row["index"]["first_ms"]
+    assert set(row["invoke_dry_run"]) == {"model", "target_model", "model_local_manifest"}
+    assert all(run["seconds"] > 0 and run["peak_mib"] > 20 for run in row["invoke_dry_run"].values())
