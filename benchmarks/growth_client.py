@@ -123,7 +123,11 @@ def invoke_dry_runs(
             raise RuntimeError(
                 f"invoke --dry-run ({way}): exit {run.returncode}: {run.stderr.strip()[-400:]}"
             )
-        found[way] = {"seconds": round(run.seconds, 2), "peak_mib": round(run.peak_bytes / 2**20, 1)}
+        found[way] = {
+            "seconds": round(run.seconds, 2),
+            "cpu_seconds": round(run.cpu_seconds, 2),
+            "peak_mib": round(run.peak_bytes / 2**20, 1),
+        }
     return found
 
 
@@ -200,7 +204,10 @@ def table(results: dict[str, Any]) -> str:
     ]
     for count, row in results["sizes"].items():
         runs = row["invoke_dry_run"]
-        cells = [f"{runs[way]['seconds']} s, {runs[way]['peak_mib']} MiB" for way in runs]
+        cells = [
+            f"{runs[way]['seconds']} s (CPU {runs[way]['cpu_seconds']} s), {runs[way]['peak_mib']} MiB"
+            for way in runs
+        ]
         lines.append(f"| {int(count):,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -3,7 +3,8 @@ synthetic manifest of N archives (benchmarks/capacity_inputs.py, 2.9 MB each) an
 
     .venv/bin/python -m benchmarks.growth_plan [--models 1000 10000] [--out FILE]
 
-Each command in a fresh process: wall time and the process tree's peak memory (benchmarks/process_tree.py).
+Each command in a fresh process: wall time, CPU time (what a shared machine's load does not inflate) and the
+process tree's peak memory (benchmarks/process_tree.py).
 Writes JSON to stdout (or --out) and a Markdown table to stderr.
 """
 
@@ -38,7 +39,11 @@ def measure(sizes: tuple[int, ...], scratch: Path) -> dict[str, Any]:
             run = run_measured(command)
             if run.returncode != 0:
                 raise RuntimeError(f"{name}: exit {run.returncode}: {run.stderr.strip()[-400:]}")
-            row[name] = {"seconds": round(run.seconds, 2), "peak_mib": round(run.peak_bytes / 2**20, 1)}
+            row[name] = {
+                "seconds": round(run.seconds, 2),
+                "cpu_seconds": round(run.cpu_seconds, 2),
+                "peak_mib": round(run.peak_bytes / 2**20, 1),
+            }
         results["sizes"][str(count)] = row
     return results
 
@@ -46,7 +51,10 @@ def measure(sizes: tuple[int, ...], scratch: Path) -> dict[str, Any]:
 def table(results: dict[str, Any]) -> str:
     lines = ["| models | " + " | ".join(f"`{name}`" for name in VARIANTS) + " |", "|---:|---:|---:|---:|"]
     for count, row in results["sizes"].items():
-        cells = [f"{row[name]['seconds']} s, {row[name]['peak_mib']} MiB" for name in VARIANTS]
+        cells = [
+            f"{row[name]['seconds']} s (CPU {row[name]['cpu_seconds']} s), {row[name]['peak_mib']} MiB"
+            for name in VARIANTS
+        ]
         lines.append(f"| {int(count):,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

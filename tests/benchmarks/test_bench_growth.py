@@ -149,3 +149,28 @@ def test_the_client_growth_figures_come_from_one_rerunnable_command(tmp_path: Pa
     assert row["index"]["first_ms"] > 0 and row["index"]["later_ms"] < row["index"]["first_ms"]
     assert set(row["invoke_dry_run"]) == {"model", "target_model", "model_local_manifest"}
     assert all(run["seconds"] > 0 and run["peak_mib"] > 20 for run in row["invoke_dry_run"].values())
+
+
+def test_the_growth_chart_draws_what_each_result_file_has(tmp_path: Path) -> None:
+    from benchmarks.growth_chart import curves, main
+
+    run = {"seconds": 2.0, "cpu_seconds": 1.5, "peak_mib": 60.0}
+    plan = {
+        "sizes": {"10": {"plan": run, "plan --json": run}, "10000": {"plan": {**run, "cpu_seconds": 6.0}}}
+    }
+    resolve = {"first_ms": 20.0, "above_import_mib": 0.5, "later_ms": 0.001}
+    client = {"sizes": {"10": {"index": resolve, "whole_manifest": resolve}}}
+    lock = {"sizes": {"10": {"check_unchanged": run, "check_rehash": run}}}
+    panels = curves(plan, client, lock)
+    by_label = {curve.label: curve for curve in panels["time (s)"]}
+    assert by_label["plan, CPU"].points == [(10, 1.5), (10000, 6.0)] and by_label["plan, CPU"].target == 10.0
+    assert by_label["plan --json, CPU"].points == [(10, 1.5)]  # not measured at 10,000: left out
+    assert by_label["client: later resolve, wall"].points == [(10, 1e-6)]
+    memory = {curve.label: curve for curve in panels["memory (MiB)"]}
+    assert memory["invoke --dry-run --target-model"].points == []  # an older client file: no such figure
+    files = []
+    for name, document in (("plan", plan), ("client", client), ("lock", lock)):
+        files += [f"--{name}", str(tmp_path / f"{name}.json")]
+        (tmp_path / f"{name}.json").write_text(json.dumps(document))
+    assert main([*files, "--out", str(tmp_path / "growth.png")]) == 0
+    assert (tmp_path / "growth.png").read_bytes().startswith(b"\x89PNG")
