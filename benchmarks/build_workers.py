@@ -1,0 +1,125 @@
+"""Build parallelism: `triton-mme build --workers 1`, `--workers 2` and a plain notebook-style script
+(benchmarks/plain_build.py) on the same small checkpoints, in one run.
+
+    flock /tmp/model-build.lock .venv/bin/python -m benchmarks.build_workers \\
+        [--checkpoints 20] [--rounds 2] [--out FILE]
+
+N SqueezeNet 1.1 state dicts (10 classes, 2.9 MB each, benchmarks/checkpoints.py) in one `variants: listed`
+family, ONNX only, input 3x32x32, max batch 2; `triton-mme lock` once. Then each way builds all N into an
+empty folder (no build cache) in a fresh process, the ways' order rotated each round: wall time, CPU time
+(user + system) and peak resident memory of the whole process tree (benchmarks/process_tree.py, sampled every
+50 ms; a forked worker's shared pages count once per process). Writes JSON to stdout (or --out) and a Markdown
+table to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks import plain_build
+from benchmarks.checkpoints import write_state_dicts
+from benchmarks.machine import describe_machine
+from benchmarks.process_tree import run_measured
+from benchmarks.results import write_figures
+
+CHECKPOINTS = 20
+ROUNDS = 2
+FAMILY = {
+    "family": "workers",
+    "architecture": f"torchvision:{plain_build.ARCHITECTURE}",
+    "formats": ["onnx"],
+    "max_batch_size": plain_build.MAX_BATCH_SIZE,
+    "input_shape": list(plain_build.INPUT_SHAPE),
+    "source": "checkpoint:checkpoints/{variant}.safetensors",
+    "variants": "listed",
+}
+REPO_ROOT = Path(__file__).resolve().parents[1]
+WAYS = ("build --workers 1", "build --workers 2", "plain script")
+
+
+def _command(way: str, catalog: Path, checkpoints: list[Path], out: Path) -> list[str]:
+    if way == "plain script":
+        return [sys.executable, "-m", "benchmarks.plain_build", "--out", str(out), *map(str, checkpoints)]
+    workers = way.rpartition(" ")[2]
+    return [sys.executable, "-m", "triton_mme", "build", "--catalog", str(catalog), "--out", str(out),
+            "--workers", workers, "--no-progress"]  # fmt: skip
+
+
+def measure(count: int, rounds: int, scratch: Path) -> dict[str, Any]:
+    checkpoints = write_state_dicts(scratch / "checkpoints", count, classes=plain_build.CLASSES)
+    catalog = scratch / "models.yaml"
+    catalog.write_text(yaml.safe_dump({"models": [FAMILY]}), encoding="utf-8")
+    cli = [sys.executable, "-m", "triton_mme"]
+    locked = run_measured([*cli, "lock", "--catalog", str(catalog)], cwd=REPO_ROOT)
+    if locked.returncode != 0:
+        raise RuntimeError(f"triton-mme lock: exit {locked.returncode}: {locked.stderr.strip()[-400:]}")
+    runs: dict[str, list[dict[str, float]]] = {way: [] for way in WAYS}
+    load_before = os.getloadavg()[0]
+    for round_index in range(rounds):
+        for way in WAYS[round_index % len(WAYS) :] + WAYS[: round_index % len(WAYS)]:
+            out = scratch / f"out-{round_index}-{way.replace(' ', '-')}"
+            run = run_measured(_command(way, catalog, checkpoints, out), cwd=REPO_ROOT)
+            archives = len(list(out.glob("*.tar.gz")))
+            if run.returncode != 0 or archives != count:
+                last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"{way}: exit {run.returncode}, {archives} of {count} archives: {last}")
+            runs[way].append(
+                {
+                    "seconds": round(run.seconds, 2),
+                    "cpu_seconds": round(run.cpu_seconds, 2),
+                    "peak_mib": round(run.peak_bytes / 2**20, 1),
+                }
+            )
+    ways = {}
+    for way, samples in runs.items():
+        median = {key: statistics.median(sample[key] for sample in samples) for key in samples[0]}
+        ways[way] = {"median": median, "runs": samples}
+    return {
+        "checkpoints": count,
+        "checkpoint_mb": round(checkpoints[0].stat().st_size / 1e6, 2),
+        "rounds": rounds,
+        "machine": describe_machine(),
+        "load_average_1min": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
+        "ways": ways,
+    }
+
+
+def table(results: dict[str, Any]) -> str:
+    plain = results["ways"]["plain script"]["median"]
+    lines = [
+        f"| {results['checkpoints']} checkpoints, median of {results['rounds']} | wall | CPU | peak memory "
+        "(tree) | wall / plain | CPU / plain |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for way, found in results["ways"].items():
+        median = found["median"]
+        wall, cpu = median["seconds"], median["cpu_seconds"]
+        lines.append(
+            f"| {way} | {wall:.1f} s | {cpu:.1f} s | {median['peak_mib']:,.0f} MiB "
+            f"| {wall / plain['seconds']:.2f} | {cpu / plain['cpu_seconds']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.build_workers", description=__doc__)
+    parser.add_argument("--checkpoints", type=int, default=CHECKPOINTS)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="build-workers-") as scratch:
+        results = measure(args.checkpoints, args.rounds, Path(scratch))
+    write_figures(results, args.out, table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
