@@ -15,7 +15,6 @@ table to stderr.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -26,7 +25,7 @@ import yaml
 
 from benchmarks import plain_build
 from benchmarks.checkpoints import write_state_dicts
-from benchmarks.machine import describe_machine
+from benchmarks.machine import describe_machine, load_average
 from benchmarks.process_tree import run_measured
 from benchmarks.results import write_figures
 
@@ -62,7 +61,7 @@ def measure(count: int, rounds: int, scratch: Path) -> dict[str, Any]:
     if locked.returncode != 0:
         raise RuntimeError(f"triton-mme lock: exit {locked.returncode}: {locked.stderr.strip()[-400:]}")
     runs: dict[str, list[dict[str, float]]] = {way: [] for way in WAYS}
-    load_before = os.getloadavg()[0]
+    load_before = load_average()
     for round_index in range(rounds):
         for way in WAYS[round_index % len(WAYS) :] + WAYS[: round_index % len(WAYS)]:
             out = scratch / f"out-{round_index}-{way.replace(' ', '-')}"
@@ -87,7 +86,7 @@ def measure(count: int, rounds: int, scratch: Path) -> dict[str, Any]:
         "checkpoint_mb": round(checkpoints[0].stat().st_size / 1e6, 2),
         "rounds": rounds,
         "machine": describe_machine(),
-        "load_average_1min": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
+        "load_average_1min": {"before": load_before, "after": load_average()},
         "ways": ways,
     }
 

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import load_average
 from benchmarks.results import write_figures
 
 BUCKET = "growth-models"
@@ -224,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(endpoint, model, whole=args.whole)))
         return 0
     with tempfile.TemporaryDirectory(prefix="growth-client-") as scratch:
+        load_before = load_average()
         results = measure(tuple(args.models), Path(scratch))
+        results["load_average_1min"] = {"before": load_before, "after": load_average()}
     write_figures(results, args.out, table(results))
     return 0
 

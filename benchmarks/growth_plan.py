@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.capacity_inputs import synthetic_manifest, write_manifest, write_traffic
+from benchmarks.machine import load_average
 from benchmarks.plan_speed import TRAFFIC
 from benchmarks.process_tree import run_measured
 from benchmarks.results import write_figures
@@ -65,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="growth-plan-") as scratch:
+        load_before = load_average()
         results = measure(tuple(args.models), Path(scratch))
+        results["load_average_1min"] = {"before": load_before, "after": load_average()}
     write_figures(results, args.out, table(results))
     return 0
 
