@@ -162,12 +162,16 @@ def test_the_growth_chart_draws_what_each_result_file_has(tmp_path: Path) -> Non
     client = {"sizes": {"10": {"index": resolve, "whole_manifest": resolve}}}
     lock = {"sizes": {"10": {"check_unchanged": run, "check_rehash": run}}}
     panels = curves(plan, client, lock)
-    by_label = {curve.label: curve for curve in panels["time (s)"]}
-    assert by_label["plan, CPU"].points == [(10, 1.5), (10000, 6.0)] and by_label["plan, CPU"].target == 10.0
-    assert by_label["plan --json, CPU"].points == [(10, 1.5)]  # not measured at 10,000: left out
-    assert by_label["client: later resolve, wall"].points == [(10, 1e-6)]
-    memory = {curve.label: curve for curve in panels["memory (MiB)"]}
-    assert memory["invoke --dry-run --target-model"].points == []  # an older client file: no such figure
+    planner = {curve.label: curve for curve in panels["Planner: CPU time (s)"]}
+    assert planner["plan"].points == [(10, 1.5), (10000, 6.0)] and planner["plan"].target == 10.0
+    assert planner["plan --json"].points == [(10, 1.5)]  # not measured at 10,000: left out
+    client_time = {curve.label: curve for curve in panels["Client and lock: wall time (s)"]}
+    assert client_time["client: later resolve"].points == [(10, 1e-6)]
+    assert client_time["client: first resolve, whole manifest"].replaced
+    memory = {curve.label: curve for curve in panels["Client and lock: memory (MiB)"]}
+    assert (
+        memory["invoke --dry-run --target-model (store)"].points == []
+    )  # an older client file: no such figure
     files = []
     for name, document in (("plan", plan), ("client", client), ("lock", lock)):
         files += [f"--{name}", str(tmp_path / f"{name}.json")]
