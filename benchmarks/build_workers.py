@@ -6,15 +6,17 @@
 
 N SqueezeNet 1.1 state dicts (10 classes, 2.9 MB each, benchmarks/checkpoints.py) in one `variants: listed`
 family, ONNX only, input 3x32x32, max batch 2; `triton-mme lock` once. Then each way builds all N into an
-empty folder (no build cache) in a fresh process, the ways' order rotated each round: wall time, CPU time
-(user + system) and peak resident memory of the whole process tree (benchmarks/process_tree.py, sampled every
-50 ms; a forked worker's shared pages count once per process). Writes JSON to stdout (or --out) and a Markdown
-table to stderr.
+empty folder (no build cache) in a fresh process, with PyTorch's default threads and with OMP_NUM_THREADS=1,
+the ways' order rotated each round: wall time, CPU time (user + system) and peak resident memory of the whole
+process tree (benchmarks/process_tree.py, sampled every 50 ms; a forked worker's shared pages count once per
+process). Writes JSON to stdout (or --out) and a Markdown table to stderr, each way beside the plain script
+with the same threads.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -41,15 +43,31 @@ FAMILY = {
     "variants": "listed",
 }
 REPO_ROOT = Path(__file__).resolve().parents[1]
-WAYS = ("build --workers 1", "build --workers 2", "plain script")
+# Each way with PyTorch's default threads (one per core), then with one thread per process: two workers
+# with two threads each on two cores are four threads, and OpenMP's waiting threads spin on a busy core.
+ONE_THREAD = "OMP_NUM_THREADS=1"
+WAYS = (
+    "build --workers 1",
+    "build --workers 2",
+    "plain script",
+    f"build --workers 1, {ONE_THREAD}",
+    f"build --workers 2, {ONE_THREAD}",
+    f"plain script, {ONE_THREAD}",
+)
 
 
 def _command(way: str, catalog: Path, checkpoints: list[Path], out: Path) -> list[str]:
-    if way == "plain script":
+    what = way.partition(",")[0]
+    if what == "plain script":
         return [sys.executable, "-m", "benchmarks.plain_build", "--out", str(out), *map(str, checkpoints)]
-    workers = way.rpartition(" ")[2]
+    workers = what.rpartition(" ")[2]
     return [sys.executable, "-m", "triton_mme", "build", "--catalog", str(catalog), "--out", str(out),
             "--workers", workers, "--no-progress"]  # fmt: skip
+
+
+def _environment(way: str) -> dict[str, str]:
+    variable, _, value = ONE_THREAD.partition("=")
+    return {**os.environ, variable: value} if way.endswith(ONE_THREAD) else dict(os.environ)
 
 
 def measure(count: int, rounds: int, scratch: Path) -> dict[str, Any]:
@@ -64,8 +82,9 @@ def measure(count: int, rounds: int, scratch: Path) -> dict[str, Any]:
     load_before = load_average()
     for round_index in range(rounds):
         for way in WAYS[round_index % len(WAYS) :] + WAYS[: round_index % len(WAYS)]:
-            out = scratch / f"out-{round_index}-{way.replace(' ', '-')}"
-            run = run_measured(_command(way, catalog, checkpoints, out), cwd=REPO_ROOT)
+            out = scratch / f"out-{round_index}-{len(runs[way])}-{WAYS.index(way)}"
+            command = _command(way, catalog, checkpoints, out)
+            run = run_measured(command, cwd=REPO_ROOT, env=_environment(way))
             archives = len(list(out.glob("*.tar.gz")))
             if run.returncode != 0 or archives != count:
                 last = (run.stderr.strip().splitlines() or ["no output"])[-1]
@@ -92,14 +111,16 @@ def measure(count: int, rounds: int, scratch: Path) -> dict[str, Any]:
 
 
 def table(results: dict[str, Any]) -> str:
-    plain = results["ways"]["plain script"]["median"]
+    ways = results["ways"]
     lines = [
         f"| {results['checkpoints']} checkpoints, median of {results['rounds']} | wall | CPU | peak memory "
         "(tree) | wall / plain | CPU / plain |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for way, found in results["ways"].items():
+    for way, found in ways.items():
         median = found["median"]
+        threads = way.partition(",")[2]
+        plain = ways["plain script" + ("," + threads if threads else "")]["median"]
         wall, cpu = median["seconds"], median["cpu_seconds"]
         lines.append(
             f"| {way} | {wall:.1f} s | {cpu:.1f} s | {median['peak_mib']:,.0f} MiB "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import tarfile
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from benchmarks import plain_build
-from benchmarks.build_workers import WAYS, table
+from benchmarks.build_workers import WAYS, _environment, table
 from benchmarks.checkpoints import write_state_dicts
 
 
@@ -43,6 +44,9 @@ def test_the_table_sets_each_way_beside_the_plain_script() -> None:
         "build --workers 1": {"seconds": 40.0, "cpu_seconds": 50.0, "peak_mib": 900.0},
         "build --workers 2": {"seconds": 50.0, "cpu_seconds": 75.0, "peak_mib": 2_400.0},
         "plain script": {"seconds": 20.0, "cpu_seconds": 25.0, "peak_mib": 600.0},
+        "build --workers 1, OMP_NUM_THREADS=1": {"seconds": 30.0, "cpu_seconds": 30.0, "peak_mib": 900.0},
+        "build --workers 2, OMP_NUM_THREADS=1": {"seconds": 45.0, "cpu_seconds": 45.0, "peak_mib": 2_400.0},
+        "plain script, OMP_NUM_THREADS=1": {"seconds": 15.0, "cpu_seconds": 15.0, "peak_mib": 600.0},
     }
     results = {
         "checkpoints": 20,
@@ -54,6 +58,8 @@ def test_the_table_sets_each_way_beside_the_plain_script() -> None:
     assert rows[2] == "| build --workers 1 | 40.0 s | 50.0 s | 900 MiB | 2.00 | 2.00 |"
     assert rows[3] == "| build --workers 2 | 50.0 s | 75.0 s | 2,400 MiB | 2.50 | 3.00 |"
     assert rows[4] == "| plain script | 20.0 s | 25.0 s | 600 MiB | 1.00 | 1.00 |"
+    # Beside the plain script with the same threads.
+    assert rows[6] == "| build --workers 2, OMP_NUM_THREADS=1 | 45.0 s | 45.0 s | 2,400 MiB | 3.00 | 3.00 |"
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -62,8 +68,13 @@ def test_every_way_builds_the_same_checkpoints(way: str, tmp_path: Path) -> None
 
     checkpoints = [tmp_path / "c0000.safetensors", tmp_path / "c0001.safetensors"]
     command = _command(way, tmp_path / "models.yaml", checkpoints, tmp_path / "out")
-    if way == "plain script":
+    if way.startswith("plain script"):
         assert command[-2:] == [str(path) for path in checkpoints]
     else:
-        assert command[command.index("--workers") + 1] == way[-1]
+        assert command[command.index("--workers") + 1] == way.partition(",")[0][-1]
         assert command[command.index("--catalog") + 1] == str(tmp_path / "models.yaml")
+
+
+def test_the_one_thread_ways_set_openmps_thread_count_and_the_others_leave_it() -> None:
+    assert _environment("build --workers 2, OMP_NUM_THREADS=1")["OMP_NUM_THREADS"] == "1"
+    assert _environment("build --workers 2").get("OMP_NUM_THREADS") == os.environ.get("OMP_NUM_THREADS")
