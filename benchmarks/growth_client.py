@@ -8,7 +8,10 @@ promotion does (sha256 in its metadata). In a fresh child process per size, afte
 creating its S3 client: the first `resolve_target(ManifestSource, model=...)` (wall time, and the peak
 resident memory above what the process held after the import), the median of 1,000 later resolves, and, for
 comparison, the same resolve through the whole manifest (`ManifestSource.manifest()` and `Manifest.find`,
-the client's path before the index). Writes JSON to stdout (or --out) and a Markdown table to stderr.
+the client's path before the index). Then the command line's `invoke --dry-run` of one model in a fresh
+process, by `--model` and by `--target-model` against the store, and by `--model` against the same manifest
+as a local file (read whole: a build folder has no index): wall time and peak memory of the whole process.
+Writes JSON to stdout (or --out) and a Markdown table to stderr.
 """
 
 from __future__ import annotations
@@ -21,13 +24,17 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import load_average
 from benchmarks.results import write_figures
 
 BUCKET = "growth-models"
+LIVE_KEY = "manifests/manifest.json"
+REPO_ROOT = Path(__file__).resolve().parents[1]
 SIZES = (100, 1000, 10000)
 LATER_RESOLVES = 1000
 
@@ -47,7 +54,7 @@ def child(endpoint: str, model: str, whole: bool) -> dict[str, Any]:
     from triton_mme.client.manifest_source import ManifestSource
 
     s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-    source = ManifestSource(f"s3://{BUCKET}/manifests/manifest.json", s3=s3)
+    source = ManifestSource(f"s3://{BUCKET}/{LIVE_KEY}", s3=s3)
     after_import = _status_kib("VmRSS")
     started = time.perf_counter()
     record = source.manifest().find(model) if whole else resolve_target(source, model=model).record
@@ -75,7 +82,8 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _publish(s3: Any, count: int) -> int:
+def _publish(s3: Any, count: int) -> bytes:
+    """The manifest of `count` synthetic archives, published with its index as the live manifest."""
     from benchmarks.capacity_inputs import synthetic_manifest
     from triton_mme.store.location import ModelStoreClient
     from triton_mme.store.publish import publish_index
@@ -84,11 +92,47 @@ def _publish(s3: Any, count: int) -> int:
     publish_index(ModelStoreClient(s3, BUCKET), manifest)
     body = manifest.to_json().encode()
     digest = hashlib.sha256(body).hexdigest()
-    s3.put_object(Bucket=BUCKET, Key="manifests/manifest.json", Body=body, Metadata={"sha256": digest})
-    return len(body)
+    s3.put_object(Bucket=BUCKET, Key=LIVE_KEY, Body=body, Metadata={"sha256": digest})
+    return body
 
 
-def measure(sizes: tuple[int, ...]) -> dict[str, Any]:
+def invoke_dry_runs(
+    manifest_body: bytes, model: str, environment: dict[str, str], scratch: Path
+) -> dict[str, Any]:
+    """`triton-mme invoke --dry-run` of `model` in a fresh process each way: wall time, peak memory."""
+    import numpy as np
+
+    from benchmarks.process_tree import run_measured
+    from triton_mme.core.manifest import Manifest
+
+    target_model = Manifest.from_json(manifest_body).find(model).target_model
+    local = scratch / "manifest.json"
+    local.write_bytes(manifest_body)
+    batch = scratch / "input.npy"
+    np.save(batch, np.zeros((1, 3, 8, 8), dtype=np.float32))  # the synthetic records' input
+    ways = {
+        "model": [f"s3://{BUCKET}/{LIVE_KEY}", "--model", model],
+        "target_model": [f"s3://{BUCKET}/{LIVE_KEY}", "--target-model", target_model],
+        "model_local_manifest": [str(local), "--model", model],
+    }
+    found: dict[str, Any] = {}
+    for way, (manifest, *chosen) in ways.items():
+        command = [sys.executable, "-m", "triton_mme", "invoke", "--manifest", manifest, *chosen,
+                   "--npy", str(batch), "--dry-run", str(scratch / "request")]  # fmt: skip
+        run = run_measured(command, env=environment, cwd=REPO_ROOT)
+        if run.returncode != 0:
+            raise RuntimeError(
+                f"invoke --dry-run ({way}): exit {run.returncode}: {run.stderr.strip()[-400:]}"
+            )
+        found[way] = {
+            "seconds": round(run.seconds, 2),
+            "cpu_seconds": round(run.cpu_seconds, 2),
+            "peak_mib": round(run.peak_bytes / 2**20, 1),
+        }
+    return found
+
+
+def measure(sizes: tuple[int, ...], scratch: Path) -> dict[str, Any]:
     import boto3
 
     port = _free_port()
@@ -107,6 +151,8 @@ def measure(sizes: tuple[int, ...]) -> dict[str, Any]:
         stderr=subprocess.DEVNULL,
     )
     endpoint = f"http://127.0.0.1:{port}"
+    # The command line's S3 client finds the stand-in through boto3's own setting.
+    command_environment = {**environment, "AWS_ENDPOINT_URL_S3": endpoint}
     results: dict[str, Any] = {"later_resolves": LATER_RESOLVES, "sizes": {}}
     try:
         s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
@@ -117,20 +163,21 @@ def measure(sizes: tuple[int, ...]) -> dict[str, Any]:
             except Exception:
                 time.sleep(0.1)
         for count in sizes:
-            manifest_bytes = _publish(s3, count)
+            manifest_body = _publish(s3, count)
             model = f"m{count // 2:04d}"
-            row: dict[str, Any] = {"manifest_kb": round(manifest_bytes / 1e3, 1)}
+            row: dict[str, Any] = {"manifest_kb": round(len(manifest_body) / 1e3, 1)}
             for way, whole in (("index", False), ("whole_manifest", True)):
                 answer = subprocess.run(
                     [sys.executable, "-m", "benchmarks.growth_client", "--child", endpoint, model]
                     + (["--whole"] if whole else []),
                     env=environment,
-                    cwd=Path(__file__).resolve().parents[1],
+                    cwd=REPO_ROOT,
                     check=True,
                     capture_output=True,
                     text=True,
                 )
                 row[way] = json.loads(answer.stdout)
+            row["invoke_dry_run"] = invoke_dry_runs(manifest_body, model, command_environment, scratch)
             results["sizes"][str(count)] = row
     finally:
         server.terminate()
@@ -151,6 +198,18 @@ def table(results: dict[str, Any]) -> str:
             f"{index['above_import_mib']} MiB | {index['later_ms']} ms | {whole['first_ms']} ms | "
             f"{whole['above_import_mib']} MiB |"
         )
+    lines += [
+        "",
+        "| models | `invoke --dry-run --model` | `--target-model` | `--model`, local manifest (read whole) |",
+        "|---:|---:|---:|---:|",
+    ]
+    for count, row in results["sizes"].items():
+        runs = row["invoke_dry_run"]
+        cells = [
+            f"{runs[way]['seconds']} s (CPU {runs[way]['cpu_seconds']} s), {runs[way]['peak_mib']} MiB"
+            for way in runs
+        ]
+        lines.append(f"| {int(count):,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -165,7 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         endpoint, model = args.child
         print(json.dumps(child(endpoint, model, whole=args.whole)))
         return 0
-    results = measure(tuple(args.models))
+    with tempfile.TemporaryDirectory(prefix="growth-client-") as scratch:
+        load_before = load_average()
+        results = measure(tuple(args.models), Path(scratch))
+        results["load_average_1min"] = {"before": load_before, "after": load_average()}
     write_figures(results, args.out, table(results))
     return 0
 

@@ -3,7 +3,8 @@ synthetic manifest of N archives (benchmarks/capacity_inputs.py, 2.9 MB each) an
 
     .venv/bin/python -m benchmarks.growth_plan [--models 1000 10000] [--out FILE]
 
-Each command in a fresh process: wall time and the process tree's peak memory (benchmarks/process_tree.py).
+Each command in a fresh process: wall time, CPU time (what a shared machine's load does not inflate) and the
+process tree's peak memory (benchmarks/process_tree.py).
 Writes JSON to stdout (or --out) and a Markdown table to stderr.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.capacity_inputs import synthetic_manifest, write_manifest, write_traffic
+from benchmarks.machine import load_average
 from benchmarks.plan_speed import TRAFFIC
 from benchmarks.process_tree import run_measured
 from benchmarks.results import write_figures
@@ -38,7 +40,11 @@ def measure(sizes: tuple[int, ...], scratch: Path) -> dict[str, Any]:
             run = run_measured(command)
             if run.returncode != 0:
                 raise RuntimeError(f"{name}: exit {run.returncode}: {run.stderr.strip()[-400:]}")
-            row[name] = {"seconds": round(run.seconds, 2), "peak_mib": round(run.peak_bytes / 2**20, 1)}
+            row[name] = {
+                "seconds": round(run.seconds, 2),
+                "cpu_seconds": round(run.cpu_seconds, 2),
+                "peak_mib": round(run.peak_bytes / 2**20, 1),
+            }
         results["sizes"][str(count)] = row
     return results
 
@@ -46,7 +52,10 @@ def measure(sizes: tuple[int, ...], scratch: Path) -> dict[str, Any]:
 def table(results: dict[str, Any]) -> str:
     lines = ["| models | " + " | ".join(f"`{name}`" for name in VARIANTS) + " |", "|---:|---:|---:|---:|"]
     for count, row in results["sizes"].items():
-        cells = [f"{row[name]['seconds']} s, {row[name]['peak_mib']} MiB" for name in VARIANTS]
+        cells = [
+            f"{row[name]['seconds']} s (CPU {row[name]['cpu_seconds']} s), {row[name]['peak_mib']} MiB"
+            for name in VARIANTS
+        ]
         lines.append(f"| {int(count):,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -57,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="growth-plan-") as scratch:
+        load_before = load_average()
         results = measure(tuple(args.models), Path(scratch))
+        results["load_average_1min"] = {"before": load_before, "after": load_average()}
     write_figures(results, args.out, table(results))
     return 0
 

@@ -61,6 +61,11 @@ def describe_machine() -> dict[str, Any]:
     }
 
 
+def load_average() -> float:
+    """The 1-minute load average, rounded: recorded before and after a run on a shared machine."""
+    return round(os.getloadavg()[0], 2)
+
+
 def _memory_gib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text(encoding="utf-8").splitlines():

@@ -144,6 +144,37 @@ def test_the_client_growth_figures_come_from_one_rerunnable_command(tmp_path: Pa
     out = tmp_path / "client.json"
     assert client_growth(["--models", "30", "--out", str(out)]) == 0
     row = json.loads(out.read_text())["sizes"]["30"]
-    assert set(row) == {"manifest_kb", "index", "whole_manifest"}
+    assert set(row) == {"manifest_kb", "index", "whole_manifest", "invoke_dry_run"}
     assert set(row["index"]) == {"first_ms", "above_import_mib", "later_ms"}
     assert row["index"]["first_ms"] > 0 and row["index"]["later_ms"] < row["index"]["first_ms"]
+    assert set(row["invoke_dry_run"]) == {"model", "target_model", "model_local_manifest"}
+    assert all(run["seconds"] > 0 and run["peak_mib"] > 20 for run in row["invoke_dry_run"].values())
+
+
+def test_the_growth_chart_draws_what_each_result_file_has(tmp_path: Path) -> None:
+    from benchmarks.growth_chart import curves, main
+
+    run = {"seconds": 2.0, "cpu_seconds": 1.5, "peak_mib": 60.0}
+    plan = {
+        "sizes": {"10": {"plan": run, "plan --json": run}, "10000": {"plan": {**run, "cpu_seconds": 6.0}}}
+    }
+    resolve = {"first_ms": 20.0, "above_import_mib": 0.5, "later_ms": 0.001}
+    client = {"sizes": {"10": {"index": resolve, "whole_manifest": resolve}}}
+    lock = {"sizes": {"10": {"check_unchanged": run, "check_rehash": run}}}
+    panels = curves(plan, client, lock)
+    planner = {curve.label: curve for curve in panels["Planner: CPU time (s)"]}
+    assert planner["plan"].points == [(10, 1.5), (10000, 6.0)] and planner["plan"].target == 10.0
+    assert planner["plan --json"].points == [(10, 1.5)]  # not measured at 10,000: left out
+    client_time = {curve.label: curve for curve in panels["Client and lock: wall time (s)"]}
+    assert client_time["client: later resolve"].points == [(10, 1e-6)]
+    assert client_time["client: first resolve, whole manifest"].replaced
+    memory = {curve.label: curve for curve in panels["Client and lock: memory (MiB)"]}
+    assert (
+        memory["invoke --dry-run --target-model (store)"].points == []
+    )  # an older client file: no such figure
+    files = []
+    for name, document in (("plan", plan), ("client", client), ("lock", lock)):
+        files += [f"--{name}", str(tmp_path / f"{name}.json")]
+        (tmp_path / f"{name}.json").write_text(json.dumps(document))
+    assert main([*files, "--out", str(tmp_path / "growth.png")]) == 0
+    assert (tmp_path / "growth.png").read_bytes().startswith(b"\x89PNG")

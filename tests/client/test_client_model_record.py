@@ -132,3 +132,36 @@ def test_a_local_manifest_is_parsed_once_and_again_when_it_changes(
     path.write_text(Manifest(archives=(synthetic_record(1, 7),)).to_json())
     assert resolve_target(source, model="m0001").record == synthetic_record(1, 7)
     assert len(parsed) == 2
+
+
+def test_a_target_model_resolves_by_its_record_not_the_manifest(s3: Any) -> None:
+    manifest = synthetic_manifest(300)
+    promote(s3, manifest)
+    source = ManifestSource(LIVE, s3=s3)
+    seen = calls_of(s3)
+    wanted = manifest.find("m0123")
+    target = resolve_target(source, target_model=wanted.target_model)
+    assert (target.target_model, target.record) == (wanted.target_model, wanted)
+    assert seen == ["HeadObject", "GetObject", "GetObject"]  # never the 300-model manifest itself
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "m0123-torchscript-000000000000007b.tar.gz",  # no such format
+        "m9999-onnx-000000000000270f.tar.gz",  # no such model
+        "m0123-onnx-ffffffffffffffff.tar.gz",  # another build of the model
+    ],
+)
+def test_a_target_model_the_manifest_does_not_hold_is_sent_without_a_record(s3: Any, key: str) -> None:
+    promote(s3, synthetic_manifest(300))
+    target = resolve_target(ManifestSource(LIVE, s3=s3), target_model=key)
+    assert (target.target_model, target.record) == (key, None)
+
+
+def test_a_target_model_in_a_local_manifest_is_its_record(tmp_path: Path) -> None:
+    manifest = synthetic_manifest(3)
+    path = tmp_path / "manifest.json"
+    path.write_text(manifest.to_json())
+    wanted = manifest.find("m0002")
+    assert resolve_target(ManifestSource(str(path)), target_model=wanted.target_model).record == wanted

@@ -13,6 +13,7 @@ import pytest
 from planner_support import manifest_of, serving_report_of, write_manifest
 
 from triton_mme.cli import main
+from triton_mme.planner import plan_document
 from triton_mme.sizing.assumptions import RESNET50_FP32_WEIGHT_BYTES
 
 RECORDED = Path(__file__).parent / "data" / "plan_recorded.json"
@@ -80,3 +81,13 @@ def test_the_plan_json_keeps_its_keys_and_values(tmp_path: Path) -> None:
     recorded_floats: list[float] = []
     assert _floats_apart(written, written_floats) == _floats_apart(recorded, recorded_floats)  # key order too
     assert written_floats == pytest.approx(recorded_floats, rel=1e-12, abs=0)
+
+
+def test_the_plan_json_is_the_same_whatever_its_rows_per_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = _plan_json(tmp_path / "whole")
+    monkeypatch.setattr(plan_document, "ROWS_PER_CHUNK", 3)  # 40 archives: 13 chunks and a remainder
+    chunked = _plan_json(tmp_path / "chunked")
+    assert chunked == whole
+    assert len(chunked["archives"]) == 40  # type: ignore[arg-type]

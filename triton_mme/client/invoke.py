@@ -93,8 +93,9 @@ def resolve_target(
 ) -> Target:
     """By logical name (`model`, through the manifest) or by TargetModel (the manifest is optional).
 
-    By name, only that model's record is read, and `source` keeps it (ManifestSource.record): an application
-    creates its source once and resolves on every call."""
+    Either way only one model's record is read, and `source` keeps it (ManifestSource.record): an application
+    creates its source once and resolves on every call. A TargetModel names its model and format, so its
+    record is that model's, when the manifest's archive of them is this very key."""
     if (model is None) == (target_model is None):
         raise UsageError("name the model either by --model NAME or by --target-model KEY")
     if model is not None:
@@ -106,11 +107,16 @@ def resolve_target(
             raise UsageError(f"{source.location}: {error.args[0]}") from None
         return Target(record.target_model, record, source)
     assert target_model is not None
-    ARCHIVE_NAME.check(target_model, where="--target-model")
+    named = ARCHIVE_NAME.check(target_model, where="--target-model")
     if source is None or not source.exists():
         return Target(target_model)
-    named = next((a for a in source.manifest().archives if a.target_model == target_model), None)
-    return Target(target_model, named, source)
+    try:
+        found: ArchiveRecord | None = source.record(named["name"], named["format"])
+    except KeyError:
+        found = None  # not in the manifest: sent as named, without what the record would check
+    if found is not None and found.target_model != target_model:
+        found = None  # another build of the model: its record does not describe this archive
+    return Target(target_model, found, source)
 
 
 def image_inputs(target: Target, paths: Sequence[Path]) -> dict[str, np.ndarray]:

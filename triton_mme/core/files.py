@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 _CHUNK = 8 * 1024 * 1024
 
@@ -24,11 +25,19 @@ def file_sha256(path: Path) -> str:
 
 def write_atomically(path: Path, data: str | bytes) -> None:
     """Write `data` to `path` so that readers see the old file or the whole new one, never a part."""
+    with atomic_writer(path) as stream:
+        stream.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+    """A binary stream that becomes `path` whole when the block ends (nothing of it if the block raises):
+    for a file written a part at a time."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as stream:
-            stream.write(data.encode("utf-8") if isinstance(data, str) else data)
+            yield stream
         os.chmod(temp, 0o644)
         os.replace(temp, path)
     except BaseException:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import shutil
 import sys
 import tempfile
@@ -457,11 +458,14 @@ def fetch_checkpoints(entries: list[ModelEntry], base_dir: Path, out_dir: Path) 
 
 
 def _build_in_worker(
-    plan: _Plan, out_dir: Path, triton_tag: str, checkpoint: Path | None
+    plan: _Plan, out_dir: Path, triton_tag: str, checkpoint: Path | None, threads: int
 ) -> tuple[list[ArchiveOutcome], list[str]]:
-    """One entry in a worker process: its outcomes and failures, with no progress bar of its own."""
+    """One entry in a worker process, PyTorch on `threads` threads: its outcomes and failures, with no
+    progress bar of its own."""
+    import torch
     from tqdm import tqdm
 
+    torch.set_num_threads(threads)
     return_freed_memory_eagerly()
     failures: list[str] = []
     with tqdm(total=0, disable=True) as bar:
@@ -503,9 +507,12 @@ def _build_in_workers(
     # and the server holds no thread or state of this process.
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(WORKER_PRELOAD))
+    threads = worker_threads(workers)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {
-            pool.submit(_build_in_worker, plan, out_dir, triton_tag, checkpoints.get(plan.entry.name)): plan
+            pool.submit(
+                _build_in_worker, plan, out_dir, triton_tag, checkpoints.get(plan.entry.name), threads
+            ): plan
             for plan in pending
         }
         for future in as_completed(futures):
@@ -518,6 +525,21 @@ def _build_in_workers(
             failures.extend(failed)
             for outcome in outcomes:
                 report(outcome)
+
+
+def worker_threads(workers: int) -> int:
+    """PyTorch's threads in each of `workers`: their share of the cores, at least one. With a thread per
+    core in every worker, OpenMP's waiting threads spin on cores the other workers hold
+    (benchmarks/results/build-workers.md)."""
+    return max(1, usable_cores() // workers)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 # What every worker imports before it builds: loaded once, in the fork server.

@@ -216,12 +216,7 @@ def _options(args: argparse.Namespace, targets: Any, chosen: Any) -> Any:
 
 def _plan(args: argparse.Namespace) -> int:
     from triton_mme.core.errors import UserError
-    from triton_mme.planner.plan_document import (
-        ComparisonDocument,
-        PlacedPlanDocument,
-        PlanDocument,
-        write_json,
-    )
+    from triton_mme.planner.plan_document import ComparisonDocument, write_json, write_plan
     from triton_mme.planner.prices import PriceBook, parse_price, pricing_client, read_price_file
     from triton_mme.planner.report import render_chart, render_comparison, render_plan
     from triton_mme.planner.run import compare_with, plan_from_files, read_load_test
@@ -273,13 +268,9 @@ def _plan(args: argparse.Namespace) -> int:
     print(render_plan(plan), end="")
     placement = _placement(args, plan) if args.placement or args.write_placement is not None else None
     if args.json:
-        # Built only when written: its per-model rows (models x candidates) are most of a large plan's memory.
-        document = PlanDocument.of(plan, triton_tag=chosen.triton_tag.value, manifest=manifest)
-        if placement is not None:
-            from triton_mme.planner.placement_report import PlacementDocument
-
-            document = PlacedPlanDocument(**dict(document), placement=PlacementDocument.of(placement))
-        write_json(args.json, document)
+        write_plan(
+            args.json, plan, triton_tag=chosen.triton_tag.value, manifest=manifest, placement=placement
+        )
     if args.chart:
         render_chart(plan, args.chart)
     return 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from triton_mme.core.wording import plural
@@ -123,9 +126,10 @@ class PlacementDocument(_Document):
     models: list[ModelPlacementDocument]
 
     @classmethod
-    def of(cls, placement: PlacementPlan) -> PlacementDocument:
+    def head(cls, placement: PlacementPlan) -> PlacementDocument:
+        """The placement section without its `models` (the plan JSON writes them from `placement_rows`, a
+        chunk at a time)."""
         workload = placement.served.workload
-        dedicated = set(placement.placed_dedicated())
         recommended = placement.recommended
         return cls(
             instance_type=placement.candidate.name,
@@ -143,17 +147,22 @@ class PlacementDocument(_Document):
                 for layout in placement.layouts
             ],
             recommended=recommended.kind if recommended is not None else None,
-            models=[
-                ModelPlacementDocument(
-                    model=workload.labels[m.index],
-                    target_model=workload.records[m.index].target_model,
-                    requests_per_s=float(workload.rates_per_s[m.index]),
-                    mme_monthly_usd=m.mme_monthly_usd,
-                    mme_cold_start_rate=m.mme_cold_start_rate,
-                    copies=m.copies,
-                    dedicated_monthly_usd=m.dedicated_monthly_usd,
-                    placement="dedicated" if m.index in dedicated else "mme",
-                )
-                for m in placement.models
-            ],
+            models=[],
         )
+
+
+def placement_rows(placement: PlacementPlan) -> Iterator[dict[str, Any]]:
+    """One archive's placement per row, as ModelPlacementDocument fields."""
+    workload = placement.served.workload
+    dedicated = set(placement.placed_dedicated())
+    for m in placement.models:
+        yield {
+            "model": workload.labels[m.index],
+            "target_model": workload.records[m.index].target_model,
+            "requests_per_s": float(workload.rates_per_s[m.index]),
+            "mme_monthly_usd": m.mme_monthly_usd,
+            "mme_cold_start_rate": m.mme_cold_start_rate,
+            "copies": m.copies,
+            "dedicated_monthly_usd": m.dedicated_monthly_usd,
+            "placement": "dedicated" if m.index in dedicated else "mme",
+        }

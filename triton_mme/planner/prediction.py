@@ -4,7 +4,9 @@ mixture (`latency`), the targets it misses, and the prediction in the load test'
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pydantic import TypeAdapter
@@ -73,36 +75,15 @@ class Evaluation:
     def cold_loads_per_hour(self) -> float:
         return (1 - self.stats.hit_rate) * self.served.workload.total_rate_per_s * 3600
 
-    def outcome(self) -> Outcome:
-        """The prediction in the shape a load test measures (per-model figures included)."""
+    def outcome(self, *, per_model: bool = True) -> Outcome:
+        """The prediction in the shape a load test measures, per-model figures included unless `per_model`
+        is False (the plan JSON writes those from `model_rows`, a chunk at a time)."""
         workload = self.served.workload
-        count = len(workload.records)
-        queue = {"utilization": min(self.utilization, 1.0), "mean_service_s": self.served.mean_service_s}
-        offsets, weights = self.offsets_s.reshape(3, count), self.weights.reshape(3, count)
-        p50 = per_component_quantile(0.5, offsets, weights, **queue)
-        p99 = per_component_quantile(0.99, offsets, weights, **queue)
-        hit_rates = self.stats.model_hit_rates()
         duration = workload.duration_s
-        # One row per model, 10,000 at a time: built from lists and validated in one call (pydantic's
-        # per-object call overhead took most of `plan --json`'s time).
-        requests = (np.asarray(workload.rates_per_s, dtype=float) * duration).tolist()
-        hits = [None if math.isnan(h) else h for h in np.asarray(hit_rates, dtype=float).tolist()]
-        p50s = (1000 * np.asarray(p50, dtype=float)).tolist()
-        p99s = (1000 * np.asarray(p99, dtype=float)).tolist()
-        models = _MODEL_ROWS.validate_python(
-            [
-                {
-                    "model": label,
-                    "target_model": record.target_model,
-                    "requests": requested,
-                    "cache_hit_rate": hit,
-                    "cold_loads": None if hit is None else (1 - hit) * requested,
-                    "latency_ms": {} if math.isnan(low) else {"p50_ms": low, "p99_ms": high},
-                }
-                for label, record, requested, hit, low, high in zip(
-                    workload.labels, workload.records, requests, hits, p50s, p99s, strict=True
-                )
-            ]
+        models = (
+            MODEL_OUTCOMES.validate_python([r for rows in self.model_rows() for r in rows])
+            if per_model
+            else ()
         )
         return Outcome(
             kind="predicted",
@@ -117,8 +98,43 @@ class Evaluation:
             models=models,
         )
 
+    def model_rows(self, chunk: int = 1000) -> Iterator[list[dict[str, Any]]]:
+        """The per-model figures of `outcome` as ModelOutcome fields, `chunk` models at a time."""
+        workload = self.served.workload
+        count = len(workload.records)
+        queue = {"utilization": min(self.utilization, 1.0), "mean_service_s": self.served.mean_service_s}
+        offsets, weights = self.offsets_s.reshape(3, count), self.weights.reshape(3, count)
+        p50 = 1000 * np.asarray(per_component_quantile(0.5, offsets, weights, **queue), dtype=float)
+        p99 = 1000 * np.asarray(per_component_quantile(0.99, offsets, weights, **queue), dtype=float)
+        hit_rates = np.asarray(self.stats.model_hit_rates(), dtype=float)
+        requests = np.asarray(workload.rates_per_s, dtype=float) * workload.duration_s
+        # Rows as plain values, validated a list at a time (pydantic's per-object call overhead took most of
+        # `plan --json`'s time at 10,000 models).
+        for start in range(0, count, chunk):
+            part = slice(start, start + chunk)
+            hits = [None if math.isnan(h) else h for h in hit_rates[part].tolist()]
+            yield [
+                {
+                    "model": label,
+                    "target_model": record.target_model,
+                    "requests": requested,
+                    "cache_hit_rate": hit,
+                    "cold_loads": None if hit is None else (1 - hit) * requested,
+                    "latency_ms": {} if math.isnan(low) else {"p50_ms": low, "p99_ms": high},
+                }
+                for label, record, requested, hit, low, high in zip(
+                    workload.labels[part],
+                    workload.records[part],
+                    requests[part].tolist(),
+                    hits,
+                    p50[part].tolist(),
+                    p99[part].tolist(),
+                    strict=True,
+                )
+            ]
 
-_MODEL_ROWS = TypeAdapter(tuple[ModelOutcome, ...])
+
+MODEL_OUTCOMES = TypeAdapter(tuple[ModelOutcome, ...])
 
 
 def evaluate(
