@@ -316,11 +316,14 @@ def test_limits_read_from_the_data_keep_their_values() -> None:
 def test_inference_components_run_on_the_confirmed_families_only() -> None:
     from triton_mme.core.platform import (
         PLATFORM,
-        ic_instance_problem,
+        component_instance_problem,
     )
 
-    assert ic_instance_problem("ml.g5.2xlarge") is None and ic_instance_problem("ml.g4dn.xlarge") is None
-    refusal = ic_instance_problem("ml.p3.2xlarge")
+    assert (
+        component_instance_problem("ml.g5.2xlarge") is None
+        and component_instance_problem("ml.g4dn.xlarge") is None
+    )
+    refusal = component_instance_problem("ml.p3.2xlarge")
     assert refusal is not None and "unconfirmed" in refusal and "ml.g5.*" in refusal
     assert {name.rsplit(".", 1)[0] for name in PLATFORM.gpu_instance_types} >= set(
         PLATFORM.components.instance_families.supported

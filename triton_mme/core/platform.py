@@ -290,7 +290,7 @@ _require_quotas("codebuild.yaml", _CODEBUILD.concurrency_quotas, _CODEBUILD_GPUS
 # ======================================================================================================
 
 
-def ic_instance_problem(instance_type: str) -> str | None:
+def component_instance_problem(instance_type: str) -> str | None:
     """Why an inference component endpoint cannot run on `instance_type` (words after the value), or None."""
     family = instance_type.rsplit(".", 1)[0]
     if family in _COMPONENTS.instance_families.supported:

@@ -300,30 +300,30 @@ class PricesTable(Frozen):
 
 
 # ----- inference_components.yaml -------------------------------------------------------------------------
-class IcInstanceFamilies(Sourced):
+class ComponentInstanceFamilies(Sourced):
     supported: tuple[str, ...]
     unknown: tuple[str, ...]
 
 
-class IcComputeRequirements(Sourced):
+class ComponentComputeRequirements(Sourced):
     min_accelerators_per_copy: int
     min_memory_mb: int
 
 
-class IcCopies(Sourced):
+class ComponentCopies(Sourced):
     min_copy_count: int
     name_pattern: str
     name_max_length: int
 
 
-class IcScaleToZero(Sourced):
+class ComponentScaleToZero(Sourced):
     endpoint_min_instance_count: int
     wake_metric: str
     wake_metric_dimension: str
     wake_period_seconds: int
 
 
-class IcNoCapacityError(Sourced):
+class ComponentNoCapacityError(Sourced):
     """What InvokeEndpoint answers while a component has no copy (the client's one line is built from it)."""
 
     code: str
@@ -332,45 +332,45 @@ class IcNoCapacityError(Sourced):
     minutes_to_first_copy: str
 
 
-class IcScaling(Sourced):
+class ComponentScaling(Sourced):
     resource_id: str
     scalable_dimension: str
     predefined_metric: str
 
 
-class IcEndpoint(Sourced):
+class ComponentEndpoint(Sourced):
     routing_strategy: str
 
 
-class IcRollingUpdate(Sourced):
+class ComponentRollingUpdate(Sourced):
     batch_type: str
     batch_percent_range: tuple[int, int]
 
 
-class IcMetrics(Sourced):
+class ComponentMetrics(Sourced):
     namespace: str
     dimension: str
 
 
-class IcContainer(Sourced):
+class ComponentContainer(Sourced):
     served_formats: tuple[str, ...]
     artifact_suffix: str
     model_repository: str
 
 
 class InferenceComponentsTable(Frozen):
-    instance_families: IcInstanceFamilies
+    instance_families: ComponentInstanceFamilies
     regions: Fact[frozenset[str]]
-    compute_requirements: IcComputeRequirements
-    copies: IcCopies
-    scale_to_zero: IcScaleToZero
+    compute_requirements: ComponentComputeRequirements
+    copies: ComponentCopies
+    scale_to_zero: ComponentScaleToZero
     scale_to_zero_regions: Fact[frozenset[str]]
-    no_capacity_error: IcNoCapacityError
-    scaling: IcScaling
-    endpoint: IcEndpoint
-    rolling_update: IcRollingUpdate
-    metrics: IcMetrics
-    container: IcContainer
+    no_capacity_error: ComponentNoCapacityError
+    scaling: ComponentScaling
+    endpoint: ComponentEndpoint
+    rolling_update: ComponentRollingUpdate
+    metrics: ComponentMetrics
+    container: ComponentContainer
 
 
 # ----- the loader -----------------------------------------------------------------------------------------

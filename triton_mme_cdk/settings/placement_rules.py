@@ -18,8 +18,8 @@ from triton_mme.core.formats import Format
 from triton_mme.core.platform import (
     PLATFORM,
     PLATFORM_DATA,
+    component_instance_problem,
     gpu_instance,
-    ic_instance_problem,
 )
 from triton_mme.sizing.assumptions import (
     GPU_REPORTED_MEMORY_MIB,
@@ -109,7 +109,7 @@ def dedicated_problem(settings: Settings, catalog: Catalog) -> str | None:
     if not entries:
         return None
     instance_type = settings.endpoint.instance_type
-    problem = ic_instance_problem(instance_type)
+    problem = component_instance_problem(instance_type)
     if problem:
         names = ", ".join(quoted(entry.name) for entry in entries)
         return f"models {names} have placement: dedicated, but instanceType={instance_type} {problem}"
