@@ -17,7 +17,8 @@ from botocore.stub import Stubber
 from synth_support import Synthesized, bare_stack
 
 from triton_mme_cdk.constructs.build import build_spec
-from triton_mme_cdk.constructs.build.model_build_engine import BuildStage, ModelBuildEngine
+from triton_mme_cdk.constructs.build.build_state_machine import BuildStage
+from triton_mme_cdk.constructs.build.model_build_engine import ModelBuildEngine
 from triton_mme_cdk.constructs.build.model_build_engine_handler import handler
 
 A, B = "a" * 64, "b" * 64

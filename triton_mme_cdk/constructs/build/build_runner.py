@@ -20,9 +20,9 @@ from triton_mme_cdk.runner_files import shipped_files
 from triton_mme_cdk.settings import BuildRunnerSettings
 
 # What the runner runs (`python -m triton_mme gpu-check | build | upload | stage-candidate`), besides the
-# catalog file: the entry point, the shared core and the catalog, archive_inspection, sizing, model_build and
-# store packages. Nothing else of the project (the client, the local Triton, the CDK app) is shipped, so editing
-# it never starts a GPU build.
+# catalog file: the entry point, the shared core and the catalog, archive_inspection, sizing, model_build
+# and store packages. Nothing else of the project (the client, the local Triton, the CDK app) is shipped, so
+# editing it never starts a GPU build.
 SOURCE_FILES = (
     "triton_mme/__init__.py",
     "triton_mme/__main__.py",

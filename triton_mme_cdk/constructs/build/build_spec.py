@@ -53,7 +53,9 @@ def shard_tasks(shards: int) -> list[dict[str, Any]]:
 # LD_LIBRARY_PATH. The libraries are in /usr/local/cuda/compat (DLC) or /usr/local/cuda/compat/lib.real
 # (NGC): the first that holds libcuda.so.1 is used. Buildspec 0.2 runs every command in one shell, so the
 # export reaches the build phase. Prints the driver either way.
-_COMPAT_CANDIDATES = " ".join(f'"$cuda_home/{directory}"' for directory in PLATFORM.codebuild.cuda_compat_directories.value)
+_COMPAT_CANDIDATES = " ".join(
+    f'"$cuda_home/{directory}"' for directory in PLATFORM.codebuild.cuda_compat_directories.value
+)
 CUDA_COMPAT_SETUP = (
     'cuda_home="${CUDA_HOME:-/usr/local/cuda}"; compat=""; '
     f"for candidate in {_COMPAT_CANDIDATES}; do "
@@ -97,7 +99,8 @@ def build_spec(*, tensorrt: bool, shards: int = 1) -> dict[str, Any]:
     ]
     if tensorrt:
         install.append(
-            f'python -m pip install --quiet --extra-index-url {PLATFORM.codebuild.nvidia_pip_index.value} "$TENSORRT_REQUIREMENT"'
+            "python -m pip install --quiet --extra-index-url "
+            f'{PLATFORM.codebuild.nvidia_pip_index.value} "$TENSORRT_REQUIREMENT"'
         )
     store = f"--from {BUILD_DIR} {STORE_ARGUMENTS}"
     shard = f' --shard "${SHARD_VARIABLE}" --shard-file {SHARDS_FILE_NAME}' if shards > 1 else ""

@@ -15,8 +15,9 @@ from triton_mme.sizing.build_time import catalog_shards, image_change_note
 from triton_mme_cdk.catalog_files import CatalogFiles
 from triton_mme_cdk.constructs.build.archive_locations import ArchiveLocations
 from triton_mme_cdk.constructs.build.build_runner import ModelBuildRunner
+from triton_mme_cdk.constructs.build.build_state_machine import BuildStage
 from triton_mme_cdk.constructs.build.checkpoint_access import checkpoint_read_statements
-from triton_mme_cdk.constructs.build.model_build_engine import BuildStage, ModelBuildEngine
+from triton_mme_cdk.constructs.build.model_build_engine import ModelBuildEngine
 from triton_mme_cdk.constructs.build.serving_check import ServingCheckRunner
 from triton_mme_cdk.constructs.endpoint.triton_endpoint import CONTAINER_ENVIRONMENT, TritonEndpoint
 from triton_mme_cdk.constructs.endpoint.triton_image import TritonImage

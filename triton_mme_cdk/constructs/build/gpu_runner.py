@@ -14,9 +14,12 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from triton_mme_cdk.constructs.scanners.checkov import LOG_GROUP_KEY_REASON, skip_checks
-from triton_mme_cdk.constructs.scanners.nag import acknowledge_codebuild_grants, acknowledge_wildcard_resources
 from triton_mme_cdk.constructs.build.runner_source import runner_source
+from triton_mme_cdk.constructs.scanners.checkov import LOG_GROUP_KEY_REASON, skip_checks
+from triton_mme_cdk.constructs.scanners.nag import (
+    acknowledge_codebuild_grants,
+    acknowledge_wildcard_resources,
+)
 from triton_mme_cdk.settings import BuildRunnerSettings
 
 COMPUTE_TYPES = {"SMALL": codebuild.ComputeType.SMALL, "LARGE": codebuild.ComputeType.LARGE}

@@ -11,7 +11,11 @@ from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from triton_mme.core.platform import (runs_serving_check, triton_image, PLATFORM,)
+from triton_mme.core.platform import (
+    PLATFORM,
+    runs_serving_check,
+    triton_image,
+)
 from triton_mme_cdk.constructs.build.build_spec import TRITON_TAG_VARIABLE, store_variables
 from triton_mme_cdk.constructs.build.gpu_runner import GpuRunner, GpuRunnerProps
 from triton_mme_cdk.constructs.build.serving_check_spec import serving_check_spec
