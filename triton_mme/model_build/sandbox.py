@@ -1,12 +1,13 @@
 """Run an unpacked model's checks in a child process that can do little harm.
 
-Verifying a model means running it, and a model is code. The child (`python -m
-triton_mme.model_build.sandbox`) first enters a private network namespace (core.network_isolation: no
-network at all), then a private mount view in which only its scratch directory is writable and `/run` is
-empty (model_build.mount_view), sets its own limits before it imports a deep-learning library — address
-space (RLIMIT_AS), CPU seconds (RLIMIT_CPU), the size of any file it writes (RLIMIT_FSIZE), open files —
-and runs in that scratch working directory with HOME and TMPDIR pointing there and an environment of a
-few names only. The parent kills its whole process group past the time limit. The model file was
+Verifying a model means running it, and a model is code. The child is forked for this one check from a
+process that imported the runtimes and ran no model (model_build.check_forker), so it starts with one
+thread and an environment of a few names only. It first enters a private network namespace
+(core.network_isolation: no network at all), then a private mount view in which only its scratch directory
+is writable and `/run` is empty (model_build.mount_view), sets its own limits before it opens the model —
+address space (RLIMIT_AS), CPU seconds (RLIMIT_CPU), the size of any file it writes (RLIMIT_FSIZE), open
+files — and runs in that scratch working directory with HOME and TMPDIR pointing there, its output in two
+files there. The parent kills its whole process group past the time limit. The model file was
 inspected before the child started (archive_inspection) and is inspected again, loaded, before it runs
 (model_build.inspection).
 
@@ -18,19 +19,16 @@ namespace the check says so in one line (`no private mount view: ...`) and runs 
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import signal
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Nothing heavy at module level: the child enters its network namespace before it starts any thread
-# (numpy's BLAS threads would make unshare() fail).
+# Nothing heavy at module level: a process that confines itself (confine) must not have started a thread
+# (numpy's BLAS threads would make unshare() fail); the forked child has only the one that forked it.
 
 # Generous for the catalog's largest model (RoBERTa-large at batch 32), small next to a machine's swap.
 DEFAULT_MEMORY_LIMIT_BYTES = 32 * 1024**3
@@ -65,30 +63,23 @@ def _environment(scratch: Path) -> dict[str, str]:
 
 
 def run_checks(where: str, model_dir: Path, limits: SandboxLimits = DEFAULT_LIMITS) -> list[str]:
-    """Inspect and run the unpacked model in `model_dir` in the child; the checks that passed, or
-    ArchiveError with the child's one-line reason."""
+    """Inspect and run the unpacked model in `model_dir` in a child forked for it (model_build.check_forker);
+    the checks that passed, or ArchiveError with the child's one-line reason."""
     from triton_mme.archive_inspection import ArchiveError
     from triton_mme.core.bounded import load_json
+    from triton_mme.model_build.check_forker import ForkerGone, run_forked
 
-    request = json.dumps({"where": where, "model_dir": str(model_dir), **limits.__dict__})
     with tempfile.TemporaryDirectory(prefix="model-check-") as scratch:
-        process = subprocess.Popen(
-            [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=scratch,
-            env=_environment(Path(scratch)),
-            start_new_session=True,
-        )
+        request = {"where": where, "model_dir": str(model_dir), "scratch": scratch, **limits.__dict__}
         try:
-            out, err = process.communicate(request.encode(), timeout=limits.time_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            status = run_forked(request, limits.time_s, _environment(Path(scratch)))
+        except TimeoutError:
             raise ArchiveError(
                 f"{where}: the model check did not finish in {limits.time_s} s; stopped (--verify-seconds)"
             ) from None
+        except ForkerGone as error:
+            raise ArchiveError(f"{where}: the model check failed: {error}") from None
+        out, err = (_tail(Path(scratch) / name) for name in ("stdout", "stderr"))
     try:
         # The result is the child's last line: whatever a runtime prints comes before it.
         result = load_json(
@@ -100,11 +91,21 @@ def run_checks(where: str, model_dir: Path, limits: SandboxLimits = DEFAULT_LIMI
             raise ValueError("not a result")
     except ValueError:
         last = (err.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
-        reason = _signal_reason(process.returncode, limits) or last
+        reason = _signal_reason(status, limits) or last
         raise ArchiveError(f"{where}: the model check failed: {reason}") from None
     if "error" in result:
         raise ArchiveError(str(result["error"]).splitlines()[0])
     return [str(check) for check in result["checks"]]
+
+
+def _tail(path: Path) -> bytes:
+    """The end of one of the child's output files (each at most FILE_SIZE_LIMIT_BYTES): its result line."""
+    try:
+        with path.open("rb") as file:
+            file.seek(max(0, path.stat().st_size - _RESULT_LIMIT_BYTES - 2))
+            return file.read()
+    except FileNotFoundError:
+        return b""
 
 
 def _signal_reason(status: int | None, limits: SandboxLimits) -> str | None:
@@ -148,7 +149,8 @@ def confine(limits: SandboxLimits) -> str:
     return mount_view
 
 
-def _child(request: dict[str, Any]) -> dict[str, Any]:
+def check_in_child(request: dict[str, Any]) -> dict[str, Any]:
+    """The model check in the forked child (check_forker): confined first, then the checks; the result."""
     from triton_mme.core.network_isolation import IsolationError
 
     where = str(request["where"])
@@ -172,15 +174,3 @@ def _child(request: dict[str, Any]) -> dict[str, Any]:
         }
     except Exception as error:  # a model the runtime rejects: one line
         return {"error": f"{where}: the model does not run: {first_line(error)}"}
-
-
-def main() -> int:
-    request = json.loads(sys.stdin.read(_RESULT_LIMIT_BYTES))
-    result = _child(request)
-    sys.stdout.write("\n" + json.dumps(result) + "\n")
-    sys.stdout.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
