@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tritonclient.grpc import model_config_pb2 as pb
 
 from triton_mme.archive_inspection import ArchiveError, ExtractedArchive, inspect_archive
 from triton_mme.client.payloads import PayloadError, decode_response, encode_binary_request
@@ -151,10 +152,9 @@ def check_archive(
         measured.load_seconds = time.perf_counter() - started
         if not reply.ok:
             raise ArchiveFailed(f"Triton did not load it: {reply.error_line()}")
+        tolerance = _tolerance(record, unpacked.contents.config, target)
         try:
-            batches = _exercise(
-                record, target, golden, _tolerance(record, unpacked, target), measured, settings, phase
-            )
+            batches = _exercise(record, target, golden, tolerance, measured, settings, phase)
             memory_after = target.memory_used_mib()
         finally:
             target.routes.unload(record.target_model)
@@ -222,14 +222,14 @@ def largest_batch(record: ArchiveRecord, golden: GoldenData) -> int:
     return max(largest, 1)
 
 
-def _tolerance(record: ArchiveRecord, unpacked: ExtractedArchive, target: ServingTarget) -> Tolerance:
+def _tolerance(record: ArchiveRecord, config: pb.ModelConfig, target: ServingTarget) -> Tolerance:
     """FP16 where the GPU computes in FP16, GPU FP32 elsewhere on a GPU, the build's FP32 on a CPU."""
     if not target.on_gpu:
         return FP32
     if record.format == "tensorrt" and record.details.get("precision") == "fp16":
         return FP16
-    # The checked config (a GPU target prepares nothing: it is the config.pbtxt Triton loaded).
-    for accelerator in unpacked.contents.config.optimization.execution_accelerators.gpu_execution_accelerator:
+    # The archive's checked config (a GPU target prepares nothing: it is the config.pbtxt Triton loaded).
+    for accelerator in config.optimization.execution_accelerators.gpu_execution_accelerator:
         if accelerator.name == "tensorrt" and accelerator.parameters.get("precision_mode") == "FP16":
             return FP16  # ONNX Runtime's TensorRT accelerator in FP16
     return GPU_FP32
