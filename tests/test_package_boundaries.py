@@ -48,6 +48,10 @@ CDK_ALLOWED = {
 CDK_WHOLE_PACKAGES = {"core", "catalog", "sizing"}
 # Packages others use through the package itself (its __init__), never through its modules.
 ENTRY_ONLY = {"archive_inspection"}
+# What the store, the local Triton and the serving check may import of archive inspection: its one entry and
+# the types of its results and errors (the build also uses its operator lists and its output check).
+ENTRY_CALLERS = {"store", "local_triton", "serving_check"}
+ARCHIVE_ENTRY = {"inspect_archive", "ArchiveContents", "ExtractedArchive", "ArchiveError"}
 FORBIDDEN_IN_SIZING = (*FORBIDDEN_IN_CORE, "onnx", "numpy")
 # The one place triton_mme reaches triton_mme_cdk: the plan command imports the app's reader of a checkout's
 # settings (where triton_mme_cdk is installed) and passes it to the planner, which imports nothing of the app.
@@ -65,8 +69,12 @@ def _is_triton_mme(module: str) -> bool:
 
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
     """(module, names) for every import of triton_mme in a file, at any depth."""
+    return _imports_in(path.read_text(encoding="utf-8"))
+
+
+def _imports_in(source: str) -> list[tuple[str, list[str]]]:
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module and _is_triton_mme(node.module):
             found.append((node.module, [alias.name for alias in node.names]))
         elif isinstance(node, ast.Import):
@@ -93,6 +101,60 @@ def test_packages_depend_one_way_and_only_on_public_names(package: str) -> None:
             assert used not in ENTRY_ONLY or len(parts) == 2, f"{where}: allowed triton_mme.{used} itself"
             private = [name for name in names if name.startswith("_")]
             assert not any(part.startswith("_") for part in parts) and not private, f"{where}: private names"
+
+
+def _beyond_the_entry(source: str) -> list[str]:
+    """Each import in `source` of archive inspection that is more than ARCHIVE_ENTRY's names: another name,
+    a module of it, or the package whole (`import triton_mme.archive_inspection`, `from triton_mme import
+    archive_inspection`), through which any name is reached."""
+    beyond = []
+    for module, names in _imports_in(source):
+        if module == "triton_mme" and "archive_inspection" in names:
+            beyond.append("triton_mme.archive_inspection, whole")
+        elif module == "triton_mme.archive_inspection" and names:
+            beyond += [f"{module}.{name}" for name in names if name not in ARCHIVE_ENTRY]
+        elif module.startswith("triton_mme.archive_inspection"):
+            beyond.append(f"{module}, whole" if module == "triton_mme.archive_inspection" else module)
+    return beyond
+
+
+@pytest.mark.parametrize("package", sorted(ENTRY_CALLERS))
+def test_the_store_local_triton_and_serving_check_use_only_the_archive_entry(package: str) -> None:
+    for path in (PACKAGE_ROOT / package).rglob("*.py"):
+        beyond = _beyond_the_entry(path.read_text(encoding="utf-8"))
+        where = path.relative_to(REPO_ROOT)
+        assert beyond == [], f"{where} imports {beyond}; allowed {sorted(ARCHIVE_ENTRY)}"
+
+
+def test_every_name_of_the_archive_entry_is_used() -> None:
+    used = {
+        name
+        for package in ENTRY_CALLERS
+        for path in (PACKAGE_ROOT / package).rglob("*.py")
+        for module, names in _imports(path)
+        if module == "triton_mme.archive_inspection"
+        for name in names
+    }
+    assert used == ARCHIVE_ENTRY, f"listed but no longer imported: {sorted(ARCHIVE_ENTRY - used)}"
+
+
+def test_the_entry_rule_refuses_any_other_name_a_module_or_the_whole_package() -> None:
+    source = """
+from triton_mme.archive_inspection import ArchiveError, inspect_archive
+from triton_mme.archive_inspection import read_archive
+from triton_mme.archive_inspection.archive import ArchiveContents
+import triton_mme.archive_inspection
+from triton_mme import archive_inspection
+def later():
+    from triton_mme.archive_inspection import check_outputs
+"""
+    assert _beyond_the_entry(source) == [
+        "triton_mme.archive_inspection.read_archive",
+        "triton_mme.archive_inspection.archive",
+        "triton_mme.archive_inspection, whole",
+        "triton_mme.archive_inspection, whole",
+        "triton_mme.archive_inspection.check_outputs",
+    ]
 
 
 @pytest.mark.parametrize("package", ["core", "catalog", "archive_inspection"])

@@ -9,7 +9,7 @@ import pytest
 from hostile_archives import ELF_HEADER, custom_domain_onnx, torchscript_zip, write_plan_archive
 
 from triton_mme.archive_inspection.archive import ArchiveError
-from triton_mme.archive_inspection.model_check import check_archive_file, check_model_file
+from triton_mme.archive_inspection.model_check import check_model_file, inspect_archive
 from triton_mme.archive_inspection.torchscript_code import scan_torchscript_code
 from triton_mme.core.formats import Format
 from triton_mme.core.manifest import Manifest
@@ -153,15 +153,15 @@ def test_onnx_tensors_in_external_files_are_refused_in_attributes_too(tmp_path: 
 
 def test_a_plan_that_is_an_elf_executable_is_refused_and_other_bytes_are_not_judged(tmp_path: Path) -> None:
     with pytest.raises(ArchiveError, match=r"model.plan starts with .*: it is an ELF executable"):
-        check_archive_file(write_plan_archive(tmp_path, ELF_HEADER))
-    check_archive_file(write_plan_archive(tmp_path, b"arbitrary bytes, no plan"))
+        inspect_archive(write_plan_archive(tmp_path, ELF_HEADER))
+    inspect_archive(write_plan_archive(tmp_path, b"arbitrary bytes, no plan"))
 
 
 @pytest.mark.slow
 def test_every_archive_the_build_writes_passes(built: tuple[Path, Manifest]) -> None:
     out, manifest = built
     for record in manifest.archives:
-        assert check_archive_file(out / record.target_model).format.value == record.format
+        assert inspect_archive(out / record.target_model, record=record).format.value == record.format
 
 
 def test_code_nested_past_the_parser_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -75,19 +75,23 @@ class _NeverLoads:
         raise AssertionError("an archive that failed the model check reached Triton")
 
 
+def _record(directory: Path, archive: Path, fmt: str) -> ArchiveRecord:
+    """The archive's manifest record, with golden data for its one input and output."""
+    inputs, outputs = (("x",), ("y",)) if fmt == "onnx" else (("input",), ("output",))
+    golden = GoldenData({inputs[0]: np.zeros((1, 4), np.float32)}, {outputs[0]: np.zeros((1, 4), np.float32)})
+    (directory / "golden-0000000000000000.npz").write_bytes(golden.to_bytes())
+    return ArchiveRecord(
+        name="m", format=fmt, target_model=archive.name, sha256=file_sha256(archive),
+        size_bytes=archive.stat().st_size, source="external", weights="external", max_batch_size=2,
+        inputs=(TensorSpec(name=inputs[0], datatype="FP32", dims=(4,)),),
+        outputs=(TensorSpec(name=outputs[0], datatype="FP32", dims=(4,)),),
+        files={"golden": "golden-0000000000000000.npz"},
+    )  # fmt: skip
+
+
 def test_the_serving_check_fails_an_archive_add_refuses_before_loading_it(tmp_path: Path) -> None:
     archive = write_onnx_archive(tmp_path, custom_domain_onnx())
-    spec_x, spec_y = (
-        TensorSpec(name="x", datatype="FP32", dims=(4,)),
-        TensorSpec(name="y", datatype="FP32", dims=(4,)),
-    )
-    golden = GoldenData({"x": np.zeros((1, 4), np.float32)}, {"y": np.zeros((1, 4), np.float32)})
-    (tmp_path / "golden-0000000000000000.npz").write_bytes(golden.to_bytes())
-    record = ArchiveRecord(
-        name="m", format="onnx", target_model=archive.name, sha256=file_sha256(archive),
-        size_bytes=archive.stat().st_size, source="external", weights="external", max_batch_size=2,
-        inputs=(spec_x,), outputs=(spec_y,), files={"golden": "golden-0000000000000000.npz"},
-    )  # fmt: skip
+    record = _record(tmp_path, archive, "onnx")
     target = _NeverLoads()
 
     served = check_archive(tmp_path, record, target, tmp_path / "scratch", CheckSettings())  # type: ignore[arg-type]
@@ -96,4 +100,27 @@ def test_the_serving_check_fails_an_archive_add_refuses_before_loading_it(tmp_pa
     assert (
         served.error is not None and "node 'n' uses operator 'Evil' of domain 'com.example'" in served.error
     )
+    assert target.prepared == []
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"sha256": "0" * 64}, "sha256 {sha256}... is not the manifest's 0000000000000000..."),
+        (
+            {"name": "n"},
+            "the manifest records model 'n' in format tensorrt but the archive holds 'm-tensorrt' (tensorrt)",
+        ),
+    ],
+)
+def test_the_serving_check_fails_an_archive_unlike_its_record_before_loading_it(
+    tmp_path: Path, change: dict[str, str], error: str
+) -> None:
+    archive = write_plan_archive(tmp_path, b"arbitrary bytes, no plan")
+    record = _record(tmp_path, archive, "tensorrt").model_copy(update=change)
+    target = _NeverLoads()
+
+    served = check_archive(tmp_path, record, target, tmp_path / "scratch", CheckSettings())  # type: ignore[arg-type]
+
+    assert not served.passed and served.error == error.format(sha256=file_sha256(archive)[:16])
     assert target.prepared == []

@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tritonclient.grpc import model_config_pb2 as pb
 
 from triton_mme.core.golden import GoldenData
 from triton_mme.core.manifest import ArchiveRecord, TensorSpec
 from triton_mme.core.tolerances import FP16, FP32, GPU_FP32
+from triton_mme.core.triton_config import parse_config
 from triton_mme.serving_check import check, gpu
 from triton_mme.serving_check.targets import SageMakerTriton, TargetError
 
@@ -65,15 +67,14 @@ class Target:
         self.on_gpu = on_gpu
 
 
-def config_dir(tmp_path: Path, accelerator: str | None) -> Path:
+def config(accelerator: str | None) -> pb.ModelConfig:
     text = 'name: "m"\nplatform: "onnxruntime_onnx"\n'
     if accelerator:
         text += (
             'optimization { execution_accelerators { gpu_execution_accelerator { name: "tensorrt" '
             f'parameters {{ key: "precision_mode" value: "{accelerator}" }} }} }} }}\n'
         )
-    (tmp_path / "config.pbtxt").write_text(text)
-    return tmp_path
+    return parse_config(text)
 
 
 @pytest.mark.parametrize(
@@ -90,10 +91,10 @@ def config_dir(tmp_path: Path, accelerator: str | None) -> Path:
     ],
 )
 def test_each_archive_gets_the_tolerance_of_its_format_precision_and_device(
-    tmp_path: Path, fmt: str, details: dict[str, str], accelerator: str | None, on_gpu: bool, expected: Any
+    fmt: str, details: dict[str, str], accelerator: str | None, on_gpu: bool, expected: Any
 ) -> None:
     archive = record((), (), 4, format=fmt, details=details)
-    assert check._tolerance(archive, config_dir(tmp_path, accelerator), Target(on_gpu)) == expected  # type: ignore[arg-type]
+    assert check._tolerance(archive, config(accelerator), Target(on_gpu)) == expected  # type: ignore[arg-type]
 
 
 class FakeDriver:

@@ -1,9 +1,9 @@
 """Read and extract model archives (`<dir>/config.pbtxt` + `<dir>/1/model.<ext>`) without running them.
 
-Public API (used by the build, the store, the local Triton and the benchmarks):
+The readers of the package's entry (model_check.inspect_archive), which other packages call instead:
 - read_archive(path) -> ArchiveContents: layout and parsed config, without unpacking the model.
 - extract_archive(path, dest) -> ExtractedArchive: the same checks, then the unpacked model directory.
-- check_outputs(...): produced outputs against the config's names, datatypes and dims.
+- check_outputs(...): produced outputs against the config's names, datatypes and dims (the build's run).
 Running a model (ONNX Runtime, TorchScript) is the build's job: `triton_mme.model_build.verify`.
 
 Both readers read the archive twice from one open file: first with the strict block scanner
@@ -13,11 +13,14 @@ policy (archive_policy: only the fields, parameters and names the build itself w
 bound what an archive may unpack to (`max_unpacked_bytes`, default
 limits.DEFAULT_MAX_UNPACKED_BYTES) from the sizes its headers declare, before any byte is written, and
 extract_archive unpacks exactly the members it checked from the same open file: nothing can change
-between the check and the extraction. Every problem is an ArchiveError with a one-line message.
+between the check and the extraction. With `hashed`, the sha256 a name or a record is held to is taken from
+that open file too, before it is read (`ArchiveContents.sha256`). Every problem is an ArchiveError with a
+one-line message.
 """
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import tarfile
 import zlib
@@ -58,6 +61,7 @@ class ArchiveContents:
     model_member: str  # path inside the archive, e.g. "resnet50-onnx/1/model.onnx"
     model_file_name: str  # e.g. "model.onnx"
     model_size: int
+    sha256: str | None = None  # the file's, from the open file that was read (hashed=True)
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
@@ -138,13 +142,18 @@ def _members(path: Path, tar: tarfile.TarFile, scanned: list[TarEntry]) -> list[
 
 
 @contextmanager
-def _opened(path: Path, max_unpacked_bytes: int) -> Iterator[tuple[tarfile.TarFile, list[TarEntry]]]:
-    """The archive scanned, then opened by tarfile from the same open file (one view, one file)."""
+def _opened(
+    path: Path, max_unpacked_bytes: int, hashed: bool
+) -> Iterator[tuple[tarfile.TarFile, list[TarEntry], str | None]]:
+    """The archive hashed (when asked), scanned, then opened by tarfile, all from the same open file (one
+    view, one file)."""
     with _reading(path), path.open("rb") as raw:
+        digest = hashlib.file_digest(raw, "sha256").hexdigest() if hashed else None
+        raw.seek(0)
         scanned = _checked_entries(path, raw, max_unpacked_bytes)
         raw.seek(0)
         with tarfile.open(fileobj=raw, mode="r:gz") as tar:
-            yield tar, scanned
+            yield tar, scanned, digest
 
 
 def _layout(path: Path, members: list[tarfile.TarInfo]) -> tuple[str, tarfile.TarInfo, tarfile.TarInfo]:
@@ -177,7 +186,11 @@ def _bounds(path: Path, config: pb.ModelConfig) -> None:
 
 
 def _contents(
-    path: Path, tar: tarfile.TarFile, scanned: list[TarEntry], allow_fields: frozenset[str]
+    path: Path,
+    tar: tarfile.TarFile,
+    scanned: list[TarEntry],
+    allow_fields: frozenset[str],
+    digest: str | None,
 ) -> tuple[ArchiveContents, list]:
     members = _members(path, tar, scanned)
     model_dir, config_member, model_member = _layout(path, members)
@@ -209,7 +222,9 @@ def _contents(
         check_config(path.name, fmt, config, model_dir, allow_fields=allow_fields)
     except PolicyError as error:
         raise ArchiveError(str(error)) from None
-    contents = ArchiveContents(path, model_dir, config, fmt, model_member.name, file_name, model_member.size)
+    contents = ArchiveContents(
+        path, model_dir, config, fmt, model_member.name, file_name, model_member.size, sha256=digest
+    )
     return contents, members
 
 
@@ -218,11 +233,12 @@ def read_archive(
     *,
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     allow_fields: frozenset[str] = frozenset(),
+    hashed: bool = False,
 ) -> ArchiveContents:
     """The layout and parsed config.pbtxt of an archive; the model file stays packed."""
     path = Path(path)
-    with _opened(path, max_unpacked_bytes) as (tar, scanned):
-        return _contents(path, tar, scanned, allow_fields)[0]
+    with _opened(path, max_unpacked_bytes, hashed) as (tar, scanned, digest):
+        return _contents(path, tar, scanned, allow_fields, digest)[0]
 
 
 def extract_archive(
@@ -231,12 +247,13 @@ def extract_archive(
     *,
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     allow_fields: frozenset[str] = frozenset(),
+    hashed: bool = False,
 ) -> ExtractedArchive:
     """Check an archive and unpack it under dest from the same open file: only the checked members,
     through tarfile's `data` filter (no links, devices, absolute paths or special permission bits)."""
     path, dest = Path(path), Path(dest)
-    with _opened(path, max_unpacked_bytes) as (tar, scanned):
-        contents, members = _contents(path, tar, scanned, allow_fields)
+    with _opened(path, max_unpacked_bytes, hashed) as (tar, scanned, digest):
+        contents, members = _contents(path, tar, scanned, allow_fields, digest)
         dest.mkdir(parents=True, exist_ok=True)
         try:
             tar.extractall(dest, members=members, filter="data")

@@ -1,7 +1,9 @@
-"""The one model check every entry point runs: `add`, `upload`, `serve-local` and `serving-check`.
+"""The one model check every entry point runs: `add`, `upload`, `serve-local`, `serving-check` and the build's
+`verify` and cache, all through `inspect_archive`, the package's entry.
 
-An archive is read and unpacked by archive.py (layout, the archive policy on config.pbtxt, bounds), then
-its model file is inspected without running it:
+An archive is read and unpacked by archive.py (layout, the archive policy on config.pbtxt, bounds), held to
+its name and manifest record where asked (record_check), then its model file is inspected without running
+it:
 
 - TorchScript: every code record parsed and walked, every pickle's globals read (torchscript_code);
 - ONNX: operator domains and tensor locations of every graph (onnx_check);
@@ -20,18 +22,22 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import overload
 
 from triton_mme.archive_inspection.archive import (
     ArchiveContents,
     ArchiveError,
     ExtractedArchive,
     extract_archive,
+    read_archive,
 )
 from triton_mme.archive_inspection.onnx_check import check_onnx_file
+from triton_mme.archive_inspection.record_check import check_held
 from triton_mme.archive_inspection.torchscript_code import scan_torchscript_code
 from triton_mme.core.errors import quoted
 from triton_mme.core.formats import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
+from triton_mme.core.manifest import ArchiveRecord
 
 # The first bytes of formats a TensorRT plan is not (Triton's TensorRT backend would hand any of them to
 # the engine deserializer; a shared library would be the payload of an attack, not a model).
@@ -80,30 +86,81 @@ def check_model_file(where: str, fmt: Format, model_file: Path) -> str:
     return MODEL_CHECKS[fmt]
 
 
-def extract_checked_archive(
+@overload
+def inspect_archive(
     path: str | Path,
     dest: str | Path,
     *,
+    identity: bool = False,
+    record: ArchiveRecord | None = None,
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     allow_fields: frozenset[str] = frozenset(),
-) -> ExtractedArchive:
-    """Read, check and unpack an archive (archive.py), then inspect the unpacked model file: the file
-    that will be loaded is the file that was inspected."""
+) -> ExtractedArchive: ...
+
+
+@overload
+def inspect_archive(
+    path: str | Path,
+    dest: None = None,
+    *,
+    packed: bool = False,
+    identity: bool = False,
+    record: ArchiveRecord | None = None,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    allow_fields: frozenset[str] = frozenset(),
+) -> ArchiveContents: ...
+
+
+def inspect_archive(
+    path: str | Path,
+    dest: str | Path | None = None,
+    *,
+    packed: bool = False,
+    identity: bool = False,
+    record: ArchiveRecord | None = None,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    allow_fields: frozenset[str] = frozenset(),
+) -> ExtractedArchive | ArchiveContents:
+    """The model check of an archive, as a hostile file: read, checked and (unless `packed`) unpacked from one
+    open file (archive.py), then its unpacked model file inspected without running it. ArchiveError, one
+    line, on the first problem.
+
+    - `dest`: unpacked under it, what Triton will load: the file loaded is the file inspected. Returns the
+      ExtractedArchive.
+    - no `dest`: unpacked into a private scratch directory, inspected, and the scratch removed (an archive
+      published rather than loaded here). Returns its ArchiveContents.
+    - `packed=True` (no `dest`): only the layout and config.pbtxt are read and checked; the model file stays
+      packed and is not inspected, for a caller that needs the config and loads the model through this
+      check later.
+    - `identity=True`: its file name states its model, format and content hash, all three true.
+    - `record`: the same, and it is the file the manifest record names (its sha256) holding the record's
+      model in the record's format (record_check).
+    """
     path = Path(path)
-    extracted = extract_archive(path, dest, max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields)
+    held = identity or record is not None
+    if packed:
+        if dest is not None:
+            raise ValueError(f"{path.name}: packed=True with a dest; a packed model file is not unpacked")
+        contents = read_archive(
+            path, max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields, hashed=held
+        )
+        if held:
+            check_held(contents, record)
+        return contents
+    if dest is None:
+        with tempfile.TemporaryDirectory(prefix="model-check-") as scratch:
+            return inspect_archive(
+                path,
+                Path(scratch) / "unpacked",
+                identity=identity,
+                record=record,
+                max_unpacked_bytes=max_unpacked_bytes,
+                allow_fields=allow_fields,
+            ).contents
+    extracted = extract_archive(
+        path, dest, max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields, hashed=held
+    )
+    if held:
+        check_held(extracted.contents, record)
     check_model_file(path.name, extracted.contents.format, extracted.model_file)
     return extracted
-
-
-def check_archive_file(
-    path: str | Path,
-    *,
-    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
-    allow_fields: frozenset[str] = frozenset(),
-) -> ArchiveContents:
-    """The whole check of an archive that is published rather than loaded here (`upload`): unpacked into a
-    private scratch directory, inspected, and the scratch removed."""
-    with tempfile.TemporaryDirectory(prefix="model-check-") as scratch:
-        return extract_checked_archive(
-            path, Path(scratch) / "unpacked", max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields
-        ).contents

@@ -1,37 +1,41 @@
-"""The model check of a built archive against its manifest record: what `add`, `upload` and a build-cache hit
-all require before an archive is listed.
+"""What an archive is held to besides its own contents: the name it is served under and the manifest record
+that lists it (the `identity` and `record` options of the package's entry, model_check.inspect_archive).
 
-model_check inspects the archive (layout, config policy, the model file); its file name must state its
-model, format and content hash truly (archive_policy); and the model directory and format inside must be
-the ones the record names.
+Its file name must state its model, format and content hash truly (archive_policy.check_identity): the
+endpoint caches by that name. A record names a file by its sha256 and the model and format inside: the
+archive must be that file and hold that model in that format. The sha256 is the one taken from the open file
+the archive was read from (archive.py, `hashed`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from triton_mme.archive_inspection.archive import ArchiveContents, ArchiveError
 from triton_mme.archive_inspection.archive_policy import check_identity
-from triton_mme.archive_inspection.model_check import check_archive_file
 from triton_mme.core.errors import UserError
 from triton_mme.core.manifest import ArchiveRecord
-from triton_mme.core.naming import model_directory
+from triton_mme.core.naming import CONTENT_HASH_LENGTH, model_directory
 
 
-class RecordMismatchError(UserError, ValueError):
-    """An archive that is not what its record says; one line."""
-
-
-def check_record_archive(path: Path, record: ArchiveRecord) -> None:
-    """UserError (one line) unless the archive at `path` passes the model check and holds the record's model
-    in the record's format."""
-    contents = check_archive_file(path)
-    check_identity(
-        str(path.name), path.name, fmt=contents.format, model_dir=contents.model_dir, sha256=record.sha256
-    )
-    if contents.format.value != record.format or contents.model_dir != model_directory(
-        record.name, contents.format
+def check_held(contents: ArchiveContents, record: ArchiveRecord | None) -> None:
+    """ArchiveError (one line) unless the archive's name states what it holds and, with a record, unless it
+    is the record's file holding the record's model in the record's format."""
+    name, sha256 = contents.path.name, contents.sha256
+    if sha256 is None:
+        raise ValueError(f"{name}: read without its sha256 (hashed=True); its name cannot be checked")
+    if record is not None and sha256 != record.sha256:
+        raise ArchiveError(
+            f"{name}: sha256 {sha256[:CONTENT_HASH_LENGTH]}... is not the manifest's "
+            f"{record.sha256[:CONTENT_HASH_LENGTH]}..."
+        )
+    try:
+        check_identity(name, name, fmt=contents.format, model_dir=contents.model_dir, sha256=sha256)
+    except UserError as error:
+        raise ArchiveError(str(error)) from None
+    if record is not None and (
+        contents.format.value != record.format
+        or contents.model_dir != model_directory(record.name, contents.format)
     ):
-        raise RecordMismatchError(
-            f"{path.name}: the manifest records model {record.name!r} in format {record.format} but the "
+        raise ArchiveError(
+            f"{name}: the manifest records model {record.name!r} in format {record.format} but the "
             f"archive holds {contents.model_dir!r} ({contents.format.value})"
         )

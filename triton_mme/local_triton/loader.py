@@ -18,10 +18,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from triton_mme.archive_inspection import check_identity, extract_checked_archive
+from triton_mme.archive_inspection import inspect_archive
 from triton_mme.client.triton_routes import Reply, SageMakerRoutes
 from triton_mme.core.errors import UserError, quoted
-from triton_mme.core.files import file_sha256
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES
 from triton_mme.core.naming import ARCHIVE_NAME
 from triton_mme.core.suggest import known_names
@@ -47,16 +46,9 @@ def unpack(archive: Path, destination: Path, *, max_unpacked_bytes: int = DEFAUL
     partial = destination.with_name(destination.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     try:
-        # The same model check as `add` and `upload` (archive_inspection), on the files Triton will load.
-        extracted = extract_checked_archive(archive, partial, max_unpacked_bytes=max_unpacked_bytes)
-        # The TargetModel states the model, format and content hash; the endpoint caches by that name.
-        check_identity(
-            archive.name,
-            archive.name,
-            fmt=extracted.contents.format,
-            model_dir=extracted.contents.model_dir,
-            sha256=file_sha256(archive),
-        )
+        # The same model check as `add` and `upload` (archive_inspection), on the files Triton will load; the
+        # TargetModel states the model, format and content hash (identity): the endpoint caches by that name.
+        extracted = inspect_archive(archive, partial, identity=True, max_unpacked_bytes=max_unpacked_bytes)
     except UserError as error:
         shutil.rmtree(partial, ignore_errors=True)
         raise ModelError(400, str(error)) from None

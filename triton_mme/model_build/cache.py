@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from triton_mme.archive_inspection import check_record_archive
+from triton_mme.archive_inspection import inspect_archive
 from triton_mme.catalog import ModelEntry
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256, write_atomically
@@ -124,7 +124,7 @@ class BuildCache:
         if file_sha256(archive) != record.sha256:
             return f"its archive {record.target_model} holds other bytes than the record states"
         try:
-            check_record_archive(archive, record)
+            inspect_archive(archive, record=record)
         except UserError as error:
             return f"its archive fails the model check: {first_line(error)}"
         return record

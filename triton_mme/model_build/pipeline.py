@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triton_mme.archive_inspection import read_archive
+from triton_mme.archive_inspection import inspect_archive
 from triton_mme.catalog import Catalog, CatalogError, ModelEntry
 from triton_mme.core.errors import UserError, first_line
 from triton_mme.core.files import file_sha256, write_atomically
@@ -211,7 +211,7 @@ def _package(loaded: LoadedModel, exported: ExportedModel, out_dir: Path) -> Arc
         model_file_name=MODEL_FILE_NAMES[fmt],
     )
     # What the build writes is what every reader accepts: its own archive passes the archive policy.
-    read_archive(packed.path)
+    inspect_archive(packed.path, packed=True)
     golden = golden_for(loaded, exported).to_bytes()
     files = _write_companions(companions, out_dir, {GOLDEN_ROLE: golden})
     return _record(entry, exported, packed.path, packed.sha256, packed.size_bytes, companions, files)

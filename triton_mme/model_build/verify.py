@@ -21,7 +21,7 @@ from triton_mme.archive_inspection import (
     ArchiveContents,
     ArchiveError,
     check_outputs,
-    extract_checked_archive,
+    inspect_archive,
 )
 from triton_mme.core.formats import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_CONFIG_BYTES
@@ -90,15 +90,21 @@ def verify_archive(
     max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
     allow_fields: frozenset[str] = frozenset(),
     limits: SandboxLimits = DEFAULT_LIMITS,
+    identity: bool = False,
 ) -> VerificationReport:
     """Re-check an archive as Triton would load it; raises ArchiveError on the first problem.
 
-    The archive is checked and unpacked from one open file, and what runs is what was checked.
+    The archive is checked and unpacked from one open file, and what runs is what was checked. With
+    `identity`, its file name must state its model, format and content hash truly (`add`).
     """
     with tempfile.TemporaryDirectory(prefix="verify-") as scratch:
         # The model check every entry point runs (archive_inspection), then the sandboxed run.
-        extracted = extract_checked_archive(
-            path, Path(scratch) / "unpacked", max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields
+        extracted = inspect_archive(
+            path,
+            Path(scratch) / "unpacked",
+            identity=identity,
+            max_unpacked_bytes=max_unpacked_bytes,
+            allow_fields=allow_fields,
         )
         contents = extracted.contents
         report = VerificationReport(

@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tritonclient.grpc import model_config_pb2 as pb
 
-from triton_mme.archive_inspection import CONFIG_FILE_NAME, ArchiveError, extract_checked_archive
+from triton_mme.archive_inspection import ArchiveError, ExtractedArchive, inspect_archive
 from triton_mme.client.payloads import PayloadError, decode_response, encode_binary_request
 from triton_mme.core.errors import UserError, first_line
-from triton_mme.core.files import file_sha256
 from triton_mme.core.golden import GoldenData, GoldenError
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.naming import GOLDEN_ROLE
@@ -40,7 +40,6 @@ from triton_mme.core.platform import PLATFORM
 from triton_mme.core.replies import reply_overhead
 from triton_mme.core.serving_report import ArchiveServing, BatchFigures, ServingReport
 from triton_mme.core.tolerances import FP16, FP32, GPU_FP32, Tolerance, max_abs_error
-from triton_mme.core.triton_config import parse_config
 from triton_mme.core.wording import plural
 from triton_mme.serving_check.targets import LoadRefused, NotRunnableHere, ServingTarget
 
@@ -144,8 +143,8 @@ def check_archive(
         phase("checking and unpacking the archive")
         golden = _golden(directory, record)
         model_root = home / "model"
-        model_dir = _unpack(directory, record, model_root)
-        target.prepare(record.target_model, model_dir)
+        unpacked = _unpack(directory, record, model_root)
+        target.prepare(record.target_model, unpacked.model_dir)
         memory_before = target.memory_used_mib()
         phase("loading it in Triton")
         started = time.perf_counter()
@@ -153,10 +152,9 @@ def check_archive(
         measured.load_seconds = time.perf_counter() - started
         if not reply.ok:
             raise ArchiveFailed(f"Triton did not load it: {reply.error_line()}")
+        tolerance = _tolerance(record, unpacked.contents.config, target)
         try:
-            batches = _exercise(
-                record, target, golden, _tolerance(record, model_dir, target), measured, settings, phase
-            )
+            batches = _exercise(record, target, golden, tolerance, measured, settings, phase)
             memory_after = target.memory_used_mib()
         finally:
             target.routes.unload(record.target_model)
@@ -202,14 +200,12 @@ def _golden(directory: Path, record: ArchiveRecord) -> GoldenData:
     return golden
 
 
-def _unpack(directory: Path, record: ArchiveRecord, model_root: Path) -> Path:
+def _unpack(directory: Path, record: ArchiveRecord, model_root: Path) -> ExtractedArchive:
     path = directory / record.target_model
     if not path.is_file():
         raise ArchiveFailed(f"{path}: the archive named in the manifest is missing")
-    digest = file_sha256(path)
-    if digest != record.sha256:
-        raise ArchiveFailed(f"sha256 {digest[:16]}... is not the manifest's {record.sha256[:16]}...")
-    return extract_checked_archive(path, model_root).model_dir
+    # The record's file (its sha256), holding the record's model and format under a name that states them.
+    return inspect_archive(path, model_root, record=record)
 
 
 def largest_batch(record: ArchiveRecord, golden: GoldenData) -> int:
@@ -226,13 +222,13 @@ def largest_batch(record: ArchiveRecord, golden: GoldenData) -> int:
     return max(largest, 1)
 
 
-def _tolerance(record: ArchiveRecord, model_dir: Path, target: ServingTarget) -> Tolerance:
+def _tolerance(record: ArchiveRecord, config: pb.ModelConfig, target: ServingTarget) -> Tolerance:
     """FP16 where the GPU computes in FP16, GPU FP32 elsewhere on a GPU, the build's FP32 on a CPU."""
     if not target.on_gpu:
         return FP32
     if record.format == "tensorrt" and record.details.get("precision") == "fp16":
         return FP16
-    config = parse_config((model_dir / CONFIG_FILE_NAME).read_text(encoding="utf-8"))
+    # The archive's checked config (a GPU target prepares nothing: it is the config.pbtxt Triton loaded).
     for accelerator in config.optimization.execution_accelerators.gpu_execution_accelerator:
         if accelerator.name == "tensorrt" and accelerator.parameters.get("precision_mode") == "FP16":
             return FP16  # ONNX Runtime's TensorRT accelerator in FP16

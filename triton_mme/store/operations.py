@@ -8,19 +8,17 @@ version read (a concurrent `add` or `remove` is re-read, never lost).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from triton_mme.archive_inspection import ArchiveContents, check_identity
+from triton_mme.archive_inspection import ArchiveContents
 from triton_mme.core.bounded import read_bytes
-from triton_mme.core.errors import UserError
 from triton_mme.core.files import file_sha256, private_copy, private_directory
 from triton_mme.core.formats import Format
 from triton_mme.core.limits import DEFAULT_MAX_UNPACKED_BYTES, MAX_REPORT_BYTES
 from triton_mme.core.manifest import ArchiveRecord, Manifest
-from triton_mme.core.naming import ARCHIVE_NAME, CONTENT_HASH_LENGTH, MODEL_NAME
+from triton_mme.core.naming import ARCHIVE_NAME, MODEL_NAME
 from triton_mme.core.report_key import report_key
 from triton_mme.core.serving_report import ServingReport
 from triton_mme.store.intents import ADD, REMOVE, Step, intent, no_step
@@ -83,12 +81,12 @@ class AddReport:
     record: ArchiveRecord | None
 
 
-def check_archive_name(path: Path, logical_name: str | None) -> re.Match[str]:
+def check_archive_name(path: Path, logical_name: str | None) -> None:
     """The file name becomes the TargetModel (the object key) and `--name` the manifest's model name:
     both follow their naming rules before anything is read."""
     if logical_name is not None:
         MODEL_NAME.check(logical_name, where="--name")
-    return ARCHIVE_NAME.check(path.name, where="ARCHIVE (its file name becomes the TargetModel)")
+    ARCHIVE_NAME.check(path.name, where="ARCHIVE (its file name becomes the TargetModel)")
 
 
 def archive_record(
@@ -179,13 +177,13 @@ def add_archive(
     The file is copied once into a private directory; the hash, every check and the upload read that copy.
     A TensorRT plan's `serving_report` must be signed with the key in `report_key_file`.
     """
-    named = check_archive_name(path, name)
+    check_archive_name(path, name)
     if not path.is_file():
         raise PublishError(f"{path}: no such archive file")
     with private_directory("add-") as private:
         copy = private_copy(path, private)
         return _add_checked(
-            store, path, copy, named, name=name, source=source, weights=weights,
+            store, path, copy, name=name, source=source, weights=weights,
             max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields, serving_report=serving_report,
             report_key_file=report_key_file, unchecked_tensorrt=unchecked_tensorrt, step=step or no_step,
         )  # fmt: skip
@@ -195,7 +193,6 @@ def _add_checked(
     store: ModelStoreClient,
     path: Path,
     copy: Path,
-    named: re.Match[str],
     *,
     name: str | None,
     source: str,
@@ -210,20 +207,11 @@ def _add_checked(
     from triton_mme.model_build.verify import verify_archive
 
     item = LocalObject(path=copy, key=path.name, sha256=file_sha256(copy), size=copy.stat().st_size)
-    # A renamed archive must not carry another content's hash: the endpoint caches by name.
-    if not item.sha256.startswith(named["digest"]):
-        raise PublishError(
-            f"{path}: the name claims content hash {named['digest']} but the file's sha256 starts with "
-            f"{item.sha256[:CONTENT_HASH_LENGTH]}"
-        )
-    report = verify_archive(copy, max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields)
+    # A renamed archive must not carry another content's model, format or hash: the endpoint caches by name.
+    report = verify_archive(
+        copy, max_unpacked_bytes=max_unpacked_bytes, allow_fields=allow_fields, identity=True
+    )
     contents = report.contents
-    try:
-        check_identity(
-            str(path), path.name, fmt=contents.format, model_dir=contents.model_dir, sha256=item.sha256
-        )
-    except UserError as error:
-        raise PublishError(str(error)) from None
     details = {"published_by": "add"}
     not_run = tuple(report.not_run)
     if contents.format is Format.TENSORRT:

@@ -31,7 +31,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
-from triton_mme.archive_inspection import check_record_archive
+from triton_mme.archive_inspection import inspect_archive
 from triton_mme.core.errors import UserError, aws_error_code, first_line
 from triton_mme.core.files import file_sha256, private_copy, private_directory
 from triton_mme.core.locations import build_manifest_key, live_manifest_key, manifest_index_keys
@@ -107,9 +107,9 @@ def _copied(path: Path, private: Path | None, what: str) -> Path:
 def check_archive_contents(path: Path, record: ArchiveRecord) -> None:
     """The model check of `add`, `serve-local` and `serving-check` (archive_inspection: layout, config
     policy, the model file inspected) on a build's archive, and a name, model directory and format that match
-    the record (check_record_archive, which a build-cache hit passes too)."""
+    the record (which a build-cache hit passes too)."""
     try:
-        check_record_archive(path, record)
+        inspect_archive(path, record=record)
     except UserError as error:
         raise PublishError(str(error)) from None
 
