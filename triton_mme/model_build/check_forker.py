@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import json
 import os
 import select
@@ -34,14 +33,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-# Imported once in the forker: every check needs them, and none runs anything of a model at import.
-PRELOADED = (
-    "numpy",
-    "onnxruntime",
-    "torch",
-    "triton_mme.model_build.sandbox",
-    "triton_mme.model_build.verify",
-)
 CHILD_OUTPUT = ("stdout", "stderr")
 _LINE_LIMIT_BYTES = 4096
 
@@ -160,8 +151,14 @@ def _child(request: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    for name in PRELOADED:
-        importlib.import_module(name)
+    # Imported once, here: every check needs them, and none runs anything of a model at import.
+    import numpy  # noqa: F401
+    import onnxruntime  # noqa: F401
+    import torch  # noqa: F401
+
+    import triton_mme.model_build.sandbox
+    import triton_mme.model_build.verify  # noqa: F401
+
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()
