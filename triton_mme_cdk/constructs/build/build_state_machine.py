@@ -89,17 +89,12 @@ def build_state_machine(
             result_path=sfn.JsonPath.DISCARD,
         )
         task.add_retry(errors=[REFUSED_START], **RETRY)
-        report = {
-            "Status": "FAILURE",
-            "Stage": stage.name,
-            "Minutes": stage.minutes,
-            "Failure.$": "$.Failure",
-        }
+        report = {"Stage": stage.name, "Minutes": stage.minutes, "Failure.$": "$.Failure"}
         task.add_catch(invoke(f"Report{_id(stage)}Failure", report).next(failed), result_path="$.Failure")
         return task
 
     built = run(build)
-    passed = invoke("SignalSuccess", {"Status": "SUCCESS"})
+    passed = invoke("SignalSuccess", {})
     built.next(run(check)).next(passed)
     # The check publishes the build's manifest last: there already, the fingerprint was built before.
     built_before = tasks.CallAwsService(
