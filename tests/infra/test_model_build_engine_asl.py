@@ -97,6 +97,29 @@ def test_the_synthesized_definition_passes_the_asl_validator(
     assert refused.returncode != 0
 
 
+@pytest.mark.parametrize("variant", [{}, {"build_runners": 4}])
+def test_one_build_and_a_batch_share_one_shape_and_pass_only_the_fingerprint_and_the_run(
+    synth_with: Callable[..., Synthesized], variant: dict[str, Any]
+) -> None:
+    """No step between the stages: the check finds each shard's candidate in the store (store.stages)."""
+    states = definition(synth_with(**variant))["States"]
+    assert sorted(states) == sorted(
+        ["BuiltBefore", "ModelBuild", "ServingCheck", "SignalSuccess", "ReportModelBuildFailure",
+         "ReportServingCheckFailure", "Failed"]
+    )  # fmt: skip
+    assert (
+        states["ModelBuild"]["Next"] == "ServingCheck" and states["ServingCheck"]["Next"] == "SignalSuccess"
+    )
+    action = "startBuildBatch.sync" if variant else "startBuild.sync"
+    for stage in ("ModelBuild", "ServingCheck"):
+        assert states[stage]["Resource"].endswith(action) and states[stage]["ResultPath"] is None
+        variables = states[stage]["Parameters"]["EnvironmentVariablesOverride"]
+        assert [(v["Name"], v["Value.$"]) for v in variables] == [
+            ("MODEL_BUILD_FINGERPRINT", "$.Fingerprint"),
+            ("MODEL_BUILD_RUN", "$$.Execution.Name"),
+        ]
+
+
 # ----- the stand-ins --------------------------------------------------------------------------------------
 
 Outcome = Callable[[dict[str, Any]], Any]
