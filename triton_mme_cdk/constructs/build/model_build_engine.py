@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from aws_cdk import ArnFormat, CfnWaitCondition, CfnWaitConditionHandle, CustomResource, Stack
+from aws_cdk import CfnWaitCondition, CfnWaitConditionHandle, CustomResource, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -74,16 +74,8 @@ class ModelBuildEngine(Construct):
         # The runs' on-event function (no is-complete): starts, or stops, one execution of this machine.
         trigger = self._function("Trigger", "on_event", log_retention)
         machine.grant_start_execution(trigger)
-        executions = stack.format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{machine.state_machine_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        trigger.add_to_role_policy(_allow("states:StopExecution", executions))
-        acknowledge_wildcard_resources(
-            self, [executions], reason="The trigger stops only this machine's executions."
-        )
+        stop = machine.grant_execution(trigger, "states:StopExecution").principal_statements[0].resources
+        acknowledge_wildcard_resources(self, stop, reason="The trigger stops only this machine's executions.")
         calls = "Step Functions to start or stop an execution"
         provider = on_event_provider(self, trigger, log_retention=log_retention, calls=calls)
         # A wait condition's properties cannot be updated ("Updates aren't supported", CloudFormation User
