@@ -28,7 +28,7 @@ from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resource
 BACKSTOP_MINUTES = 1
 # StopBuild then StartBuild at once under ConcurrentBuildLimit 1 (a cancelled deploy, then the next) can be
 # refused while the stopped build finishes. The name follows Step Functions' `<Service>.<Exception>`; that
-# the CodeBuild integration raises exactly it is a first-deploy verdict (acceptance, build_engine_verdicts).
+# the CodeBuild integration raises exactly it is assumed (docs/deploy.md, "First-deploy verdicts").
 REFUSED_START = "CodeBuild.AccountLimitExceededException"
 RETRY: dict[str, Any] = {"interval": Duration.seconds(20), "max_attempts": 2, "backoff_rate": 2.0}
 
