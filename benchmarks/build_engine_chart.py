@@ -65,32 +65,31 @@ def draw(definition: dict[str, Any], out: Path) -> None:
         resource = (
             resource.rpartition(":")[2] if ":states:::" in resource else f"{resource.split('(')[0]} function"
         )
-        resource = "the engine's function" if resource.startswith("FnGetAtt") else resource or state["Type"]
+        resource = "the engine's function" if resource.startswith("FnGetAtt") else resource
+        resource = resource if "Resource" in state else state["Type"]
         timeout = f"\ntimeout {state['TimeoutSeconds'] // 60} min" if "TimeoutSeconds" in state else ""
         colour = "#fde2e1" if state["Type"] == "Fail" or "Report" in name else "#e3effc"
         colour = "#dff3e3" if name.startswith("Signal") else colour
         axes.text(x, y, f"{name}\n{resource}{timeout}", ha="center", va="center", fontsize=9,
                   bbox={"boxstyle": "round", "facecolor": colour, "edgecolor": "#555"})  # fmt: skip
-        edges = [
-            (
-                state.get("Next"),
-                "-",
-                "#333",
-                "found"
-                if "Catch" in state and "Resource" in state and "headObject" in state["Resource"]
-                else "",
-            )
-        ] + [(c["Next"], "--", "#c0392b", "catch") for c in state.get("Catch", [])]
+        # The look-up's Next skips the stages: drawn as an arc round them, on the left, labelled.
+        skips = "headObject" in resource
+        edges = [(state.get("Next"), "-", "#333", "found: signal at once" if skips else "")]
+        edges += [(c["Next"], "--", "#c0392b", "catch") for c in state.get("Catch", [])]
         for target, style, colour, label in edges:
             if not target:
                 continue
             tx, ty = where[target]
-            axes.annotate("", xy=(tx, ty + 0.25), xytext=(x, y - 0.25),
-                          arrowprops={"arrowstyle": "->", "linestyle": style, "color": colour})  # fmt: skip
+            bend = label.startswith("found")
+            start, end = ((x - 0.22, y), (tx - 0.38, ty)) if bend else ((x, y - 0.25), (tx, ty + 0.25))
+            axes.annotate("", xy=end, xytext=start, arrowprops={
+                "arrowstyle": "->", "linestyle": style, "color": colour,
+                "connectionstyle": "arc3,rad=0.3" if bend else "arc3,rad=0"})  # fmt: skip
             if label:
-                axes.text((x + tx) / 2, (y + ty) / 2, label, fontsize=7, color=colour)
+                lx = min(x, tx) - 0.8 if bend else (x + tx) / 2
+                axes.text(lx, (y + ty) / 2, label, fontsize=7, color=colour)
     xs = [x for x, _ in where.values()]
-    axes.set_xlim(min(xs) - 1.2, max(xs) + 1.2)
+    axes.set_xlim(min(xs) - 1.4, max(xs) + 1.2)
     axes.set_ylim(-len(rows) + 0.4, 0.6)
     axes.axis("off")
     axes.set_title("The deploy's model build state machine (synthesized definition)", fontsize=11)

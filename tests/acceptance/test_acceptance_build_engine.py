@@ -44,25 +44,14 @@ def verdicts(resource: str | None, exits: dict[str, Any]) -> list[str]:
         return [check.line() for check in build_engine_verdicts(client, MACHINE)]
 
 
-def test_a_batch_that_handed_its_digests_settles_both_verdicts() -> None:
-    lines = verdicts(
-        "arn:aws:states:::codebuild:startBuildBatch.sync",
-        {"ShardCandidates": {"Candidates": "d0,d1"}, "ModelBuild": {}},
-    )
-    assert [line.split(":")[0] for line in lines] == [
-        "PASS first-deploy/batch-on-gpu",
-        "PASS first-deploy/exported-candidate",
-    ]
+def test_a_batch_settles_the_verdict() -> None:
+    lines = verdicts("arn:aws:states:::codebuild:startBuildBatch.sync", {"ModelBuild": {}})
+    assert [line.split(":")[0] for line in lines] == ["PASS first-deploy/batch-on-gpu"]
 
 
-def test_a_single_build_leaves_the_batch_undecided_and_a_missing_digest_fails() -> None:
-    lines = verdicts("arn:aws:states:::codebuild:startBuild.sync", {"ModelBuild": {"Built": {}}})
-    assert lines[0].startswith("CANNOT TELL first-deploy/batch-on-gpu") and "buildRunners=1" in lines[0]
-    assert lines[1].startswith("FAIL first-deploy/exported-candidate")
-    passed = verdicts(
-        "arn:aws:states:::codebuild:startBuild.sync", {"ModelBuild": {"Built": {"Candidate": "c" * 64}}}
-    )
-    assert passed[1].startswith("PASS first-deploy/exported-candidate")
+def test_a_single_build_leaves_the_batch_undecided() -> None:
+    (line,) = verdicts("arn:aws:states:::codebuild:startBuild.sync", {"ModelBuild": {}})
+    assert line.startswith("CANNOT TELL first-deploy/batch-on-gpu") and "buildRunners=1" in line
 
 
 def test_no_execution_yet_cannot_tell() -> None:
@@ -77,24 +66,18 @@ def test_the_run_reads_the_verdicts_from_the_stacks_state_machine_and_skips_them
     from triton_mme.acceptance.runner import run_acceptance
 
     report = run_acceptance(STACK, healthy_stack(s3, not_ready=0), metrics_wait_s=0)
-    lines = [c.line() for c in report.checks if c.name in ("batch-on-gpu", "exported-candidate")]
-    assert [line.split(":")[0] for line in lines] == [
-        "PASS first-deploy/batch-on-gpu",
-        "PASS first-deploy/exported-candidate",
-    ]
+    lines = [c.line() for c in report.checks if c.name == "batch-on-gpu"]
+    assert [line.split(":")[0] for line in lines] == ["PASS first-deploy/batch-on-gpu"]
     older = healthy_stack(s3, not_ready=0)
     cloudformation, stub = stubbed("cloudformation")
     expect_stack(stub, buildStateMachineArn=None)
     stepfunctions, _ = stubbed("stepfunctions")
     clients = dataclasses.replace(older, cloudformation=cloudformation, stepfunctions=stepfunctions)
     report = run_acceptance(STACK, clients, metrics_wait_s=0)
-    assert not {"batch-on-gpu", "exported-candidate"} & {check.name for check in report.checks}
+    assert "batch-on-gpu" not in {check.name for check in report.checks}
     assert not report.failures  # a call to the unanswering stub would have failed a group in one line
 
 
 def test_a_fingerprint_built_before_decides_neither() -> None:
     lines = verdicts("arn:aws:states:::aws-sdk:s3:headObject", {"BuiltBefore": {}})
-    assert [line.split(":")[0] for line in lines] == [
-        "CANNOT TELL first-deploy/batch-on-gpu",
-        "CANNOT TELL first-deploy/exported-candidate",
-    ]
+    assert [line.split(":")[0] for line in lines] == ["CANNOT TELL first-deploy/batch-on-gpu"]

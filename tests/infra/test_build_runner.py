@@ -112,13 +112,10 @@ def test_buildspec_sets_up_and_checks_cuda_before_installing_tensorrt_and_buildi
         assert '--catalog "$MODEL_CATALOG" --triton-tag "$TRITON_IMAGE_TAG"' in looking_up
     assert "fetch-cache " in build[0] and "--to build/models " in build[0]
     assert "upload --archives-only " in build[2]
-    assert (
-        'stage-candidate --fingerprint "$MODEL_BUILD_FINGERPRINT" --digest-file build/candidate.sha256 '
-        in build[4]
-    )
-    # The candidate's digest goes to the serving check stage through CodeBuild's exported variables.
-    assert build[5] == 'export CANDIDATE_MANIFEST_SHA256="$(cat build/candidate.sha256)"'
-    assert spec_of(default[0])["env"]["exported-variables"] == ["CANDIDATE_MANIFEST_SHA256"]
+    # Last, and nothing after it: the candidate, recorded under the fingerprint and the engine's run, where
+    # the serving check finds it (no exported variable carries it).
+    assert 'stage-candidate --fingerprint "$MODEL_BUILD_FINGERPRINT" --run "$MODEL_BUILD_RUN" ' in build[4]
+    assert len(build) == 5 and "exported-variables" not in spec_of(default[0])["env"]
     for store_step in (build[0], *build[2:5]):
         assert '--bucket "$MODEL_BUCKET"' in store_step and '--prefix "$MODEL_PREFIX"' in store_step
         assert '--manifest-prefix "$MANIFEST_PREFIX"' in store_step
@@ -248,6 +245,7 @@ def test_runner_writes_archives_its_build_manifest_and_content_addressed_files_o
         "<StoreBucket>/manifests/*-????????????????.npz",  # golden-<hash>.npz
         "<StoreBucket>/manifests/build-cache/*.json",  # the build cache records of its archives
         "<StoreBucket>/manifests/builds/*/candidate-*.json",
+        "<StoreBucket>/manifests/builds/*/runs/*/shard-*.json",  # which candidate a shard staged in a run
         "<StoreBucket>/models/*",
     ]
     everything = json.dumps(runner_statements)

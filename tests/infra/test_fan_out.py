@@ -108,9 +108,16 @@ def test_shards_in_the_buildspecs_are_their_own_tasks() -> None:
     # The publish task publishes the union; a shard's task checks its own candidate, each command after the
     # one before it succeeded.
     assert command.startswith(f'if [ -n "${PUBLISH_VARIABLE}" ]; then ')
-    assert "publish-build" in command.split("; else ")[0] and "--shard-candidates" in command
-    shard = command.split("; else ")[1]
-    assert shard.count(" && ") == 3 and "publish-build" not in shard
+    publish, shard = command.split("; else ")
+    assert (
+        'publish-build --fingerprint "$MODEL_BUILD_FINGERPRINT" --run "$MODEL_BUILD_RUN" --shards 3 '
+        in publish
+    )
+    assert shard.count(" && ") == 2 and "publish-build" not in shard
+    run = '--fingerprint "$MODEL_BUILD_FINGERPRINT" --run "$MODEL_BUILD_RUN"'
+    assert f'fetch-candidate {run} --shard "${SHARD_VARIABLE}"' in shard
+    build = build_spec(tensorrt=False, shards=3)["phases"]["build"]["commands"]
+    assert build[-1].startswith(f'python -m triton_mme stage-candidate {run} --shard "${SHARD_VARIABLE}" ')
 
 
 def test_the_run_names_each_models_digest_so_cdk_diff_shows_which_models_change(
@@ -123,3 +130,24 @@ def test_the_run_names_each_models_digest_so_cdk_diff_shows_which_models_change(
     assert changed.digest != catalog.entry("roberta-large").digest
     assert catalog.entry("resnet50").digest == load_catalog("models.yaml").entry("resnet50").digest
     assert "Models" not in trigger["Properties"]  # the handlers never receive the map
+
+
+def test_every_fanned_out_store_command_parses_with_the_shipped_command_line() -> None:
+    from triton_mme.cli import parser
+
+    build = build_spec(tensorrt=False, shards=3)["phases"]["build"]["commands"]
+    (check,) = serving_check_spec(image_python_runs_check=True, shards=3)["phases"]["build"]["commands"]
+    publish, shard = check.removeprefix(f'if [ -n "${PUBLISH_VARIABLE}" ]; then ').split("; else ")
+    commands = [*build, publish, *shard.removesuffix("; fi").split(" && ")]
+    staged = [c for c in commands if "-candidate " in c or " publish-build " in c]
+    assert len(staged) == 3
+    for command in staged:
+        # The runner's shell gives each task its index: shard 1 here.
+        arguments = (
+            command.split(" -m triton_mme ")[1].replace(f"${SHARD_VARIABLE}", "1").replace('"', "").split()
+        )
+        parsed = parser().parse_args(arguments)  # an unknown option exits with status 2
+        assert parsed.run == "$MODEL_BUILD_RUN", command
+        assert (parsed.shards if " publish-build " in command else parsed.shard) == (
+            3 if " publish-build " in command else 1
+        ), command

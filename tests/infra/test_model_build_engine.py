@@ -16,7 +16,6 @@ from aws_cdk.assertions import Template
 from botocore.stub import Stubber
 from synth_support import Synthesized, bare_stack
 
-from triton_mme_cdk.constructs.build import build_spec
 from triton_mme_cdk.constructs.build.build_state_machine import BuildStage
 from triton_mme_cdk.constructs.build.model_build_engine import ModelBuildEngine
 from triton_mme_cdk.constructs.build.model_build_engine_handler import handler
@@ -172,25 +171,6 @@ def test_delete_stops_the_execution_and_never_fails_a_rollback(stepfunctions: St
     }
 
 
-def test_candidates_are_the_shards_digests_in_shard_order(codebuild: Stubber) -> None:
-    groups = [
-        {"Identifier": "DOWNLOAD_SOURCE", "CurrentBuildSummary": {"Arn": "arn:aws:codebuild:r:1:build/p:s"}}
-    ] + [
-        {"Identifier": f"shard_{i}", "CurrentBuildSummary": {"Arn": f"arn:aws:codebuild:r:1:build/p:{i}"}}
-        for i in (1, 0)
-    ]
-    exported = [
-        {
-            "id": f"p:{i}",
-            "exportedEnvironmentVariables": [{"name": build_spec.CANDIDATE_VARIABLE, "value": f"d{i}"}],
-        }
-        for i in (0, 1)
-    ]
-    codebuild.add_response("batch_get_builds", {"builds": exported}, {"ids": ["p:0", "p:1"]})
-    assert handler.step({"Entry": "candidates", "Groups": groups}) == "d0,d1"
-    assert handler.CANDIDATE_VARIABLE == build_spec.CANDIDATE_VARIABLE
-
-
 def test_a_failed_batch_names_its_first_failed_shard_and_its_error_line(
     codebuild: Stubber, logs: Stubber
 ) -> None:
@@ -240,11 +220,11 @@ def test_the_signal_never_prints_or_returns_the_handles_url(
         return io.BytesIO(b"")
 
     monkeypatch.setattr(handler.urllib.request, "urlopen", answer)
-    assert handler.step({"Entry": "signal", "Handle": "Handle1", "Status": "SUCCESS"})["Status"] == "SUCCESS"
+    assert handler.signal({"Handle": "Handle1"})["Status"] == "SUCCESS"
     assert sent[0].full_url == url and sent[0].get_method() == "PUT"
     assert json.loads(sent[0].data)["Status"] == "SUCCESS"
     with pytest.raises(RuntimeError) as failed:
-        handler.step({"Entry": "signal", "Handle": "Handle1", "Status": "SUCCESS"})
+        handler.signal({"Handle": "Handle1"})
     assert "secret" not in str(failed.value) and "secret" not in capsys.readouterr().out
 
 

@@ -5,7 +5,7 @@
   `mock_aws(config={"stepfunctions": {"execute_state_machine": True}})`) runs it offline. moto has no
   CodeBuild integration (`codebuild` is in its unsupported services), so only CodeBuild's results are stood
   in: `CodeBuildStandIn` answers `startBuild(.sync)` / `startBuildBatch(.sync)` with what the test scripts.
-  The state machine's own function runs in-process with its real code (handler.step), its AWS calls stubbed
+  The state machine's own function runs in-process with its real code (handler.signal), its AWS calls stubbed
   with botocore's Stubber, and signals a local HTTP server standing for the wait condition's handle URL.
   S3 (the built-before look-up) is moto's.
 """
@@ -51,7 +51,6 @@ REGION, ACCOUNT = "us-east-1", "123456789012"
 FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:step"
 BUCKET = "model-store"
 FINGERPRINT = "ab" * 32
-DIGEST = "cd" * 32
 BUILD_PROJECT, CHECK_PROJECT = "ModelBuildProject", "ServingCheckProject"
 
 
@@ -96,6 +95,29 @@ def test_the_synthesized_definition_passes_the_asl_validator(
         cwd=REPO_ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert refused.returncode != 0
+
+
+@pytest.mark.parametrize("variant", [{}, {"build_runners": 4}])
+def test_one_build_and_a_batch_share_one_shape_and_pass_only_the_fingerprint_and_the_run(
+    synth_with: Callable[..., Synthesized], variant: dict[str, Any]
+) -> None:
+    """No step between the stages: the check finds each shard's candidate in the store (store.stages)."""
+    states = definition(synth_with(**variant))["States"]
+    assert sorted(states) == sorted(
+        ["BuiltBefore", "ModelBuild", "ServingCheck", "SignalSuccess", "ReportModelBuildFailure",
+         "ReportServingCheckFailure", "Failed"]
+    )  # fmt: skip
+    assert (
+        states["ModelBuild"]["Next"] == "ServingCheck" and states["ServingCheck"]["Next"] == "SignalSuccess"
+    )
+    action = "startBuildBatch.sync" if variant else "startBuild.sync"
+    for stage in ("ModelBuild", "ServingCheck"):
+        assert states[stage]["Resource"].endswith(action) and states[stage]["ResultPath"] is None
+        variables = states[stage]["Parameters"]["EnvironmentVariablesOverride"]
+        assert [(v["Name"], v["Value.$"]) for v in variables] == [
+            ("MODEL_BUILD_FINGERPRINT", "$.Fingerprint"),
+            ("MODEL_BUILD_RUN", "$$.Execution.Name"),
+        ]
 
 
 # ----- the stand-ins --------------------------------------------------------------------------------------
@@ -168,14 +190,7 @@ def refused(parameters: dict[str, Any]) -> Any:  # a start CodeBuild refuses (a 
 
 
 def built(parameters: dict[str, Any]) -> dict[str, Any]:
-    exported = [{"Name": "CANDIDATE_MANIFEST_SHA256", "Value": DIGEST}]
-    return {
-        "Build": {
-            "Id": "ModelBuildProject:1",
-            "BuildStatus": "SUCCEEDED",
-            "ExportedEnvironmentVariables": exported,
-        }
-    }
+    return {"Build": {"Id": "ModelBuildProject:1", "BuildStatus": "SUCCEEDED"}}
 
 
 def succeeded(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -225,7 +240,7 @@ def engine(
     def invoke(parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
         assert parameters["FunctionName"] == FUNCTION_ARN
         try:
-            return {"StatusCode": 200, "Payload": handler.step(json.loads(parameters["Payload"]))}
+            return {"StatusCode": 200, "Payload": handler.signal(json.loads(parameters["Payload"]))}
         except Exception as error:  # Lambda's own answer for an unhandled error
             return {"StatusCode": 200, "FunctionError": "Unhandled",
                     "Payload": {"errorType": type(error).__name__, "errorMessage": str(error)}}  # fmt: skip
@@ -323,8 +338,11 @@ def test_success_builds_then_checks_the_candidate_then_signals_success(engine: C
         ("startBuild", BUILD_PROJECT),
         ("startBuild", CHECK_PROJECT),
     ]
-    check_variables = {v["Name"]: v["Value"] for v in STARTS[1][1]["EnvironmentVariablesOverride"]}
-    assert check_variables == {"MODEL_BUILD_FINGERPRINT": FINGERPRINT, "CANDIDATE_MANIFEST_SHA256": DIGEST}
+    # Both stages get the fingerprint and the execution's name, nothing else: the check finds each build
+    # shard's candidate under them (store.stages).
+    for _, started in STARTS:
+        variables = {v["Name"]: v["Value"] for v in started["EnvironmentVariablesOverride"]}
+        assert variables == {"MODEL_BUILD_FINGERPRINT": FINGERPRINT, "MODEL_BUILD_RUN": "run"}
     assert [s["Status"] for s in Handle.signals] == ["SUCCESS"]
     # The handle's URL is in no execution history: the function reads it and returns only the outcome.
     assert "secret" not in result["history"] and "127.0.0.1" not in result["history"]

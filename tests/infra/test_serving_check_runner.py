@@ -111,7 +111,9 @@ def test_the_buildspec_sets_up_cuda_then_fetches_checks_reports_and_publishes_th
     steps = [re.match(r"python3 -m triton_mme (\S+)", command)[1] for command in build]  # type: ignore[index]
     # archives (by the build stage) -> serving check -> report -> build manifest, last.
     assert steps == ["fetch-candidate", "serving-check", "publish-report", "publish-build"]
-    assert '--candidate "$CANDIDATE_MANIFEST_SHA256"' in build[0]
+    assert (
+        'fetch-candidate --fingerprint "$MODEL_BUILD_FINGERPRINT" --run "$MODEL_BUILD_RUN" --to' in build[0]
+    )
     assert "--server sagemaker --from build/models" in build[1]
     assert 'publish-build --fingerprint "$MODEL_BUILD_FINGERPRINT" ' in build[3]
     assert spec["env"]["variables"]["PIP_BREAK_SYSTEM_PACKAGES"] == "1"

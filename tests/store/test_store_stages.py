@@ -3,6 +3,7 @@ fetches it with every file checked, publishes its passing report, then the build
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from triton_mme.store.publish import read_published_manifest, upload_build
 from triton_mme.store.stages import PublishError, fetch_candidate, publish_serving_report, require_passing
 
 FINGERPRINT = "e" * 64
+RUN = "e" * 43 + "-11111111-2222-3333-4444-555555555555"  # the engine's execution name
 STORE = ["--bucket", BUCKET]
 
 
@@ -25,18 +27,20 @@ def candidate_key(manifest: Manifest) -> str:
     return f"manifests/builds/{FINGERPRINT}/candidate-{manifest.sha256}.json"
 
 
+def staged_key(shard: int, run: str = RUN) -> str:
+    return f"manifests/builds/{FINGERPRINT}/runs/{run}/shard-{shard}.json"
+
+
 @pytest.fixture
 def staged(
     s3: Any, built: tuple[Path, Manifest], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> tuple[Path, Manifest]:
-    """The build stage's end: archives and files uploaded, the candidate staged, its digest written."""
+    """The build stage's end: archives and files uploaded, the candidate staged and recorded for this run."""
     build_dir, manifest = built
     upload_build(ModelStoreClient(s3, BUCKET), build_dir, make_live=False)
-    digest_file = tmp_path / "candidate.sha256"
-    assert main(["stage-candidate", "--from", str(build_dir), "--fingerprint", FINGERPRINT,
-                 "--digest-file", str(digest_file), *STORE]) == 0  # fmt: skip
+    assert main(["stage-candidate", "--from", str(build_dir), "--fingerprint", FINGERPRINT, "--run", RUN,
+                 *STORE]) == 0  # fmt: skip
     assert capsys.readouterr().out == f"candidate s3://{BUCKET}/{candidate_key(manifest)} written\n"
-    assert digest_file.read_text() == f"{manifest.sha256}\n"
     return build_dir, manifest
 
 
@@ -48,17 +52,23 @@ def test_the_candidate_is_the_manifest_under_its_fingerprint_and_nothing_reads_i
     assert body == manifest.to_json().encode()
     assert read_published_manifest(ModelStoreClient(s3, BUCKET)) is None
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="manifests/builds/")["Contents"]]
-    assert keys == [candidate_key(manifest)]  # no build manifest yet: only the serving check publishes one
+    # The candidate and, for one build, shard 0's record of it in this run; no build manifest yet: only the
+    # serving check publishes one.
+    assert keys == [candidate_key(manifest), staged_key(0)]
+    record = s3.get_object(Bucket=BUCKET, Key=staged_key(0))["Body"].read()
+    assert json.loads(record) == {"candidate": manifest.sha256}
 
 
 def test_a_candidate_naming_files_not_uploaded_is_refused(
     s3: Any, built: tuple[Path, Manifest], capsys: pytest.CaptureFixture[str]
 ) -> None:
     build_dir, _ = built
-    assert main(["stage-candidate", "--from", str(build_dir), "--fingerprint", FINGERPRINT, *STORE]) == 1
+    command = ["stage-candidate", "--from", str(build_dir), "--fingerprint", FINGERPRINT, "--run", RUN]
+    assert main([*command, *STORE]) == 1
     assert "named in the manifest but not in the bucket; refusing to publish the manifest" in one_line_error(
         capsys
     )
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix="manifests/builds/").get("KeyCount") == 0  # nor a record
 
 
 def test_the_check_stage_fetches_the_candidate_and_every_file_it_names(
@@ -66,8 +76,7 @@ def test_the_check_stage_fetches_the_candidate_and_every_file_it_names(
 ) -> None:
     build_dir, manifest = staged
     to = tmp_path / "fetched"
-    assert main(["fetch-candidate", "--fingerprint", FINGERPRINT, "--candidate", manifest.sha256,
-                 "--to", str(to), *STORE]) == 0  # fmt: skip
+    assert main(["fetch-candidate", "--fingerprint", FINGERPRINT, "--run", RUN, "--to", str(to), *STORE]) == 0
     names = sorted([*manifest.target_models, *manifest.files, "manifest.json"])
     assert sorted(p.name for p in to.iterdir()) == names
     for name in names:
@@ -86,16 +95,45 @@ def test_a_file_whose_bytes_do_not_match_the_candidate_stops_the_fetch(
     assert not (tmp_path / "f" / "manifest.json").exists()  # written last, so never beside a bad file
 
 
-def test_an_unknown_candidate_is_one_line(
+def test_a_shard_that_staged_nothing_in_this_run_is_one_line_naming_it(
+    s3: Any, staged: tuple[Path, Manifest], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Shard 0 staged in RUN; neither another run's record nor another shard's stands in for it.
+    for run, shard in (("other-run", 0), (RUN, 1)):
+        command = ["fetch-candidate", "--fingerprint", FINGERPRINT, "--run", run, "--shard", str(shard)]
+        assert main([*command, "--to", str(tmp_path), *STORE]) == 1
+        assert one_line_error(capsys) == (
+            f"error: s3://{BUCKET}/{staged_key(shard, run)}: build shard {shard} staged no candidate in run "
+            f"{run} (the build stage stages one per shard, last)"
+        )
+    assert not (tmp_path / "manifest.json").exists()
+
+
+def test_a_record_naming_a_candidate_that_is_not_there_is_one_line(
     s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = "a" * 64
-    command = ["fetch-candidate", "--fingerprint", FINGERPRINT, "--candidate", missing, "--to", str(tmp_path)]
+    s3.put_object(Bucket=BUCKET, Key=staged_key(0), Body=json.dumps({"candidate": missing}).encode())
+    command = ["fetch-candidate", "--fingerprint", FINGERPRINT, "--run", RUN, "--to", str(tmp_path)]
     assert main([*command, *STORE]) == 1
     assert one_line_error(capsys) == (
         f"error: s3://{BUCKET}/manifests/builds/{FINGERPRINT}/candidate-{missing}.json: no such candidate "
         "(the build stage stages it)"
     )
+
+
+def test_a_run_that_is_not_an_execution_name_is_refused_before_anything_is_written(
+    s3: Any, built: tuple[Path, Manifest], capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_dir, _ = built
+    upload_build(ModelStoreClient(s3, BUCKET), build_dir, make_live=False)
+    command = ["stage-candidate", "--from", str(build_dir), "--fingerprint", FINGERPRINT, "--run", "a/../b"]
+    assert main([*command, *STORE]) == 1
+    assert one_line_error(capsys) == (
+        "error: run 'a/../b' is not a build run; allowed: 1 to 80 letters, digits, - and _ (the build engine "
+        "sets MODEL_BUILD_FINGERPRINT and MODEL_BUILD_RUN)"
+    )
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix="manifests/builds/").get("KeyCount") == 0
 
 
 def test_report_then_manifest_last_and_a_rerun_keeps_both(
@@ -183,11 +221,17 @@ def test_a_fanned_out_build_publishes_the_union_of_its_checked_shards(
     store = ModelStoreClient(s3, BUCKET)
     shards = shard_directories(build_dir, manifest, tmp_path)
     assert len(shards) == 2
-    for directory, _ in shards:
+    for index, (directory, _) in enumerate(shards):
         upload_build(store, directory, make_live=False)
-        assert main(["stage-candidate", "--from", str(directory), "--fingerprint", FINGERPRINT, *STORE]) == 0
-    digests = ",".join(part.sha256 for _, part in shards)
-    command = ["publish-build", "--fingerprint", FINGERPRINT, "--shard-candidates", digests, *STORE]
+        stage = ["stage-candidate", "--from", str(directory), "--fingerprint", FINGERPRINT, "--run", RUN]
+        assert main([*stage, "--shard", str(index), *STORE]) == 0
+    command = ["publish-build", "--fingerprint", FINGERPRINT, "--run", RUN, "--shards", "2", *STORE]
+    # Each check shard fetches its own build shard's candidate.
+    for index, (_, part) in enumerate(shards):
+        fetched = tmp_path / f"fetched-{index}"
+        fetch = ["fetch-candidate", "--fingerprint", FINGERPRINT, "--run", RUN, "--shard", str(index)]
+        assert main([*fetch, "--to", str(fetched), *STORE]) == 0
+        assert (fetched / "manifest.json").read_bytes() == part.to_json().encode()
     # A shard without its passing report publishes nothing.
     first, second = shards
     (first[0] / SERVING_REPORT_FILE_NAME).write_text(passing_report(first[1]).to_json())
@@ -202,6 +246,11 @@ def test_a_fanned_out_build_publishes_the_union_of_its_checked_shards(
 
     (second[0] / SERVING_REPORT_FILE_NAME).write_text(passing_report(second[1]).to_json())
     assert main(["publish-report", "--from", str(second[0]), *STORE]) == 0
+    # More shards than staged in this run: the missing one is named, nothing is published.
+    capsys.readouterr()
+    assert main([*command[:-3], "3", *STORE]) == 1
+    assert f"{staged_key(2)}: build shard 2 staged no candidate in run {RUN}" in one_line_error(capsys)
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix=build_key).get("KeyCount") == 0
     assert main(command) == 0
     # The union of the shards is the whole build's manifest, byte for byte.
     assert s3.get_object(Bucket=BUCKET, Key=build_key)["Body"].read() == manifest.to_json().encode()
@@ -215,5 +264,7 @@ def test_overlapping_shards_are_refused(s3: Any, staged: tuple[Path, Manifest], 
     assert main(["publish-report", "--from", str(checked), *STORE]) == 0
     from triton_mme.store.stages import publish_checked_shards
 
+    # Shard 1 recorded the same candidate as shard 0.
+    s3.put_object(Bucket=BUCKET, Key=staged_key(1), Body=json.dumps({"candidate": manifest.sha256}).encode())
     with pytest.raises(PublishError, match="the shards' candidates overlap"):
-        publish_checked_shards(ModelStoreClient(s3, BUCKET), [manifest.sha256, manifest.sha256], FINGERPRINT)
+        publish_checked_shards(ModelStoreClient(s3, BUCKET), FINGERPRINT, RUN, 2)

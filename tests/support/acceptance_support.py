@@ -532,7 +532,7 @@ def healthy_stack(s3: Any, *, not_ready: int = 2, events: list[tuple[str, str]] 
 
 
 def expect_build_execution(stepfunctions: Stubber) -> None:
-    """The build engine's newest successful execution: a build batch whose shards handed their candidates."""
+    """The build engine's newest successful execution: a build batch."""
     run = {"executionArn": BUILD_RUN, "stateMachineArn": BUILD_MACHINE, "name": "4d85d745-request",
            "status": "SUCCEEDED", "startDate": UPDATED}  # fmt: skip
     expected = {"stateMachineArn": BUILD_MACHINE, "statusFilter": "SUCCEEDED", "maxResults": 1}
@@ -542,9 +542,7 @@ def expect_build_execution(stepfunctions: Stubber) -> None:
     events = [
         {"timestamp": UPDATED, "type": "TaskScheduled", "id": 1, "taskScheduledEventDetails": scheduled}
     ]
-    for index, (state, output) in enumerate(
-        (("ModelBuild", {"Built": {}}), ("ShardCandidates", {"Candidates": f"{'ab' * 32},{'cd' * 32}"})), 2
-    ):
+    for index, (state, output) in enumerate((("ModelBuild", {}), ("ServingCheck", {})), 2):
         exited = {"name": state, "output": json.dumps(output)}
         events.append({"timestamp": UPDATED, "type": "TaskStateExited", "id": index,
                        "stateExitedEventDetails": exited})  # fmt: skip

@@ -6,6 +6,8 @@ MANIFEST_PREFIX, outside the model prefix:
 
 - `<MANIFEST_PREFIX>builds/<fingerprint>/candidate-<manifest sha256>.json`: what one build produced, staged
   by the build stage for the serving check; nothing reads it as a manifest;
+- `<MANIFEST_PREFIX>builds/<fingerprint>/runs/<run>/shard-<index>.json`: which candidate shard `index` of the
+  build stage staged in one run of the build engine (its execution's name), for that run's serving check;
 - `<MANIFEST_PREFIX><manifest sha256>.serving-report.json`: how every archive of that manifest loaded and
   answered in the endpoint's own Triton (core.serving_report), written once by the serving check;
 - `<MANIFEST_PREFIX>builds/<fingerprint>/manifest.json`: the build's manifest, written once by the serving
@@ -44,6 +46,8 @@ INDEX_SUFFIX = ".index.json"
 RECORDS_SUFFIX = ".records.jsonl"
 CANDIDATE_PREFIX = "candidate-"
 BUILDS_FOLDER = "builds/"
+RUNS_FOLDER = "runs/"
+STAGED_SHARD_PREFIX = "shard-"
 # Under the manifest prefix: the build cache records runners share (store.build_cache), `<key>.json` each.
 BUILD_CACHE_FOLDER = "build-cache/"
 # Under the manifest prefix: the operators' intents of `add`, `upload` and `remove` (store.intents). No
@@ -81,6 +85,18 @@ def candidate_manifest_key(
         )
     folder = build_manifest_key(fingerprint, manifest_prefix).removesuffix(MANIFEST_FILE_NAME)
     return f"{folder}{CANDIDATE_PREFIX}{manifest_sha256}.json"
+
+
+# A run of the build engine: its Step Functions execution's name (at most 80 letters, digits, - and _).
+RUN_PATTERN = re.compile(r"^[0-9A-Za-z_-]{1,80}$")
+
+
+def staged_shard_key(fingerprint: str, run: str, shard: int, manifest_prefix: str = MANIFEST_PREFIX) -> str:
+    """Where shard `shard` of run `run` records the digest of the candidate it staged (written once)."""
+    if not RUN_PATTERN.fullmatch(run):
+        raise ValueError(f"run '{run}' is not a build run; allowed: 1 to 80 letters, digits, - and _")
+    folder = build_manifest_key(fingerprint, manifest_prefix).removesuffix(MANIFEST_FILE_NAME)
+    return f"{folder}{RUNS_FOLDER}{run}/{STAGED_SHARD_PREFIX}{shard}.json"
 
 
 def serving_report_key(manifest_sha256: str, manifest_prefix: str = MANIFEST_PREFIX) -> str:

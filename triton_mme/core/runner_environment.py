@@ -7,3 +7,6 @@ from __future__ import annotations
 TRITON_TAG_ENV = "TRITON_IMAGE_TAG"
 # The build's fingerprint, the sha256 of everything the build depends on: it names the build's manifest.
 FINGERPRINT_ENV = "MODEL_BUILD_FINGERPRINT"
+# The build engine's run that started the stage (its Step Functions execution's name): with the fingerprint,
+# where each build shard records the candidate it staged for that run's serving check (store.stages).
+RUN_ENV = "MODEL_BUILD_RUN"

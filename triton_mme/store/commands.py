@@ -11,10 +11,16 @@ from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triton_mme.arguments import add_allow_field, add_unpacked_limit, non_negative_int, report_key_file
+from triton_mme.arguments import (
+    add_allow_field,
+    add_unpacked_limit,
+    non_negative_int,
+    positive_int,
+    report_key_file,
+)
 from triton_mme.core.locations import BUILD_DIR, MANIFEST_PREFIX, MODEL_PREFIX
 from triton_mme.core.platform import PLATFORM
-from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
+from triton_mme.core.runner_environment import FINGERPRINT_ENV, RUN_ENV, TRITON_TAG_ENV
 from triton_mme.core.wording import plural
 
 if TYPE_CHECKING:
@@ -46,23 +52,25 @@ def register(subparsers: Any) -> None:
         "stage-candidate",
         help="stage a build's manifest for the serving check (nothing reads it as a manifest)",
         description="Write <from>/manifest.json as <manifest-prefix>/builds/<fingerprint>/candidate-<its "
-        "sha256>.json, once, after checking that every archive and file it names is in the bucket; with "
-        "--digest-file, write its sha256 there for the next stage.",
+        "sha256>.json, once, after checking that every archive and file it names is in the bucket; then "
+        "record its sha256 as what --shard staged in --run (builds/<fingerprint>/runs/<run>/shard-<i>.json), "
+        "where that run's serving check finds it.",
     )
     _add_build_dir(candidate)
     _add_fingerprint(candidate)
-    candidate.add_argument("--digest-file", type=Path, help="where to write the staged manifest's sha256")
+    _add_run(candidate, shard="this build's shard")
     _add_bucket_arguments(candidate)
     candidate.set_defaults(handler=_stage_candidate)
 
     fetch = subparsers.add_parser(
         "fetch-candidate",
         help="download a staged candidate and every archive and file it names",
-        description="Download <manifest-prefix>/builds/<fingerprint>/candidate-<sha256>.json and everything "
-        "it names into <to>, checking every digest, and write <to>/manifest.json last.",
+        description="Download the candidate --shard staged in --run, <manifest-prefix>/builds/<fingerprint>/"
+        "candidate-<sha256>.json, and everything it names into <to>, checking every digest, and write "
+        "<to>/manifest.json last.",
     )
     _add_fingerprint(fetch)
-    fetch.add_argument("--candidate", required=True, metavar="SHA256", help="the staged manifest's sha256")
+    _add_run(fetch, shard="the build shard whose candidate to fetch")
     fetch.add_argument("--to", type=Path, default=BUILD_DIR, help="directory to fill (default: %(default)s)")
     _add_bucket_arguments(fetch)
     fetch.set_defaults(handler=_fetch_candidate)
@@ -89,10 +97,14 @@ def register(subparsers: Any) -> None:
     _add_build_dir(build)
     _add_fingerprint(build)
     build.add_argument(
-        "--shard-candidates",
-        metavar="SHA256,...",
-        help="publish the union of these staged candidates instead of <from>/manifest.json, each beside its "
-        "passing report (the shards of a fanned-out build, in order)",
+        "--run", help=f"the build engine's run (with --shards; the runners have it as {RUN_ENV})"
+    )
+    build.add_argument(
+        "--shards",
+        type=positive_int,
+        metavar="N",
+        help="publish the union of the candidates build shards 0 to N-1 staged in --run instead of "
+        "<from>/manifest.json, each beside its passing report (a fanned-out build)",
     )
     _add_bucket_arguments(build)
     build.set_defaults(handler=_publish_build)
@@ -184,6 +196,15 @@ def _add_fingerprint(parser: argparse.ArgumentParser) -> None:
         "--fingerprint",
         required=True,
         help=f"the build's fingerprint (64 hex digits; the runners have it as {FINGERPRINT_ENV})",
+    )
+
+
+def _add_run(parser: argparse.ArgumentParser, *, shard: str) -> None:
+    parser.add_argument(
+        "--run", required=True, help=f"the build engine's run (the runners have it as {RUN_ENV})"
+    )
+    parser.add_argument(
+        "--shard", type=non_negative_int, default=0, metavar="INDEX", help=f"{shard} (default: %(default)s)"
     )
 
 
@@ -299,22 +320,21 @@ def _upload(args: argparse.Namespace, store: ModelStoreClient) -> int:
 
 @_s3_command
 def _stage_candidate(args: argparse.Namespace, store: ModelStoreClient) -> int:
-    from triton_mme.core.files import write_atomically
     from triton_mme.store.stages import stage_candidate
 
-    staged, digest = stage_candidate(store, args.source, args.fingerprint.strip())
+    staged, _ = stage_candidate(store, args.source, args.fingerprint.strip(), args.run.strip(), args.shard)
     state = "written" if staged.written else "kept (already staged, same bytes)"
     print(f"candidate s3://{args.bucket}/{staged.key} {state}")
-    if args.digest_file:
-        write_atomically(args.digest_file, digest + "\n")
     return 0
 
 
 @_s3_command
 def _fetch_candidate(args: argparse.Namespace, store: ModelStoreClient) -> int:
-    from triton_mme.store.stages import fetch_candidate
+    from triton_mme.store.stages import fetch_candidate, staged_candidate
 
-    manifest = fetch_candidate(store, args.fingerprint.strip(), args.candidate.strip(), args.to)
+    fingerprint = args.fingerprint.strip()
+    digest = staged_candidate(store, fingerprint, args.run.strip(), args.shard)
+    manifest = fetch_candidate(store, fingerprint, digest, args.to)
     fetched = f"{plural(len(manifest.archives), 'archive')} and {plural(len(manifest.files), 'file')}"
     print(f"fetched {fetched} into {args.to}")
     return 0
@@ -338,9 +358,8 @@ def _publish_build(args: argparse.Namespace, store: ModelStoreClient) -> int:
     from triton_mme.store.stages import publish_checked_build, publish_checked_shards
 
     fingerprint = args.fingerprint.strip()
-    if args.shard_candidates is not None:
-        digests = [digest.strip() for digest in args.shard_candidates.split(",") if digest.strip()]
-        report = publish_checked_shards(store, digests, fingerprint)
+    if args.shards is not None:
+        report = publish_checked_shards(store, fingerprint, (args.run or "").strip(), args.shards)
     else:
         report = publish_checked_build(store, read_local_manifest(args.source), fingerprint)
     state = "written" if report.written else "kept (already published for this fingerprint)"

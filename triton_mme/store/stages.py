@@ -3,30 +3,37 @@ check passed.
 
 1. The build stage uploads the archives and companion files (`upload --archives-only`), then stages its
    manifest as a candidate, `<manifest prefix>builds/<fingerprint>/candidate-<manifest sha256>.json`, where
-   nothing reads it as a manifest (`stage_candidate`).
-2. The serving check stage fetches that candidate and every file it names, checking each digest
-   (`fetch_candidate`), checks the archives in the serving image, publishes its passing report as
-   `<manifest prefix><manifest sha256>.serving-report.json` (`publish_serving_report`), and last publishes the
-   build's manifest under its fingerprint (`publish_checked_build`), which refuses without that report.
+   nothing reads it as a manifest, and last records its digest for this run of the build engine and this
+   shard, `builds/<fingerprint>/runs/<run>/shard-<index>.json` (`stage_candidate`; one build is shard 0).
+2. The serving check stage finds that record (`staged_candidate`), fetches the candidate and every file it
+   names, checking each digest (`fetch_candidate`), checks the archives in the serving image, publishes its
+   passing report as `<manifest prefix><manifest sha256>.serving-report.json` (`publish_serving_report`), and
+   last publishes the build's manifest under its fingerprint (`publish_checked_build`), which refuses without
+   that report.
 
 With the stages fanned out over several runners (`buildRunners`), each build shard stages its own candidate,
-each check shard checks one and publishes its report, and a last step publishes the build's manifest as the
-union of the shards' candidates, each beside its passing report (`publish_checked_shards`).
+each check shard checks that shard's, and a last step publishes the build's manifest as the union of the
+shards' candidates, each beside its passing report (`publish_checked_shards`).
 
-Every key is written once (If-None-Match); a rerun of the same candidate keeps what is there.
+A shard's record is never stale when the check reads it: its key names the run, so no other run wrote it;
+the build stage succeeded, so every shard wrote it (a shard records last, and a batch fails fast with any
+failed shard); and S3 reads are strongly consistent after a write. Every key is written once
+(If-None-Match); a rerun of the same candidate keeps what is there.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from triton_mme.core.files import file_sha256, write_atomically
-from triton_mme.core.locations import candidate_manifest_key, serving_report_key
+from triton_mme.core.locations import candidate_manifest_key, serving_report_key, staged_shard_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
 from triton_mme.core.naming import COMPANION_NAME
+from triton_mme.core.runner_environment import FINGERPRINT_ENV, RUN_ENV
 from triton_mme.core.serving_report import ServingReport, ServingReportError
 from triton_mme.core.wording import plural
 from triton_mme.store.location import ModelStoreClient
@@ -53,19 +60,45 @@ def _candidate_key(fingerprint: str, manifest_sha256: str, manifest_prefix: str)
     try:
         return candidate_manifest_key(fingerprint, manifest_sha256, manifest_prefix)
     except ValueError as error:
-        raise PublishError(f"{error} (the build trigger passes both to the stages)") from None
+        raise PublishError(f"{error} (the build engine passes the fingerprint to the stages)") from None
 
 
-def stage_candidate(store: ModelStoreClient, directory: Path, fingerprint: str) -> tuple[Written, str]:
-    """Stage the build's manifest for the serving check; returns where, and the manifest's sha256.
+def _staged_shard_key(store: ModelStoreClient, fingerprint: str, run: str, shard: int) -> str:
+    try:
+        return staged_shard_key(fingerprint, run, shard, store.prefixes.manifests)
+    except ValueError as error:
+        raise PublishError(f"{error} (the build engine sets {FINGERPRINT_ENV} and {RUN_ENV})") from None
+
+
+def stage_candidate(
+    store: ModelStoreClient, directory: Path, fingerprint: str, run: str, shard: int = 0
+) -> tuple[Written, str]:
+    """Stage the build's manifest for the serving check, then record it as what `shard` staged in `run`;
+    returns where, and the manifest's sha256.
 
     Everything it names must already be in the bucket (`upload --archives-only` first).
     """
     manifest = read_local_manifest(directory)
     key = _candidate_key(fingerprint, manifest.sha256, store.prefixes.manifests)
+    record = _staged_shard_key(store, fingerprint, run, shard)
     check_named_objects(store, manifest)
     written = create_json(store, key, manifest.to_json().encode("utf-8"))
+    create_json(store, record, json.dumps({"candidate": manifest.sha256}).encode("utf-8"))
     return Written(key, written), manifest.sha256
+
+
+def staged_candidate(store: ModelStoreClient, fingerprint: str, run: str, shard: int = 0) -> str:
+    """The digest of the candidate `shard` staged in `run` (see the module's note on why it is this run's)."""
+    key = _staged_shard_key(store, fingerprint, run, shard)
+    if head(store, key) is None:
+        raise PublishError(
+            f"{store.url(key)}: build shard {shard} staged no candidate in run {run} (the build stage "
+            "stages one per shard, last)"
+        )
+    try:
+        return str(json.loads(store.s3.get_object(Bucket=store.bucket, Key=key)["Body"].read())["candidate"])
+    except (ValueError, TypeError, KeyError):
+        raise PublishError(f"{store.url(key)}: not a staged shard's record") from None
 
 
 def _download(store: ModelStoreClient, key: str, path: Path) -> str:
@@ -177,15 +210,16 @@ def publish_checked_build(
 
 
 def publish_checked_shards(
-    store: ModelStoreClient, shard_candidates: list[str], fingerprint: str
+    store: ModelStoreClient, fingerprint: str, run: str, shards: int
 ) -> BuildManifestReport:
-    """The build's manifest under its fingerprint: the union of the shards' staged candidates, each of which
-    must have its own published, passing serving report, and no model in two of them."""
-    if not shard_candidates:
-        raise PublishError("no shard candidates; allowed: the digests the build shards exported, in order")
+    """The build's manifest under its fingerprint: the union of the candidates the `shards` build shards
+    staged in `run`, each of which must have its own published, passing serving report, and no model in two
+    of them."""
+    if shards < 1:
+        raise PublishError(f"--shards {shards}: allowed: the number of build shards, 1 or more")
     archives: list[ArchiveRecord] = []
-    for digest in shard_candidates:
-        _, manifest = _candidate(store, fingerprint, digest)
+    for shard in range(shards):
+        _, manifest = _candidate(store, fingerprint, staged_candidate(store, fingerprint, run, shard))
         key = serving_report_key(manifest.sha256, store.prefixes.manifests)
         require_passing(_published_report(store, key), manifest, where=store.url(key))
         archives.extend(manifest.archives)

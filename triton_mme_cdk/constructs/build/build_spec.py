@@ -3,9 +3,9 @@
 The build stage starts from what earlier runners built of unchanged entries (`fetch-cache`, the store's
 build cache) and publishes in the order that never leaves a manifest or cache record naming something
 missing: the archives and companion files (golden data included), their build cache records, then its
-manifest as a candidate under its fingerprint, which nothing reads as a manifest. It exports the
-candidate's sha256 (CANDIDATE_MANIFEST_SHA256) for the serving check stage (serving_check_spec.py), which
-checks every archive in the endpoint's own image and only then publishes the build's manifest. Neither
+manifest as a candidate under its fingerprint, which nothing reads as a manifest, recorded as what this shard
+staged in this run (store.stages) for the serving check stage (serving_check_spec.py), which checks every
+archive in the endpoint's own image and only then publishes the build's manifest. Neither
 stage writes the live manifest: the deployment promotes the build's manifest once the endpoint serves it
 (docs/updates.md).
 """
@@ -17,22 +17,20 @@ from typing import TYPE_CHECKING, Any
 from triton_mme.catalog.shards import SHARDS_FILE_NAME
 from triton_mme.core.locations import BUILD_DIR
 from triton_mme.core.platform import PLATFORM
-from triton_mme.core.runner_environment import FINGERPRINT_ENV, TRITON_TAG_ENV
+from triton_mme.core.runner_environment import FINGERPRINT_ENV, RUN_ENV, TRITON_TAG_ENV
 
 if TYPE_CHECKING:
     from triton_mme_cdk.constructs.store.model_store import ModelStore
 
 # The runner runs the project's one command line from its source (core, sizing, model_build, store).
 COMMAND = "python -m triton_mme"
-# Set by the build state machine on every build it starts (model_build_engine.py imports it).
+# Set by the build state machine on every build it starts (build_state_machine.py imports them): the build's
+# fingerprint and the engine's run (its execution's name), which together find each shard's candidate.
 FINGERPRINT_VARIABLE = FINGERPRINT_ENV
+RUN_VARIABLE = RUN_ENV
 # Set on both stages' projects: the Triton image tag the archives are built for and checked in (the command
 # line's --triton-tag default reads the same variable).
 TRITON_TAG_VARIABLE = TRITON_TAG_ENV
-# Exported by the build stage (buildspec `exported-variables`, read from BatchGetBuilds by the trigger, which
-# passes it on to the serving check stage).
-CANDIDATE_VARIABLE = "CANDIDATE_MANIFEST_SHA256"
-CANDIDATE_DIGEST_FILE = "build/candidate.sha256"
 # A fanned-out stage (buildRunners > 1): each shard's index in the batch (its task's own variable), and the
 # shard file synthesis writes beside the catalog (catalog.shards).
 SHARD_VARIABLE = "BUILD_SHARD"
@@ -72,6 +70,8 @@ CUDA_COMPAT_SETUP = (
 )
 
 
+# Which build and run the stages' candidate commands serve (the variables the state machine sets).
+RUN_ARGUMENTS = f'--fingerprint "${FINGERPRINT_VARIABLE}" --run "${RUN_VARIABLE}"'
 # Where the store commands of both stages publish (the projects' environment variables, store_variables).
 STORE_ARGUMENTS = '--prefix "$MODEL_PREFIX" --bucket "$MODEL_BUCKET" --manifest-prefix "$MANIFEST_PREFIX"'
 
@@ -103,25 +103,23 @@ def build_spec(*, tensorrt: bool, shards: int = 1) -> dict[str, Any]:
             f'{PLATFORM.codebuild.nvidia_pip_index.value} "$TENSORRT_REQUIREMENT"'
         )
     store = f"--from {BUILD_DIR} {STORE_ARGUMENTS}"
-    shard = f' --shard "${SHARD_VARIABLE}" --shard-file {SHARDS_FILE_NAME}' if shards > 1 else ""
-    catalog = f'--catalog "$MODEL_CATALOG" --triton-tag "${TRITON_TAG_VARIABLE}"{shard}'
+    shard = f' --shard "${SHARD_VARIABLE}"' if shards > 1 else ""
+    shard_file = f"{shard} --shard-file {SHARDS_FILE_NAME}" if shards > 1 else ""
+    catalog = f'--catalog "$MODEL_CATALOG" --triton-tag "${TRITON_TAG_VARIABLE}"{shard_file}'
     build = [
         # What earlier runners built of unchanged entries (store.build_cache): only the rest is exported.
         f"{COMMAND} fetch-cache {catalog} --to {BUILD_DIR} {STORE_ARGUMENTS}",
         f"{COMMAND} build {catalog} --out {BUILD_DIR}",
         f"{COMMAND} upload --archives-only {store}",
         f"{COMMAND} publish-cache {store}",
-        # Last: the build's manifest as a candidate for the serving check, under the trigger's fingerprint.
-        f'{COMMAND} stage-candidate --fingerprint "${FINGERPRINT_VARIABLE}" --digest-file '
-        f"{CANDIDATE_DIGEST_FILE} {store}",
-        f'export {CANDIDATE_VARIABLE}="$(cat {CANDIDATE_DIGEST_FILE})"',
+        # Last: the build's manifest as a candidate for the serving check, recorded for this run and shard.
+        f"{COMMAND} stage-candidate {RUN_ARGUMENTS}{shard} {store}",
     ]
     spec: dict[str, Any] = {
         "version": "0.2",
         "env": {
             "shell": "bash",
             "variables": {"PYTHONUNBUFFERED": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-            "exported-variables": [CANDIDATE_VARIABLE],
         },
         "phases": {"install": {"commands": install}, "build": {"commands": build}},
     }

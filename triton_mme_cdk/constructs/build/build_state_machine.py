@@ -1,6 +1,7 @@
-"""The model build engine's state machine (model_build_engine.py): the build stage, then the serving check,
-then the signal, on Step Functions' optimised CodeBuild integrations (`.sync`), each stage with its budget,
-retry and catch."""
+"""The model build engine's state machine (model_build_engine.py): the build stage, then the serving check
+(which publishes the build's manifest), then the signal, on Step Functions' optimised CodeBuild integrations
+("The Run a Job (.sync) integration pattern is supported" for StartBuild and StartBuildBatch: Step Functions
+Developer Guide, connect-codebuild), each stage with its budget, retry and catch."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from triton_mme_cdk.constructs.build.build_spec import CANDIDATE_VARIABLE, FINGERPRINT_VARIABLE
-from triton_mme_cdk.constructs.build.serving_check_spec import SHARD_CANDIDATES_VARIABLE
+from triton_mme_cdk.constructs.build.build_spec import FINGERPRINT_VARIABLE, RUN_VARIABLE
 from triton_mme_cdk.constructs.functions.handler_function import function_log_group
 from triton_mme_cdk.constructs.scanners.checkov import skip_function_checks
 from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resources
@@ -28,7 +28,7 @@ from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resource
 BACKSTOP_MINUTES = 1
 # StopBuild then StartBuild at once under ConcurrentBuildLimit 1 (a cancelled deploy, then the next) can be
 # refused while the stopped build finishes. The name follows Step Functions' `<Service>.<Exception>`; that
-# the CodeBuild integration raises exactly it is a first-deploy verdict (acceptance, build_engine_verdicts).
+# the CodeBuild integration raises exactly it is assumed (docs/deploy.md, "First-deploy verdicts").
 REFUSED_START = "CodeBuild.AccountLimitExceededException"
 RETRY: dict[str, Any] = {"interval": Duration.seconds(20), "max_attempts": 2, "backoff_rate": 2.0}
 
@@ -52,68 +52,50 @@ def build_state_machine(
     *,
     bucket: str,
     builds: str,
-    step: lambda_.Function,
+    signal: lambda_.Function,
     log_retention: logs.RetentionDays,
 ) -> sfn.StateMachine:
     """The engine's state machine, its states added to `scope` (the engine): BuiltBefore, then the build
-    stage (a batch's ShardCandidates), the serving check and SignalSuccess; any failure goes to its stage's
-    report, which signals FAILURE with what was caught. `builds` is the ARN pattern of build manifests in
-    `bucket`; `step` the engine's function."""
+    stage, the serving check and SignalSuccess; any failure goes to its stage's report, which signals FAILURE
+    with what was caught. `builds` is the ARN pattern of build manifests in `bucket`; `signal` the engine's
+    function."""
 
-    def invoke(name: str, payload: dict[str, Any], **options: Any) -> tasks.LambdaInvoke:
-        task = sfn.TaskInput.from_object(payload)
+    def invoke(name: str, payload: dict[str, Any]) -> tasks.LambdaInvoke:
+        task = sfn.TaskInput.from_object({"Handle.$": "$.Handle", **payload})
         return tasks.LambdaInvoke(
-            scope, name, lambda_function=step, payload=task, payload_response_only=True, **options
+            scope, name, lambda_function=signal, payload=task, payload_response_only=True
         )
 
     failed = sfn.Fail(
         scope, "Failed", error="ModelBuildFailed", cause="the wait condition was signalled FAILURE"
     )
+    # Both stages, one build or a batch, get only the fingerprint and this run: each build shard records the
+    # candidate it staged under them, where the check finds it (triton_mme/store/stages.py).
+    values = {
+        FINGERPRINT_VARIABLE: sfn.JsonPath.string_at("$.Fingerprint"),
+        RUN_VARIABLE: sfn.JsonPath.execution_name,
+    }
+    variables = {name: codebuild.BuildEnvironmentVariable(value=value) for name, value in values.items()}
 
-    def report(stage: BuildStage) -> sfn.IChainable:
-        payload: dict[str, Any] = {"Entry": "signal", "Handle.$": "$.Handle", "Status": "FAILURE"}
-        payload |= {"Stage": stage.name, "Minutes": stage.minutes, "Failure.$": "$.Failure"}
-        return invoke(f"Report{_id(stage)}Failure", payload).next(failed)
-
-    reports = {stage.name: report(stage) for stage in (build, check)}
-
-    def run(stage: BuildStage, variables: dict[str, str], **options: Any) -> sfn.TaskStateBase:
+    def run(stage: BuildStage) -> sfn.TaskStateBase:
         start = tasks.CodeBuildStartBuildBatch if stage.batch else tasks.CodeBuildStartBuild
-        overrides = {name: codebuild.BuildEnvironmentVariable(value=v) for name, v in variables.items()}
         task = start(
             scope,
             _id(stage),
             project=stage.project,
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,
-            environment_variables_override=overrides,
+            environment_variables_override=variables,
             task_timeout=sfn.Timeout.duration(Duration.minutes(stage.minutes + BACKSTOP_MINUTES)),
-            **options,
+            result_path=sfn.JsonPath.DISCARD,
         )
         task.add_retry(errors=[REFUSED_START], **RETRY)
-        task.add_catch(reports[stage.name], result_path="$.Failure")
+        report = {"Stage": stage.name, "Minutes": stage.minutes, "Failure.$": "$.Failure"}
+        task.add_catch(invoke(f"Report{_id(stage)}Failure", report).next(failed), result_path="$.Failure")
         return task
 
-    fingerprint = {FINGERPRINT_VARIABLE: sfn.JsonPath.string_at("$.Fingerprint")}
-    if build.batch:
-        groups = {"Groups.$": "$.BuildBatch.BuildGroups"}
-        built = run(build, fingerprint, result_selector=groups, result_path="$.Built")
-        # Every shard's exported digest, comma-separated in shard order, for the check's shards.
-        handed = invoke(
-            "ShardCandidates",
-            {"Entry": "candidates", "Groups.$": "$.Built.Groups"},
-            result_path="$.Candidates",
-        )
-        handed.add_catch(reports[build.name], result_path="$.Failure")
-        built.next(handed)
-        candidate = {SHARD_CANDIDATES_VARIABLE: sfn.JsonPath.string_at("$.Candidates")}
-    else:
-        # The build stage exports one variable: its candidate's digest (build_spec.py).
-        selector = {"Candidate.$": "States.ArrayGetItem($.Build.ExportedEnvironmentVariables[*].Value, 0)"}
-        built = handed = run(build, fingerprint, result_selector=selector, result_path="$.Built")
-        candidate = {CANDIDATE_VARIABLE: sfn.JsonPath.string_at("$.Built.Candidate")}
-    checked = run(check, {**fingerprint, **candidate}, result_path=sfn.JsonPath.DISCARD)
-    passed = invoke("SignalSuccess", {"Entry": "signal", "Handle.$": "$.Handle", "Status": "SUCCESS"})
-    handed.next(checked).next(passed)
+    built = run(build)
+    passed = invoke("SignalSuccess", {})
+    built.next(run(check)).next(passed)
     # The check publishes the build's manifest last: there already, the fingerprint was built before.
     built_before = tasks.CallAwsService(
         scope,
@@ -128,14 +110,14 @@ def build_state_machine(
     built_before.add_catch(built, result_path=sfn.JsonPath.DISCARD).next(passed)
     acknowledge_wildcard_resources(
         scope,
-        [f"{step.function_arn}:*", builds, "*"],
+        [f"{signal.function_arn}:*", builds, "*"],
         reason="The state machine invokes its function (any version) and reads build manifests; X-Ray "
         "tracing and log delivery (logs:*LogDelivery) have no resource-level permissions.",
     )
     skip_function_checks(
-        step,
+        signal,
         calls="CloudFormation, CodeBuild, CloudWatch Logs, S3 for the handle's pre-signed URL",
-        invoked="The build state machine invokes it at most three times per fingerprint.",
+        invoked="The build state machine invokes it once per execution, to signal.",
         failures="the state machine retries it; were every try to fail, the wait condition times out "
         "and CloudFormation rolls the deployment back.",
         environment=True,

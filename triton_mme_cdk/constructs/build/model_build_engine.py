@@ -1,11 +1,7 @@
-"""The deploy's model build engine: one Step Functions state machine per stack runs the build stage, then the
-serving check (which publishes the build's manifest), then signals the fingerprint's wait condition, with Step
-Functions' optimised CodeBuild integrations ("The Run a Job (.sync) integration pattern is supported" for
-StartBuild and StartBuildBatch: Step Functions Developer Guide, connect-codebuild).
-
-Each fingerprint (with its budget) has its own wait condition, handle and `Custom::ModelBuild` run, under
-logical ids of their own: the run's Create starts one execution and its Delete stops it; nothing of another
-fingerprint is ever updated or signalled (docs/deploy.md, "The build engine").
+"""The deploy's model build engine: one Step Functions state machine per stack (build_state_machine.py), and
+for each fingerprint (with its budget) its own wait condition, handle and `Custom::ModelBuild` run, under
+logical ids of their own: the run starts and stops that fingerprint's execution (model_build_engine_handler);
+nothing of another fingerprint is ever updated or signalled (docs/deploy.md, "The build engine").
 """
 
 from __future__ import annotations
@@ -13,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from aws_cdk import ArnFormat, CfnWaitCondition, CfnWaitConditionHandle, CustomResource, Stack
+from aws_cdk import CfnWaitCondition, CfnWaitConditionHandle, CustomResource, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -22,10 +18,7 @@ from constructs import Construct
 
 from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.constructs.build.build_state_machine import BuildStage, build_state_machine
-from triton_mme_cdk.constructs.functions.handler_function import (
-    handler_function,
-    on_event_provider,
-)
+from triton_mme_cdk.constructs.functions.handler_function import handler_function, on_event_provider
 from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resources
 from triton_mme_cdk.settings import BUILD_DEADLINE_MARGIN_MINUTES
 
@@ -61,26 +54,30 @@ class ModelBuildEngine(Construct):
                 f"build stages of {build.minutes} and {check.minutes} minutes: allowed together at most "
                 f"{most - BUILD_DEADLINE_MARGIN_MINUTES} (a wait condition's limit)"
             )
-        stack, self._retention = Stack.of(self), log_retention
-        step = self._function(
-            "Signal",
-            "step",
-            {"STACK_ID": stack.stack_id},
-            # The handle's URL is its physical id; a failed build's line is in its own log.
-            (["cloudformation:DescribeStackResource"], [stack.stack_id]),
-            (["codebuild:BatchGetBuilds"], [build.project.project_arn, check.project.project_arn]),
-            (["logs:FilterLogEvents"], [build.log_group.log_group_arn, check.log_group.log_group_arn]),
-        )
+        stack = Stack.of(self)
+        signal = self._function("Signal", "signal", log_retention, {"STACK_ID": stack.stack_id})
+        # The handle's URL is its physical id; a failed build's first `error:` line is in its own log.
+        signal.add_to_role_policy(_allow("cloudformation:DescribeStackResource", stack.stack_id))
+        for stage in (build, check):
+            signal.add_to_role_policy(_allow("codebuild:BatchGetBuilds", stage.project.project_arn))
+            stage.log_group.grant(signal, "logs:FilterLogEvents")
         builds = bucket.arn_for_objects(build_manifest_key.rsplit("/", 2)[0] + "/*")
-        self.state_machine = build_state_machine(
+        self.state_machine = machine = build_state_machine(
             self,
             build,
             check,
             bucket=bucket.bucket_name,
             builds=builds,
-            step=step,
+            signal=signal,
             log_retention=log_retention,
         )
+        # The runs' on-event function (no is-complete): starts, or stops, one execution of this machine.
+        trigger = self._function("Trigger", "on_event", log_retention)
+        machine.grant_start_execution(trigger)
+        stop = machine.grant_execution(trigger, "states:StopExecution").principal_statements[0].resources
+        acknowledge_wildcard_resources(self, stop, reason="The trigger stops only this machine's executions.")
+        calls = "Step Functions to start or stop an execution"
+        provider = on_event_provider(self, trigger, log_retention=log_retention, calls=calls)
         # A wait condition's properties cannot be updated ("Updates aren't supported", CloudFormation User
         # Guide): another fingerprint or budget is another logical id, with its own handle, run and wait.
         key = hashlib.sha256(f"{fingerprint}:{self.wait_minutes}".encode()).hexdigest()[:KEY_LENGTH]
@@ -88,10 +85,10 @@ class ModelBuildEngine(Construct):
         self.resource = CustomResource(
             self,
             f"Run{key}",
-            service_token=self._trigger(),
+            service_token=provider.service_token,
             resource_type="Custom::ModelBuild",
             properties={
-                "StateMachine": self.state_machine.state_machine_arn,
+                "StateMachine": machine.state_machine_arn,
                 "Fingerprint": fingerprint,
                 # The handle's logical id, never its URL: the signal reads the URL from CloudFormation.
                 "Handle": stack.resolve(handle.logical_id),
@@ -105,35 +102,12 @@ class ModelBuildEngine(Construct):
         self.done.node.add_dependency(self.resource)
 
     def _function(
-        self, name: str, entry: str, environment: dict[str, str], *grants: tuple[list[str], list[str]]
+        self, name: str, entry: str, retention: logs.RetentionDays, environment: dict[str, str] | None = None
     ) -> lambda_.Function:
-        function = handler_function(
-            self, name, handler_dir=HANDLER_DIR, entry=entry, log_retention=self._retention,
-            environment=environment,
-        )  # fmt: skip
-        for actions, resources in grants:
-            function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
-        return function
+        return handler_function(
+            self, name, handler_dir=HANDLER_DIR, entry=entry, log_retention=retention, environment=environment
+        )
 
-    def _trigger(self) -> str:
-        """The service token of the stack's runs' on-event function (no is-complete): start, or stop, one
-        execution."""
-        machine = self.state_machine
-        executions = Stack.of(self).format_arn(
-            service="states",
-            resource="execution",
-            resource_name=f"{machine.state_machine_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        on_event = self._function(
-            "Trigger",
-            "on_event",
-            {},
-            (["states:StartExecution"], [machine.state_machine_arn]),
-            (["states:StopExecution"], [executions]),
-        )
-        acknowledge_wildcard_resources(
-            self, [executions], reason="The trigger stops only this machine's executions."
-        )
-        calls = "Step Functions to start or stop an execution"
-        return on_event_provider(self, on_event, log_retention=self._retention, calls=calls).service_token
+
+def _allow(action: str, *resources: str) -> iam.PolicyStatement:
+    return iam.PolicyStatement(actions=[action], resources=list(resources))

@@ -16,18 +16,15 @@ from typing import Any
 from triton_mme.core.locations import BUILD_DIR
 from triton_mme.core.report_key import REPORT_KEY_ENV
 from triton_mme_cdk.constructs.build.build_spec import (
-    CANDIDATE_VARIABLE,
     CUDA_COMPAT_SETUP,
     FINGERPRINT_VARIABLE,
+    RUN_ARGUMENTS,
     SHARD_VARIABLE,
     STORE_ARGUMENTS,
     TRITON_TAG_VARIABLE,
     shard_tasks,
 )
 
-# Set by the build state machine on a fanned-out check: every build shard's candidate digest, in shard order
-# (model_build_engine_handler.candidates reads them).
-SHARD_CANDIDATES_VARIABLE = "CANDIDATE_SHARDS"
 # The fanned-out check's last task, after every shard's: it publishes the union of the checked candidates.
 PUBLISH_TASK = "publish"
 PUBLISH_VARIABLE = "PUBLISH_SHARDS"
@@ -62,7 +59,8 @@ def serving_check_spec(*, image_python_runs_check: bool, shards: int = 1) -> dic
     """Commands read their settings from the project's environment variables (see ServingCheckRunner). With
     `shards` > 1 the check is a batch graph: one task per build shard checks that shard's candidate and
     publishes its report, and a last task, after all of them, publishes the build's manifest: the union of
-    the shards' candidates, each beside its passing report (`publish-build --shard-candidates`)."""
+    the candidates the build shards staged in this run, each beside its passing report (`publish-build
+    --shards`)."""
     python, setup = _python_setup(image_python_runs_check)
     command = f"{python} -m triton_mme"
     install = [
@@ -72,28 +70,22 @@ def serving_check_spec(*, image_python_runs_check: bool, shards: int = 1) -> dic
         # The driver API, as Triton will use it: one line and a stop when CUDA is unusable.
         f'{command} cuda-check --triton-tag "${TRITON_TAG_VARIABLE}"',
     ]
+    shard = f' --shard "${SHARD_VARIABLE}"' if shards > 1 else ""
     build = [
-        f'{command} fetch-candidate --fingerprint "${FINGERPRINT_VARIABLE}" '
-        f'--candidate "${CANDIDATE_VARIABLE}" --to {BUILD_DIR} {STORE_ARGUMENTS}',
+        # The candidate the build stage (its shard) staged in this run of the engine (store.stages).
+        f"{command} fetch-candidate {RUN_ARGUMENTS}{shard} --to {BUILD_DIR} {STORE_ARGUMENTS}",
         f"{command} serving-check --server sagemaker --from {BUILD_DIR} "
         f'--triton-tag "${TRITON_TAG_VARIABLE}"',
         f"{command} publish-report --from {BUILD_DIR} {STORE_ARGUMENTS}",
-        # Last: the build's manifest, beside its passing report, under the trigger's fingerprint.
+        # Last: the build's manifest, beside its passing report, under the engine's fingerprint.
         f'{command} publish-build --fingerprint "${FINGERPRINT_VARIABLE}" --from {BUILD_DIR} '
         f"{STORE_ARGUMENTS}",
     ]
     if shards > 1:
-        pick = (
-            f'export {CANDIDATE_VARIABLE}="$(echo "${SHARD_CANDIDATES_VARIABLE}" | '
-            f'cut -d, -f$((${SHARD_VARIABLE} + 1)))"'
-        )
-        publish = (
-            f'{command} publish-build --fingerprint "${FINGERPRINT_VARIABLE}" '
-            f'--shard-candidates "${SHARD_CANDIDATES_VARIABLE}" {STORE_ARGUMENTS}'
-        )
+        publish = f"{command} publish-build {RUN_ARGUMENTS} --shards {shards} {STORE_ARGUMENTS}"
         # A shard's task: its candidate, checked and reported (every command but the last publish-build), each
         # after the one before succeeded, so the task fails with the first that fails.
-        check = " && ".join([pick, *build[:-1]])
+        check = " && ".join(build[:-1])
         build = [f'if [ -n "${PUBLISH_VARIABLE}" ]; then {publish}; else {check}; fi']
     spec: dict[str, Any] = {
         "version": "0.2",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk import Acknowledgment, ArnFormat, Stack, Validations
@@ -64,7 +65,8 @@ def acknowledge_codebuild_grants(
 
 
 def _as_nag_text(value: Any) -> str:
-    """cdk-nag's rendering of a resolved value: `<LogicalId.Attr>` for GetAtt, `<Name>` for Ref."""
+    """cdk-nag's rendering of a resolved value: `<LogicalId.Attr>` for GetAtt, `<Name>` for Ref, compact JSON
+    for any other function (Fn::Select of an Fn::Split, as CDK's grants cut an ARN)."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and len(value) == 1:
@@ -76,4 +78,6 @@ def _as_nag_text(value: Any) -> str:
         if function == "Fn::Join":
             separator, parts = argument
             return separator.join(_as_nag_text(part) for part in parts)
+        if function.startswith("Fn::"):
+            return json.dumps(value, separators=(",", ":"))
     raise ValueError(f"cannot render {value!r} as a cdk-nag finding")

@@ -17,7 +17,9 @@ from triton_mme.core.locations import (
     MANIFEST_PREFIX,
     MODEL_PREFIX,
     RECORDS_SUFFIX,
+    RUNS_FOLDER,
     SERVING_REPORT_SUFFIX,
+    STAGED_SHARD_PREFIX,
 )
 from triton_mme.core.naming import COMPANION_SUFFIXES, CONTENT_HASH_LENGTH
 from triton_mme.core.platform import PLATFORM
@@ -68,15 +70,17 @@ def read_arns(bucket: s3.IBucket) -> list[str]:
 
 def archive_write_arns(bucket: s3.IBucket) -> list[str]:
     """What a build writes, each key once: archives, the content-addressed files beside the manifests
-    (`labels-<hash>.json`, `tokenizer-<hash>.json`, `golden-<hash>.npz`), its candidate manifest and the
-    build cache records of its archives (store.build_cache). Never a build manifest nor the live
-    manifest: the serving check publishes the first, the deployment promotes the second."""
+    (`labels-<hash>.json`, `tokenizer-<hash>.json`, `golden-<hash>.npz`), its candidate manifest, the record
+    of which candidate each shard staged in a run, and the build cache records of its archives
+    (store.build_cache). Never a build manifest nor the live manifest: the serving check publishes the first,
+    the deployment promotes the second."""
     objects = bucket.arn_for_objects
     suffixes = sorted({"json", *COMPANION_SUFFIXES.values()})
     return [
         objects(f"{MODEL_PREFIX}*"),
         *(objects(f"{MANIFEST_PREFIX}*-{'?' * CONTENT_HASH_LENGTH}.{suffix}") for suffix in suffixes),
         objects(f"{MANIFEST_PREFIX}{BUILDS_FOLDER}*/{CANDIDATE_PREFIX}*.json"),
+        objects(f"{MANIFEST_PREFIX}{BUILDS_FOLDER}*/{RUNS_FOLDER}*/{STAGED_SHARD_PREFIX}*.json"),
         objects(f"{MANIFEST_PREFIX}{BUILD_CACHE_FOLDER}*.json"),
     ]
 

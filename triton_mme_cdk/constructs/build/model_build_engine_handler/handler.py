@@ -3,9 +3,9 @@
 `on_event` serves the `Custom::ModelBuild` run of one fingerprint: Create starts one execution of the build
 state machine, named from the fingerprint and CloudFormation's request id (a retried request starts none
 twice); Delete (rollback, cancelled deploy, cleanup) stops it, and Step Functions cancels its build; Update
-changes nothing. `step` is the state machine's function: `candidates` hands a build batch's digests to the
-check, `signal` sends the wait condition SUCCESS or the failed stage's first `error:` line. The handle's
-pre-signed URL is read from CloudFormation there, never passed, printed or returned.
+changes nothing. `signal` is the state machine's function: it sends the wait condition SUCCESS or the failed
+stage's first `error:` line. The handle's pre-signed URL is read from CloudFormation there, never passed,
+printed or returned.
 """
 
 from __future__ import annotations
@@ -20,9 +20,6 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-# Exported by the build stage (build_spec.CANDIDATE_VARIABLE; a test checks both name it).
-CANDIDATE_VARIABLE = "CANDIDATE_MANIFEST_SHA256"
-SHARD_PREFIX = "shard_"
 # What the project's command line prints first for every error a user can act on (triton_mme/cli.py).
 ERROR_PREFIX = "error: "
 LOG_PAGES = 5
@@ -58,30 +55,9 @@ def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     return {"PhysicalResourceId": arn}
 
 
-def step(event: dict[str, Any], context: Any = None) -> Any:
-    return {"candidates": candidates, "signal": signal}[event["Entry"]](event)
-
-
-def candidates(event: dict[str, Any]) -> str:
-    """The shards' candidate digests, in shard order, from the batch's BuildGroups (Step Functions' case)."""
-    shards = sorted(
-        (int(group["Identifier"].removeprefix(SHARD_PREFIX)), _build_id(group["CurrentBuildSummary"]["Arn"]))
-        for group in event["Groups"]
-        if group.get("Identifier", "").startswith(SHARD_PREFIX)
-    )
-    builds = {b["id"]: b for b in client("codebuild").batch_get_builds(ids=[i for _, i in shards])["builds"]}
-    digests = []
-    for index, build_id in shards:
-        exported = builds.get(build_id, {}).get("exportedEnvironmentVariables", [])
-        if not (digest := next((v.get("value") for v in exported if v["name"] == CANDIDATE_VARIABLE), None)):
-            raise RuntimeError(f"{SHARD_PREFIX}{index} ({build_id}) exported no {CANDIDATE_VARIABLE}")
-        digests.append(digest)
-    return ",".join(digests)
-
-
-def signal(event: dict[str, Any]) -> dict[str, str]:
-    """{"Handle", "Status"}, and for FAILURE the stage's "Stage", "Minutes" and caught "Failure"."""
-    status = event["Status"]
+def signal(event: dict[str, Any], context: Any = None) -> dict[str, str]:
+    """{"Handle"}: SUCCESS; with the failed stage's "Stage", "Minutes" and caught "Failure": FAILURE."""
+    status = "FAILURE" if "Failure" in event else "SUCCESS"
     reason = "the model build and its serving check passed" if status == "SUCCESS" else failure_reason(event)
     url = client("cloudformation").describe_stack_resource(
         StackName=os.environ["STACK_ID"], LogicalResourceId=event["Handle"]
@@ -120,23 +96,16 @@ def failure_reason(event: dict[str, Any]) -> str:
     )
 
 
-def _build_id(arn: str) -> str:
-    return arn.partition(":build/")[2] or arn
-
-
 def _failed_build(cause: str) -> str | None:
     """The build a CodeBuild task's cause names: the build, or a batch's first failed build."""
-    try:
+    with contextlib.suppress(ValueError, AttributeError):
         document = json.loads(cause)
-    except ValueError:
-        return None
-    build = (document.get("Build") or {}) if isinstance(document, dict) else {}
-    if build.get("Id") or build.get("Arn"):
-        return str(build.get("Id") or _build_id(build["Arn"]))
-    for group in (document.get("BuildBatch") or {}).get("BuildGroups", []) if build == {} else []:
-        summary = group.get("CurrentBuildSummary") or {}
-        if summary.get("BuildStatus") not in (None, "SUCCEEDED", "IN_PROGRESS") and summary.get("Arn"):
-            return _build_id(str(summary["Arn"]))
+        if build_id := (document.get("Build") or {}).get("Id"):
+            return str(build_id)
+        for group in (document.get("BuildBatch") or {}).get("BuildGroups", []):
+            summary = group.get("CurrentBuildSummary") or {}
+            if summary.get("BuildStatus") not in (None, "SUCCEEDED", "IN_PROGRESS") and summary.get("Arn"):
+                return str(summary["Arn"]).partition(":build/")[2]
     return None
 
 
