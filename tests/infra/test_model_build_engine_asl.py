@@ -45,6 +45,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from synth_support import REPO_ROOT, Synthesized
 
+from triton_mme_cdk.constructs.build.build_state_machine import REFUSED_START
 from triton_mme_cdk.constructs.build.model_build_engine_handler import handler
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
@@ -280,10 +281,11 @@ def engine(
                 "filter_log_events", {"events": [{"message": "pip noise"}, {"message": f"error: {line}"}]}
             )
         steps = definition(default_synth)
-        if timeout is not None:  # the stages' budgets are minutes: the timeout path runs with seconds
-            for state in steps["States"].values():
-                if "TimeoutSeconds" in state:
-                    state["TimeoutSeconds"] = timeout
+        for state in steps["States"].values():
+            if timeout is not None and "TimeoutSeconds" in state:  # budgets are minutes: run with seconds
+                state["TimeoutSeconds"] = timeout
+            for retry in state.get("Retry", []):  # its interval, 20 s, is held by its own test
+                retry["IntervalSeconds"] = 1
         with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
             s3 = boto3.client("s3", region_name=REGION)
             s3.create_bucket(Bucket=BUCKET)
@@ -353,10 +355,16 @@ def test_a_fingerprint_built_before_starts_no_build_and_signals_at_once(engine: 
     assert STARTS == [] and [s["Status"] for s in Handle.signals] == ["SUCCESS"]
 
 
-def test_a_refused_start_is_retried(engine: Callable[..., Any]) -> None:
-    # StopBuild then StartBuild at once under ConcurrentBuildLimit 1: the retry starts it 20 s later.
+def test_a_refused_start_is_retried(engine: Callable[..., Any], default_synth: Synthesized) -> None:
+    # StopBuild then StartBuild at once under ConcurrentBuildLimit 1: the retry starts it 20 s later (the
+    # interpreter runs it 1 s later).
     result = engine(build=[refused, built], check=[succeeded])
     assert result["status"] == "SUCCEEDED" and len(STARTS) == 3
+    states = definition(default_synth)["States"]
+    retried = {name for name, state in states.items() if REFUSED_START in str(state.get("Retry"))}
+    retry = {"ErrorEquals": [REFUSED_START], "IntervalSeconds": 20, "MaxAttempts": 2, "BackoffRate": 2}
+    assert retried == {"ModelBuild", "ServingCheck"}
+    assert all(states[name]["Retry"] == [retry] for name in retried)
 
 
 def test_a_failed_build_signals_failure_with_its_error_line_and_never_checks(
