@@ -27,7 +27,7 @@ from triton_mme.model_build.pipeline import build_catalog
 # service models again (about 0.15 s per client): the run's sessions share one data loader instead.
 botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 
-# Every pytest worker (one per core, and one more) has its own jsii runtime (node) for the CDK tests: V8's
+# Every pytest worker (one per core, and two more) has its own jsii runtime (node) for the CDK tests: V8's
 # background compiler and collector threads there only compete with the other workers. One V8 thread per
 # runtime took a quarter less CPU for the same work (three whole-app synths in a row: 21 CPU-s, with Node's
 # default 28). setdefault: a NODE_OPTIONS of the user's own is left as it is.
