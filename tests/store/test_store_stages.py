@@ -122,6 +122,26 @@ def test_a_record_naming_a_candidate_that_is_not_there_is_one_line(
     )
 
 
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b"not json", "not JSON"),
+        (b'{"candidate": 7}', 'not a staged shard\'s record; expected {"candidate": "<manifest sha256>"}'),
+        (b'{"candidate": "' + b"a" * 5000 + b'"}', "bytes; allowed at most 4,096"),
+    ],
+    ids=["not-json", "wrong-shape", "too-large"],
+)
+def test_a_record_that_is_not_a_shards_record_is_one_line(
+    s3: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], body: bytes, problem: str
+) -> None:
+    s3.put_object(Bucket=BUCKET, Key=staged_key(0), Body=body)
+    command = ["fetch-candidate", "--fingerprint", FINGERPRINT, "--run", RUN, "--to", str(tmp_path)]
+    assert main([*command, *STORE]) == 1
+    line = one_line_error(capsys)
+    assert line.startswith(f"error: s3://{BUCKET}/{staged_key(0)}") and problem in line
+    assert not (tmp_path / "manifest.json").exists()
+
+
 def test_a_run_that_is_not_an_execution_name_is_refused_before_anything_is_written(
     s3: Any, built: tuple[Path, Manifest], capsys: pytest.CaptureFixture[str]
 ) -> None:

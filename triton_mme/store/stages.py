@@ -29,6 +29,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from triton_mme.core.bounded import load_json
 from triton_mme.core.files import file_sha256, write_atomically
 from triton_mme.core.locations import candidate_manifest_key, serving_report_key, staged_shard_key
 from triton_mme.core.manifest import MANIFEST_FILE_NAME, ArchiveRecord, Manifest
@@ -48,6 +49,9 @@ from triton_mme.store.publish import (
     publish_build_manifest,
     read_local_manifest,
 )
+
+# A shard's record is {"candidate": "<64 hex digits>"}: 78 bytes.
+STAGED_RECORD_LIMIT_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -95,10 +99,16 @@ def staged_candidate(store: ModelStoreClient, fingerprint: str, run: str, shard:
             f"{store.url(key)}: build shard {shard} staged no candidate in run {run} (the build stage "
             "stages one per shard, last)"
         )
+    body = store.s3.get_object(Bucket=store.bucket, Key=key)["Body"].read(STAGED_RECORD_LIMIT_BYTES + 1)
     try:
-        return str(json.loads(store.s3.get_object(Bucket=store.bucket, Key=key)["Body"].read())["candidate"])
-    except (ValueError, TypeError, KeyError):
-        raise PublishError(f"{store.url(key)}: not a staged shard's record") from None
+        record = load_json(body, where=store.url(key), max_bytes=STAGED_RECORD_LIMIT_BYTES)
+    except ValueError as error:  # too large, too deep or not JSON: its line says which
+        raise PublishError(str(error)) from None
+    if not isinstance(record, dict) or not isinstance(record.get("candidate"), str):
+        raise PublishError(
+            f'{store.url(key)}: not a staged shard\'s record; expected {{"candidate": "<manifest sha256>"}}'
+        )
+    return record["candidate"]
 
 
 def _download(store: ModelStoreClient, key: str, path: Path) -> str:
