@@ -7,6 +7,7 @@ is started again."""
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -114,3 +115,18 @@ def test_a_forker_that_ended_is_started_again(tmp_path: Path) -> None:
     with pytest.raises(ArchiveError, match=RAN_IN_THE_CHILD):
         verify_archive(archive)
     assert _forker_pid() != ended.pid
+
+
+def test_a_forked_copy_of_the_process_leaves_its_forker_alone(tmp_path: Path) -> None:
+    with pytest.raises(ArchiveError, match=RAN_IN_THE_CHILD):
+        verify_archive(_archive(tmp_path))
+    forker = check_forker._forker
+    assert forker is not None
+    copy = os.fork()
+    if copy == 0:  # what the copy's exit handlers run
+        try:
+            forker.close()
+        finally:
+            os._exit(0)
+    os.waitpid(copy, 0)
+    assert forker.process.poll() is None and forker.home.is_dir()

@@ -99,7 +99,11 @@ class CheckForker:
         return ForkerGone(f"the model check's process ended ({lines[-1] if lines else 'no output'})")
 
     def close(self) -> None:
-        if self.process.poll() is None and self.owner == os.getpid():
+        if (
+            self.owner != os.getpid()
+        ):  # a forked copy of the parent: the forker and its folder are not its own
+            return
+        if self.process.poll() is None:
             assert self.process.stdin is not None
             self.process.stdin.close()  # the forker ends when its input does
             try:
