@@ -33,25 +33,39 @@ def default_synth(synth_with: Callable[..., Synthesized]) -> Synthesized:
     return synth_with()
 
 
-def _handler_client(monkeypatch: pytest.MonkeyPatch, service: str) -> Iterator[Stubber]:
-    """The build engine handler's `service` client, stubbed with botocore's API shapes; all replies used."""
-    client = boto3.client(service, region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x")
-    monkeypatch.setitem(handler._clients, service, client)
-    with Stubber(client) as stubber:
+@pytest.fixture
+def handler_client(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """Makes the build engine handler's client of a service, with test credentials; `handler.client` answers
+    with the ones made in this test."""
+    clients: dict[str, Any] = {}
+    monkeypatch.setattr(handler, "client", clients.__getitem__)
+
+    def make(service: str, region: str = "eu-west-1") -> Any:
+        clients[service] = boto3.client(
+            service, region_name=region, aws_access_key_id="x", aws_secret_access_key="x"
+        )
+        return clients[service]
+
+    return make
+
+
+def _stubbed(make: Callable[[str], Any], service: str) -> Iterator[Stubber]:
+    """The handler's `service` client, stubbed with botocore's API shapes; all replies used."""
+    with Stubber(make(service)) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
 
 
 @pytest.fixture
-def codebuild(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    yield from _handler_client(monkeypatch, "codebuild")
+def codebuild(handler_client: Callable[[str], Any]) -> Iterator[Stubber]:
+    yield from _stubbed(handler_client, "codebuild")
 
 
 @pytest.fixture
-def logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    yield from _handler_client(monkeypatch, "logs")
+def logs(handler_client: Callable[[str], Any]) -> Iterator[Stubber]:
+    yield from _stubbed(handler_client, "logs")
 
 
 @pytest.fixture
-def stepfunctions(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    yield from _handler_client(monkeypatch, "stepfunctions")
+def stepfunctions(handler_client: Callable[[str], Any]) -> Iterator[Stubber]:
+    yield from _stubbed(handler_client, "stepfunctions")

@@ -69,6 +69,14 @@ WITHOUT_TENSORRT = parse_catalog(
             {"buildQueueTimeoutMinutes": "4", "buildTimeoutMinutes": "30"},
             "buildQueueTimeoutMinutes=4 is out of",
         ),
+        (
+            # Each stage within its own bounds, but a batch's levels all queue: 2 x 100 + 500 for the build,
+            # 3 x 100 + 2 x 15 for the check, past the wait condition's 12 hours less the engine's margin.
+            {"buildRunners": "2", "buildQueueTimeoutMinutes": "100", "buildTimeoutMinutes": "500"},
+            "buildRunners=2 runs each stage as a batch whose levels all queue and run: 1030 minutes with "
+            "buildQueueTimeoutMinutes=100, buildTimeoutMinutes=500 and servingCheckTimeoutMinutes=15; "
+            "allowed: at most 715 (cdk deploy waits at most 12 hours",
+        ),
         ({"buildTimeoutMinutes": "soon"}, "buildTimeoutMinutes=soon is not a whole number; allowed:"),
         (
             {"buildLogRetentionDays": "10"},

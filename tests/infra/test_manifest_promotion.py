@@ -35,11 +35,19 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-def sagemaker(s3: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
+def clients(s3: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The promotion function's clients for this test, by service: `promotion.client` answers from it."""
+    by_service = {"s3": s3}
+    monkeypatch.setattr(promotion, "client", by_service.__getitem__)
+    return by_service
+
+
+@pytest.fixture
+def sagemaker(clients: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
     client = boto3.client(
         "sagemaker", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
-    monkeypatch.setattr(promotion, "_clients", {"s3": s3, "sagemaker": client})
+    clients["sagemaker"] = client
     monkeypatch.setattr(promotion, "SETTLED", {"Delay": 0, "MaxAttempts": 3})
     with Stubber(client) as stubber:
         yield stubber
@@ -294,12 +302,12 @@ class ChangedMeanwhile:
 
 
 def test_the_pointer_is_replaced_only_if_it_is_still_the_version_read(
-    s3: Any, sagemaker: Stubber, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3: Any, sagemaker: Stubber, tmp_path: Path, clients: dict[str, Any]
 ) -> None:
     first = published_build(s3, tmp_path, FIRST, b"first model")
     s3.put_object(Bucket=BUCKET, Key=LIVE, Body=b'{"archives": []}')
     racing = ChangedMeanwhile(s3, times=1)
-    monkeypatch.setitem(promotion._clients, "s3", racing)
+    clients["s3"] = racing
     endpoint_is(sagemaker, "InService", "config-1")
 
     promotion.on_event(request("Create", props(FIRST, "config-1")))
@@ -309,11 +317,11 @@ def test_the_pointer_is_replaced_only_if_it_is_still_the_version_read(
 
 
 def test_a_pointer_that_keeps_changing_stops_the_promotion(
-    s3: Any, sagemaker: Stubber, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3: Any, sagemaker: Stubber, tmp_path: Path, clients: dict[str, Any]
 ) -> None:
     published_build(s3, tmp_path, FIRST, b"first model")
     s3.put_object(Bucket=BUCKET, Key=LIVE, Body=b'{"archives": []}')
-    monkeypatch.setitem(promotion._clients, "s3", ChangedMeanwhile(s3, times=promotion.POINTER_ATTEMPTS))
+    clients["s3"] = ChangedMeanwhile(s3, times=promotion.POINTER_ATTEMPTS)
     endpoint_is(sagemaker, "InService", "config-1")
 
     with pytest.raises(promotion.PromotionRefused, match=r"kept changing while it was promoted \(5 tries\)"):

@@ -220,7 +220,7 @@ class Handle(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def engine(
-    monkeypatch: pytest.MonkeyPatch, default_synth: Synthesized
+    monkeypatch: pytest.MonkeyPatch, default_synth: Synthesized, handler_client: Callable[..., Any]
 ) -> Iterator[Callable[..., dict[str, Any]]]:
     server = http.server.HTTPServer(("127.0.0.1", 0), Handle)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -233,9 +233,7 @@ def engine(
     monkeypatch.setenv("STACK_ID", f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/Stack/1")
     stubs: dict[str, Stubber] = {}
     for service in ("cloudformation", "codebuild", "logs"):  # the function's own AWS calls
-        client = boto3.client(service, region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
-        monkeypatch.setitem(handler._clients, service, client)
-        stubs[service] = Stubber(client)
+        stubs[service] = Stubber(handler_client(service, REGION))
         stubs[service].activate()
 
     def invoke(parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:

@@ -79,9 +79,10 @@ def build_state_machine(
 
     def run(stage: BuildStage) -> sfn.TaskStateBase:
         start = tasks.CodeBuildStartBuildBatch if stage.batch else tasks.CodeBuildStartBuild
+        state = stage.name.title().replace(" ", "")  # ModelBuild, ServingCheck
         task = start(
             scope,
-            _id(stage),
+            state,
             project=stage.project,
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,
             environment_variables_override=variables,
@@ -90,7 +91,7 @@ def build_state_machine(
         )
         task.add_retry(errors=[REFUSED_START], **RETRY)
         report = {"Stage": stage.name, "Minutes": stage.minutes, "Failure.$": "$.Failure"}
-        task.add_catch(invoke(f"Report{_id(stage)}Failure", report).next(failed), result_path="$.Failure")
+        task.add_catch(invoke(f"Report{state}Failure", report).next(failed), result_path="$.Failure")
         return task
 
     built = run(build)
@@ -132,7 +133,3 @@ def build_state_machine(
             level=sfn.LogLevel.ALL,
         ),
     )
-
-
-def _id(stage: BuildStage) -> str:
-    return stage.name.title().replace(" ", "")

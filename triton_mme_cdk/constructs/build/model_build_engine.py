@@ -1,22 +1,19 @@
 """The deploy's model build engine: one Step Functions state machine per stack (build_state_machine.py), and
-for each fingerprint (with its budget) its own wait condition, handle and `Custom::ModelBuild` run, under
-logical ids of their own: the run starts and stops that fingerprint's execution (model_build_engine_handler);
-nothing of another fingerprint is ever updated or signalled (docs/deploy.md, "The build engine").
-"""
+per fingerprint its own wait condition, handle and `Custom::ModelBuild` run, whose function starts and stops
+that fingerprint's execution (model_build_engine_handler; docs/deploy.md, "The build engine")."""
 
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 from pathlib import Path
 
 from aws_cdk import CfnWaitCondition, CfnWaitConditionHandle, CustomResource, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from triton_mme.core.platform import PLATFORM
 from triton_mme_cdk.constructs.build.build_state_machine import BuildStage, build_state_machine
 from triton_mme_cdk.constructs.functions.handler_function import handler_function, on_event_provider
 from triton_mme_cdk.constructs.scanners.nag import acknowledge_wildcard_resources
@@ -27,13 +24,11 @@ KEY_LENGTH = 16
 
 
 class ModelBuildEngine(Construct):
-    """Runs `build`, then `check`, once per `fingerprint`; `self.done` is that fingerprint's wait condition.
-
-    The state machine (`self.state_machine`) signals it SUCCESS once the check published
-    `build_manifest_key` in `bucket` (at once when it is there already: a return to a fingerprint built
-    before), or FAILURE with the failed stage's first `error:` line. Its timeout (`self.wait_minutes`) is both
-    budgets plus BUILD_DEADLINE_MARGIN_MINUTES, which holds both stages' start retries and backstops.
-    """
+    """Runs `build`, then `check`, once per `fingerprint`; `self.done` is that fingerprint's wait condition,
+    which the state machine signals SUCCESS once the check published `build_manifest_key` in `bucket` (at once
+    when it is there already), or FAILURE with the failed stage's first `error:` line. Its timeout is both
+    budgets (held to the wait condition's 12 hours by BuildRunnerSettings) plus BUILD_DEADLINE_MARGIN_MINUTES,
+    which holds both stages' start retries and backstops."""
 
     def __init__(
         self,
@@ -49,13 +44,9 @@ class ModelBuildEngine(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.wait_minutes = build.minutes + check.minutes + BUILD_DEADLINE_MARGIN_MINUTES
-        if self.wait_minutes > (most := PLATFORM.limits.wait_condition_timeout_minutes.value):
-            raise ValueError(
-                f"build stages of {build.minutes} and {check.minutes} minutes: allowed together at most "
-                f"{most - BUILD_DEADLINE_MARGIN_MINUTES} (a wait condition's limit)"
-            )
         stack = Stack.of(self)
-        signal = self._function("Signal", "signal", log_retention, {"STACK_ID": stack.stack_id})
+        function = partial(handler_function, self, handler_dir=HANDLER_DIR, log_retention=log_retention)
+        signal = function("Signal", entry="signal", environment={"STACK_ID": stack.stack_id})
         # The handle's URL is its physical id; a failed build's first `error:` line is in its own log.
         signal.add_to_role_policy(_allow("cloudformation:DescribeStackResource", stack.stack_id))
         for stage in (build, check):
@@ -72,7 +63,7 @@ class ModelBuildEngine(Construct):
             log_retention=log_retention,
         )
         # The runs' on-event function (no is-complete): starts, or stops, one execution of this machine.
-        trigger = self._function("Trigger", "on_event", log_retention)
+        trigger = function("Trigger", entry="on_event")
         machine.grant_start_execution(trigger)
         stop = machine.grant_execution(trigger, "states:StopExecution").principal_statements[0].resources
         acknowledge_wildcard_resources(self, stop, reason="The trigger stops only this machine's executions.")
@@ -100,13 +91,6 @@ class ModelBuildEngine(Construct):
             self, f"Done{key}", handle=handle.ref, count=1, timeout=str(self.wait_minutes * 60)
         )
         self.done.node.add_dependency(self.resource)
-
-    def _function(
-        self, name: str, entry: str, retention: logs.RetentionDays, environment: dict[str, str] | None = None
-    ) -> lambda_.Function:
-        return handler_function(
-            self, name, handler_dir=HANDLER_DIR, entry=entry, log_retention=retention, environment=environment
-        )
 
 
 def _allow(action: str, *resources: str) -> iam.PolicyStatement:

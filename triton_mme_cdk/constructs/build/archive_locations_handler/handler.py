@@ -16,22 +16,20 @@ names its attributes is updated to the new archives.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 import boto3
-
-_clients: dict[str, Any] = {}
 
 
 class ArchiveMissing(RuntimeError):
     """The build's manifest names no archive for a dedicated model; the message says which."""
 
 
+@functools.cache
 def client(service: str) -> Any:
-    if service not in _clients:
-        _clients[service] = boto3.client(service)
-    return _clients[service]
+    return boto3.client(service)
 
 
 def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:

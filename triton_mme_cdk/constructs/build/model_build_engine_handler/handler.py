@@ -11,6 +11,7 @@ printed or returned.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -27,13 +28,10 @@ MAX_REASON = 1000
 # Step Functions execution names: at most 80 characters; a request id is a 36-character UUID.
 FINGERPRINT_IN_NAME = 43
 
-_clients: dict[str, Any] = {}
 
-
+@functools.cache
 def client(service: str) -> Any:
-    if service not in _clients:
-        _clients[service] = boto3.client(service)
-    return _clients[service]
+    return boto3.client(service)
 
 
 def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -64,9 +62,7 @@ def signal(event: dict[str, Any], context: Any = None) -> dict[str, str]:
     )["StackResourceDetail"]["PhysicalResourceId"]
     body = {"Status": status, "Reason": reason[:MAX_REASON], "UniqueId": "model-build", "Data": status}
     # No content type: the URL's signature has none (CloudFormation User Guide, "Using wait conditions").
-    put = urllib.request.Request(
-        url, data=json.dumps(body).encode(), method="PUT", headers={"Content-Type": ""}
-    )
+    put = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": ""}, method="PUT")
     try:
         with urllib.request.urlopen(put, timeout=20) as answer:
             answer.read()

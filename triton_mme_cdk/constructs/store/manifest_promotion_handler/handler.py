@@ -22,6 +22,7 @@ follows a replacement.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 from typing import Any
@@ -42,17 +43,14 @@ SETTLED = {"Delay": 15, "MaxAttempts": 48}
 CANDIDATE_PREFIX = "candidate-"
 REPORT_SUFFIX = ".serving-report.json"
 
-_clients: dict[str, Any] = {}
-
 
 class PromotionRefused(RuntimeError):
     """The live manifest was not moved; the message says why and where it stays."""
 
 
+@functools.cache
 def client(service: str) -> Any:
-    if service not in _clients:
-        _clients[service] = boto3.client(service)
-    return _clients[service]
+    return boto3.client(service)
 
 
 def on_event(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
