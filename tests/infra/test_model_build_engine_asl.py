@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import boto3
 import pytest
@@ -139,10 +139,12 @@ class CodeBuildStandIn(StateTaskServiceCallback):
     """What CodeBuild answers: each start of a project takes the next scripted outcome of that project."""
 
     def __init__(self) -> None:
-        # As moto's own Batch integration: .sync, with the task-token endpoint its callback loop expects.
-        super().__init__(
-            supported_integration_patterns={ResourceCondition.Sync, ResourceCondition.WaitForTaskToken}
+        # As moto's own Batch integration: .sync, with the task-token endpoint its callback loop expects (its
+        # conditions are plain strings, annotated as the class that holds them).
+        patterns = cast(
+            "set[ResourceCondition]", {ResourceCondition.Sync, ResourceCondition.WaitForTaskToken}
         )
+        super().__init__(supported_integration_patterns=patterns)
 
     def _get_supported_parameters(self) -> set[str]:
         return {"ProjectName", "EnvironmentVariablesOverride"}
@@ -181,7 +183,8 @@ def _failure(env: Any, error: str, cause: str) -> FailureEventException:
             if error == "States.TaskFailed"
             else CustomErrorName(error),
             event_type=HistoryEventType.TaskFailed,
-            event_details=EventDetails(taskFailedEventDetails=details),
+            # EventDetails is a total TypedDict in moto's annotations; its own events fill in one key.
+            event_details=cast(EventDetails, {"taskFailedEventDetails": details}),
         )
     )
 
