@@ -81,10 +81,14 @@ def draw(definition: dict[str, Any], out: Path) -> None:
                 continue
             tx, ty = where[target]
             bend = label.startswith("found")
+            # An edge past a row goes round that row's boxes on the right, from side to side.
+            skip = not bend and ty < y - 1
             start, end = ((x - 0.22, y), (tx - 0.38, ty)) if bend else ((x, y - 0.25), (tx, ty + 0.25))
+            start, end = ((x + 0.6, y), (tx + 0.2, ty)) if skip else (start, end)
+            rad = 0.3 if bend else -0.35 if skip else 0
             axes.annotate("", xy=end, xytext=start, arrowprops={
                 "arrowstyle": "->", "linestyle": style, "color": colour,
-                "connectionstyle": "arc3,rad=0.3" if bend else "arc3,rad=0"})  # fmt: skip
+                "connectionstyle": f"arc3,rad={rad}"})  # fmt: skip
             if label:
                 lx = min(x, tx) - 0.8 if bend else (x + tx) / 2
                 axes.text(lx, (y + ty) / 2, label, fontsize=7, color=colour)
