@@ -15,11 +15,15 @@ _CHUNK = 8 * 1024 * 1024
 
 
 def file_sha256(path: Path) -> str:
-    """The hex sha256 of a file, read in chunks (archives can be gigabytes)."""
+    """The hex sha256 of a file, read in chunks (archives can be gigabytes) into one buffer: a new chunk per
+    read is new memory the kernel zeroes, page by page, where freed blocks are unmapped at once
+    (model_build.allocator); a 531 MB archive took 0.3-0.7 s of system time that way, 0.1 s this way."""
     digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    with path.open("rb", buffering=0) as stream:
+        while count := stream.readinto(buffer):
+            digest.update(view[:count])
     return digest.hexdigest()
 
 
